@@ -1,0 +1,1489 @@
+//! The pest parser of `grammar/rmo.pest` and the conversion of its parse tree
+//! into the [`ast`](super::ast).
+//!
+//! The grammar accepts exactly the syntax; this module only builds nodes and
+//! turns pest's failure (the furthest position reached, the rules expected
+//! there) into a diagnostic a Modelica user can act on.
+
+use super::ast::*;
+use crate::diag::Diagnostic;
+use pest::Parser as _;
+use pest::iterators::Pair;
+
+#[derive(pest_derive::Parser)]
+#[grammar = "../grammar/rmo.pest"]
+struct RmoParser;
+
+type P<'a> = Pair<'a, Rule>;
+
+/// Parses one file. `file` is the source-map id used in every span.
+pub fn parse(text: &str, file: u32) -> Result<StoredDefinition, Diagnostic> {
+    let mut pairs = RmoParser::parse(Rule::stored_definition, text)
+        .map_err(|e| syntax_error(text, file, e))?;
+    let root = pairs.next().expect("the grammar's root rule always yields one pair");
+    let b = Builder { file };
+    Ok(b.stored_definition(root))
+}
+
+/// Parses a single expression (used for `-p name=value` and tests).
+pub fn parse_expression(text: &str, file: u32) -> Result<Expr, Diagnostic> {
+    let mut pairs = RmoParser::parse(Rule::expression, text.trim())
+        .map_err(|e| syntax_error(text, file, e))?;
+    let p = pairs.next().expect("expression rule yields one pair");
+    if p.as_span().end() != text.trim().len() {
+        return Err(Diagnostic::error(
+            Span::new(file, p.as_span().end(), text.len()),
+            "unexpected text after the expression",
+        ));
+    }
+    Ok(Builder { file }.expression(p))
+}
+
+fn rule_name(r: Rule) -> Option<&'static str> {
+    Some(match r {
+        Rule::SEMI => "`;`",
+        Rule::K_END | Rule::end_clause => "`end`",
+        Rule::ident => "a name",
+        Rule::expression
+        | Rule::simple_expression
+        | Rule::primary
+        | Rule::arithmetic_expression
+        | Rule::term
+        | Rule::factor
+        | Rule::relation => "an expression",
+        Rule::equation | Rule::simple_equation => "an equation",
+        Rule::statement => "a statement",
+        Rule::element | Rule::component_clause => "a declaration",
+        Rule::K_THEN => "`then`",
+        Rule::K_LOOP => "`loop`",
+        Rule::K_IN => "`in`",
+        Rule::K_IF => "`if`",
+        Rule::K_FOR => "`for`",
+        Rule::K_WHEN => "`when`",
+        Rule::K_WHILE => "`while`",
+        Rule::K_ELSE => "`else`",
+        Rule::K_EQUATION => "`equation`",
+        Rule::K_ALGORITHM => "`algorithm`",
+        Rule::class_definition | Rule::top_class | Rule::class_kind => "a class definition",
+        Rule::class_modification | Rule::function_call_args => "`(`",
+        Rule::modification => "a modification",
+        Rule::array_subscripts => "`[`",
+        Rule::rel_op => "a relation",
+        Rule::add_op | Rule::mul_op | Rule::pow_op => "an operator",
+        Rule::string | Rule::string_comment => "a description string",
+        Rule::annotation | Rule::K_ANNOTATION => "`annotation`",
+        Rule::EOI => "end of file",
+        _ => return None,
+    })
+}
+
+fn syntax_error(text: &str, file: u32, e: pest::error::Error<Rule>) -> Diagnostic {
+    use pest::error::{ErrorVariant, InputLocation};
+    let pos = match e.location {
+        InputLocation::Pos(p) => p,
+        InputLocation::Span((s, _)) => s,
+    };
+    let (positives, negatives) = match &e.variant {
+        ErrorVariant::ParsingError {
+            positives,
+            negatives,
+        } => (positives.clone(), negatives.clone()),
+        ErrorVariant::CustomError { .. } => (vec![], vec![]),
+    };
+    let mut expected: Vec<&str> = positives.iter().filter_map(|r| rule_name(*r)).collect();
+    expected.dedup();
+    let mut seen = std::collections::HashSet::new();
+    expected.retain(|x| seen.insert(*x));
+    let found = describe_token_at(text, pos);
+
+    // A missing `;` is reported at the end of the line that lacks it, not at the
+    // start of the next token (which is usually on the next line).
+    if positives.contains(&Rule::SEMI) {
+        let before = text[..pos].trim_end();
+        let end = before.len();
+        let start = before
+            .char_indices()
+            .next_back()
+            .map(|(i, _)| i)
+            .unwrap_or(end);
+        return Diagnostic::error(Span::new(file, start, end), "expected `;`")
+            .with_label("`;` missing after this")
+            .with_hint(format!(
+                "every declaration, equation and statement ends with `;` (found {found} next)"
+            ));
+    }
+    if pos >= text.trim_end().len() {
+        return unterminated_class(text, file).unwrap_or_else(|| {
+            Diagnostic::error(
+                Span::new(file, text.len(), text.len()),
+                "unexpected end of file",
+            )
+            .with_label("the file ends here")
+        });
+    }
+    let _ = negatives;
+    let end = (pos + token_len(text, pos)).min(text.len());
+    let message = if expected.is_empty() {
+        format!("unexpected {found}")
+    } else {
+        format!("expected {}, found {found}", join_or(&expected))
+    };
+    let mut d = Diagnostic::error(Span::new(file, pos, end), message).with_label("here");
+    if found == "`end`" || found.starts_with("`end") {
+        d = d.with_hint("check that every `if`, `for`, `when` and class is closed with its own `end ...;`");
+    }
+    d
+}
+
+fn join_or(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [a] => a.to_string(),
+        _ => {
+            let (last, rest) = items.split_last().expect("non-empty");
+            format!("{} or {}", rest.join(", "), last)
+        }
+    }
+}
+
+fn token_len(text: &str, pos: usize) -> usize {
+    let rest = &text[pos..];
+    let n = rest
+        .char_indices()
+        .take_while(|(_, c)| c.is_alphanumeric() || *c == '_')
+        .last()
+        .map(|(i, c)| i + c.len_utf8())
+        .unwrap_or(0);
+    if n > 0 {
+        n
+    } else {
+        rest.chars().next().map(|c| c.len_utf8()).unwrap_or(0)
+    }
+}
+
+fn describe_token_at(text: &str, pos: usize) -> String {
+    if pos >= text.len() {
+        return "end of file".into();
+    }
+    let n = token_len(text, pos);
+    format!("`{}`", &text[pos..pos + n])
+}
+
+/// At end of file: finds the class that was opened and never closed, using the
+/// token scanner (a full parse has just failed, so the tree is unavailable).
+fn unterminated_class(text: &str, file: u32) -> Option<Diagnostic> {
+    let open = super::scan::unclosed_class(text)?;
+    Some(
+        Diagnostic::error(
+            Span::new(file, open.start, open.end),
+            format!(
+                "`{}` is not closed: the file ends before `end {};`",
+                open.name, open.name
+            ),
+        )
+        .with_label("opened here")
+        .with_hint(format!("add `end {};` after its last equation", open.name)),
+    )
+}
+
+// ---------------------------------------------------------------- tree building
+
+struct Builder {
+    file: u32,
+}
+
+fn unescape(s: &str) -> String {
+    let inner = &s[1..s.len() - 1];
+    let mut out = String::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.next() {
+                Some('n') => out.push('\n'),
+                Some('t') => out.push('\t'),
+                Some(o) => out.push(o),
+                None => {}
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+impl Builder {
+    fn span(&self, p: &P) -> Span {
+        let s = p.as_span();
+        Span::new(self.file, s.start(), s.end())
+    }
+
+    fn ident(&self, p: P) -> Ident {
+        Ident {
+            name: p.as_str().to_string(),
+            span: self.span(&p),
+        }
+    }
+
+    fn name(&self, p: P) -> Name {
+        let span = self.span(&p);
+        Name {
+            parts: p.into_inner().map(|i| self.ident(i)).collect(),
+            global: false,
+            span,
+        }
+    }
+
+    fn type_specifier(&self, p: P) -> Name {
+        let global = p.as_str().starts_with('.');
+        let inner = p.into_inner().next().expect("type_specifier holds a name");
+        let mut n = self.name(inner);
+        n.global = global;
+        n
+    }
+
+    fn stored_definition(&self, p: P) -> StoredDefinition {
+        let mut within = None;
+        let mut classes = Vec::new();
+        for c in p.into_inner() {
+            match c.as_rule() {
+                Rule::within_clause => {
+                    within = c
+                        .into_inner()
+                        .find(|x| x.as_rule() == Rule::name)
+                        .map(|n| self.name(n))
+                }
+                Rule::top_class => {
+                    let cd = c
+                        .into_inner()
+                        .find(|x| x.as_rule() == Rule::class_definition)
+                        .expect("top_class holds a class_definition");
+                    classes.push(self.class_definition(cd));
+                }
+                _ => {}
+            }
+        }
+        StoredDefinition { within, classes }
+    }
+
+    fn class_kind(&self, p: &P) -> ClassKind {
+        let s = p.as_str();
+        let last = s.split_whitespace().last().unwrap_or(s);
+        match last {
+            "model" => ClassKind::Model,
+            "block" => ClassKind::Block,
+            "connector" => ClassKind::Connector,
+            "record" => ClassKind::Record,
+            "type" => ClassKind::Type,
+            "package" => ClassKind::Package,
+            "function" => ClassKind::Function,
+            "operator" => ClassKind::Operator,
+            _ => ClassKind::Class,
+        }
+    }
+
+    fn class_definition(&self, p: P) -> ClassDef {
+        let span = self.span(&p);
+        let mut partial = false;
+        let mut encapsulated = false;
+        let mut kind = ClassKind::Class;
+        let mut spec = None;
+        for c in p.into_inner() {
+            match c.as_rule() {
+                Rule::K_PARTIAL => partial = true,
+                Rule::K_ENCAPSULATED => encapsulated = true,
+                Rule::class_kind => kind = self.class_kind(&c),
+                Rule::class_specifier => spec = c.into_inner().next(),
+                _ => {}
+            }
+        }
+        let spec = spec.expect("class_definition holds a class_specifier");
+        let (name, description, body) = self.class_specifier(spec);
+        ClassDef {
+            name,
+            kind,
+            partial,
+            encapsulated,
+            description,
+            body,
+            span,
+        }
+    }
+
+    fn class_specifier(&self, p: P) -> (Ident, Option<String>, ClassBody) {
+        match p.as_rule() {
+            Rule::long_class_specifier => {
+                let mut it = p.into_inner();
+                let name = self.ident(it.next().expect("class name"));
+                let mut description = None;
+                let mut comp = Composition::default();
+                for c in it {
+                    match c.as_rule() {
+                        Rule::string_comment => description = self.string_comment(c),
+                        Rule::composition => comp = self.composition(c),
+                        Rule::end_clause => {
+                            comp.end_name = c
+                                .into_inner()
+                                .find(|x| x.as_rule() == Rule::ident)
+                                .map(|i| self.ident(i))
+                        }
+                        _ => {}
+                    }
+                }
+                (name, description, ClassBody::Long(comp))
+            }
+            Rule::short_class_specifier => {
+                let (name, short, description) = self.short_class_specifier(p);
+                (name, description, ClassBody::Short(short))
+            }
+            Rule::enumeration_specifier => {
+                let mut it = p.into_inner();
+                let name = self.ident(it.next().expect("enumeration name"));
+                let mut lits = Vec::new();
+                let mut description = None;
+                for c in it {
+                    match c.as_rule() {
+                        Rule::enum_list => {
+                            for l in c.into_inner() {
+                                if let Some(i) = l.into_inner().next() {
+                                    lits.push(self.ident(i));
+                                }
+                            }
+                        }
+                        Rule::comment => description = self.comment(c),
+                        _ => {}
+                    }
+                }
+                (name, description, ClassBody::Enumeration(lits))
+            }
+            r => unreachable!("class_specifier alternative {r:?}"),
+        }
+    }
+
+    fn short_class_specifier(&self, p: P) -> (Ident, ShortClass, Option<String>) {
+        let mut it = p.into_inner();
+        let name = self.ident(it.next().expect("short class name"));
+        let mut causality = Causality::None;
+        let mut base = None;
+        let mut dims = Vec::new();
+        let mut modification = None;
+        let mut description = None;
+        for c in it {
+            match c.as_rule() {
+                Rule::base_prefix => {
+                    causality = match c.as_str().trim() {
+                        "input" => Causality::Input,
+                        "output" => Causality::Output,
+                        _ => Causality::None,
+                    }
+                }
+                Rule::type_specifier => base = Some(self.type_specifier(c)),
+                Rule::array_subscripts => dims = self.subscripts(c),
+                Rule::class_modification => modification = Some(self.class_modification(c)),
+                Rule::comment => description = self.comment(c),
+                _ => {}
+            }
+        }
+        (
+            name,
+            ShortClass {
+                causality,
+                base: base.expect("short class has a base"),
+                dims,
+                modification,
+            },
+            description,
+        )
+    }
+
+    fn string_comment(&self, p: P) -> Option<String> {
+        let parts: Vec<String> = p
+            .into_inner()
+            .filter(|x| x.as_rule() == Rule::string)
+            .map(|s| unescape(s.as_str()))
+            .collect();
+        if parts.is_empty() {
+            None
+        } else {
+            Some(parts.concat())
+        }
+    }
+
+    fn comment(&self, p: P) -> Option<String> {
+        p.into_inner()
+            .find(|x| x.as_rule() == Rule::string_comment)
+            .and_then(|s| self.string_comment(s))
+    }
+
+    fn composition(&self, p: P) -> Composition {
+        let mut comp = Composition::default();
+        for c in p.into_inner() {
+            match c.as_rule() {
+                Rule::element_list => self.element_list(c, false, &mut comp),
+                Rule::public_section => {
+                    for x in c.into_inner() {
+                        if x.as_rule() == Rule::element_list {
+                            self.element_list(x, false, &mut comp)
+                        }
+                    }
+                }
+                Rule::protected_section => {
+                    for x in c.into_inner() {
+                        if x.as_rule() == Rule::element_list {
+                            self.element_list(x, true, &mut comp)
+                        }
+                    }
+                }
+                Rule::equation_section => {
+                    let mut initial = false;
+                    let mut equations = Vec::new();
+                    for x in c.into_inner() {
+                        match x.as_rule() {
+                            Rule::K_INITIAL => initial = true,
+                            Rule::equation => equations.push(self.equation(x)),
+                            _ => {}
+                        }
+                    }
+                    comp.equations.push(EquationSection { initial, equations });
+                }
+                Rule::algorithm_section => {
+                    let span = self.span(&c);
+                    let mut initial = false;
+                    let mut statements = Vec::new();
+                    for x in c.into_inner() {
+                        match x.as_rule() {
+                            Rule::K_INITIAL => initial = true,
+                            Rule::statement => statements.push(self.statement(x)),
+                            _ => {}
+                        }
+                    }
+                    comp.algorithms.push(AlgorithmSection {
+                        initial,
+                        statements,
+                        span,
+                    });
+                }
+                Rule::class_modification => comp.annotations.push(self.class_modification(c)),
+                _ => {}
+            }
+        }
+        comp
+    }
+
+    fn element_list(&self, p: P, protected: bool, comp: &mut Composition) {
+        for e in p.into_inner() {
+            if e.as_rule() == Rule::element {
+                self.element(e, protected, comp);
+            }
+        }
+    }
+
+    fn element(&self, p: P, protected: bool, comp: &mut Composition) {
+        let span = self.span(&p);
+        let mut redeclare = false;
+        let mut final_ = false;
+        let mut inner_outer = false;
+        for c in p.into_inner() {
+            match c.as_rule() {
+                Rule::K_REDECLARE => redeclare = true,
+                Rule::K_FINAL => final_ = true,
+                Rule::K_INNER | Rule::K_OUTER => inner_outer = true,
+                Rule::import_clause => comp.elements.push(Element::Import(self.import(c))),
+                Rule::extends_clause => {
+                    let mut it = c.into_inner();
+                    let _kw = it.next();
+                    let base = self.type_specifier(it.next().expect("extends base"));
+                    let modification = it
+                        .find(|x| x.as_rule() == Rule::class_modification)
+                        .map(|m| self.class_modification(m));
+                    comp.elements.push(Element::Extends(Extends {
+                        base,
+                        modification,
+                        protected,
+                        span,
+                    }))
+                }
+                Rule::annotation_element => {
+                    if let Some(m) = c
+                        .into_inner()
+                        .next()
+                        .and_then(|a| a.into_inner().find(|x| x.as_rule() == Rule::class_modification))
+                    {
+                        comp.annotations.push(self.class_modification(m));
+                    }
+                }
+                Rule::element_body => {
+                    let mut replaceable = false;
+                    let mut constraint = None;
+                    let mut body = None;
+                    let mut description = None;
+                    for x in c.into_inner() {
+                        match x.as_rule() {
+                            Rule::K_REPLACEABLE => replaceable = true,
+                            Rule::constraining_clause => constraint = Some(self.constraint(x)),
+                            Rule::comment => description = self.comment(x),
+                            Rule::class_definition | Rule::component_clause => body = Some(x),
+                            _ => {}
+                        }
+                    }
+                    let body = body.expect("element body holds a class or component");
+                    if body.as_rule() == Rule::class_definition {
+                        let mut def = self.class_definition(body);
+                        if def.description.is_none() {
+                            def.description = description;
+                        }
+                        comp.elements.push(Element::Class(ClassElement {
+                            def,
+                            replaceable,
+                            redeclare,
+                            final_,
+                            protected,
+                            constrainedby: constraint,
+                        }));
+                    } else {
+                        for mut comp_decl in self.component_clause(body) {
+                            comp_decl.protected = protected;
+                            comp_decl.replaceable = replaceable;
+                            comp_decl.redeclare = redeclare;
+                            comp_decl.final_ = final_;
+                            comp_decl.inner_outer = inner_outer;
+                            comp_decl.constrainedby = constraint.clone();
+                            if comp_decl.description.is_none() {
+                                comp_decl.description = description.clone();
+                            }
+                            comp.elements.push(Element::Component(comp_decl));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn constraint(&self, p: P) -> Constraint {
+        let mut base = None;
+        let mut modification = None;
+        for x in p.into_inner() {
+            match x.as_rule() {
+                Rule::type_specifier => base = Some(self.type_specifier(x)),
+                Rule::class_modification => modification = Some(self.class_modification(x)),
+                _ => {}
+            }
+        }
+        Constraint {
+            base: base.expect("constrainedby names a class"),
+            modification,
+        }
+    }
+
+    fn import(&self, p: P) -> Import {
+        let body = p
+            .into_inner()
+            .find(|x| {
+                matches!(
+                    x.as_rule(),
+                    Rule::import_alias | Rule::import_list | Rule::import_wildcard | Rule::import_name
+                )
+            })
+            .expect("import clause has a body");
+        match body.as_rule() {
+            Rule::import_alias => {
+                let mut it = body.into_inner();
+                let alias = self.ident(it.next().expect("alias"));
+                let target = self.name(it.next().expect("target"));
+                Import::Named { alias, target }
+            }
+            Rule::import_wildcard => Import::Wildcard {
+                package: self.name(body.into_inner().next().expect("package")),
+            },
+            Rule::import_list => {
+                let mut it = body.into_inner();
+                let package = self.name(it.next().expect("package"));
+                Import::List {
+                    package,
+                    names: it.map(|i| self.ident(i)).collect(),
+                }
+            }
+            _ => {
+                let target = self.name(body.into_inner().next().expect("name"));
+                let alias = target.parts.last().expect("name has parts").clone();
+                Import::Named { alias, target }
+            }
+        }
+    }
+
+    fn type_prefix(&self, p: P) -> TypePrefix {
+        let mut t = TypePrefix::default();
+        for x in p.into_inner() {
+            match x.as_rule() {
+                Rule::K_FLOW => t.flow = true,
+                Rule::K_STREAM => t.stream = true,
+                Rule::K_DISCRETE => t.variability = Variability::Discrete,
+                Rule::K_PARAMETER => t.variability = Variability::Parameter,
+                Rule::K_CONSTANT => t.variability = Variability::Constant,
+                Rule::K_INPUT => t.causality = Causality::Input,
+                Rule::K_OUTPUT => t.causality = Causality::Output,
+                _ => {}
+            }
+        }
+        t
+    }
+
+    fn component_clause(&self, p: P) -> Vec<Component> {
+        let mut prefix = TypePrefix::default();
+        let mut type_name = None;
+        let mut type_dims = Vec::new();
+        let mut out = Vec::new();
+        for x in p.into_inner() {
+            match x.as_rule() {
+                Rule::type_prefix => prefix = self.type_prefix(x),
+                Rule::type_specifier => type_name = Some(self.type_specifier(x)),
+                Rule::array_subscripts => type_dims = self.subscripts(x),
+                Rule::component_list => {
+                    for d in x.into_inner() {
+                        let tn = type_name.clone().expect("type before declarations");
+                        out.push(self.component_declaration(d, prefix, tn, type_dims.clone()));
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    fn component_declaration(
+        &self,
+        p: P,
+        prefix: TypePrefix,
+        type_name: Name,
+        type_dims: Vec<Subscript>,
+    ) -> Component {
+        let span = self.span(&p);
+        let mut c = Component {
+            prefix,
+            type_name,
+            type_dims,
+            name: Ident {
+                name: String::new(),
+                span,
+            },
+            dims: Vec::new(),
+            modification: None,
+            condition: None,
+            description: None,
+            protected: false,
+            replaceable: false,
+            redeclare: false,
+            final_: false,
+            inner_outer: false,
+            constrainedby: None,
+            span,
+        };
+        for x in p.into_inner() {
+            match x.as_rule() {
+                Rule::declaration => {
+                    for y in x.into_inner() {
+                        match y.as_rule() {
+                            Rule::ident => c.name = self.ident(y),
+                            Rule::array_subscripts => c.dims = self.subscripts(y),
+                            Rule::modification => c.modification = Some(self.modification(y)),
+                            _ => {}
+                        }
+                    }
+                }
+                Rule::condition_attribute => {
+                    c.condition = x
+                        .into_inner()
+                        .find(|y| y.as_rule() == Rule::expression)
+                        .map(|e| self.expression(e))
+                }
+                Rule::comment => c.description = self.comment(x),
+                _ => {}
+            }
+        }
+        c
+    }
+
+    fn modification(&self, p: P) -> Modification {
+        let span = self.span(&p);
+        let mut m = Modification {
+            class_mod: None,
+            binding: None,
+            span,
+        };
+        for x in p.into_inner() {
+            match x.as_rule() {
+                Rule::class_modification => m.class_mod = Some(self.class_modification(x)),
+                Rule::expression => m.binding = Some(self.expression(x)),
+                _ => {}
+            }
+        }
+        m
+    }
+
+    fn class_modification(&self, p: P) -> ClassMod {
+        let span = self.span(&p);
+        let args = p.into_inner().map(|a| self.argument(a)).collect();
+        ClassMod { args, span }
+    }
+
+    fn argument(&self, p: P) -> ModArg {
+        let span = self.span(&p);
+        let inner = p.into_inner().next().expect("argument has a body");
+        let mut each = false;
+        let mut final_ = false;
+        let redeclare = inner.as_rule() == Rule::element_redeclaration;
+        let mut result = None;
+        for x in inner.into_inner() {
+            match x.as_rule() {
+                Rule::K_EACH => each = true,
+                Rule::K_FINAL => final_ = true,
+                Rule::element_modification => {
+                    let mut path = None;
+                    let mut modification = None;
+                    for y in x.into_inner() {
+                        match y.as_rule() {
+                            Rule::name => path = Some(self.name(y)),
+                            Rule::modification => modification = Some(self.modification(y)),
+                            _ => {}
+                        }
+                    }
+                    result = Some(ModArg::Modify {
+                        each,
+                        final_,
+                        path: path.expect("modified name"),
+                        modification,
+                        span,
+                    });
+                }
+                Rule::element_replaceable | Rule::short_class_definition | Rule::component_clause1 => {
+                    let element = self.redeclared(x);
+                    result = Some(if redeclare {
+                        ModArg::Redeclare {
+                            each,
+                            final_,
+                            element,
+                            span,
+                        }
+                    } else {
+                        // `replaceable` inside a modification without `redeclare`:
+                        // treat as a redeclaration (it only makes sense as one).
+                        ModArg::Redeclare {
+                            each,
+                            final_,
+                            element,
+                            span,
+                        }
+                    });
+                }
+                _ => {}
+            }
+        }
+        result.expect("argument holds a modification or redeclaration")
+    }
+
+    fn redeclared(&self, p: P) -> Redeclared {
+        match p.as_rule() {
+            Rule::element_replaceable => {
+                let x = p
+                    .into_inner()
+                    .find(|y| matches!(y.as_rule(), Rule::short_class_definition | Rule::component_clause1))
+                    .expect("replaceable body");
+                self.redeclared(x)
+            }
+            Rule::short_class_definition => {
+                let span = self.span(&p);
+                let mut kind = ClassKind::Class;
+                let mut result = None;
+                for y in p.into_inner() {
+                    match y.as_rule() {
+                        Rule::class_kind => kind = self.class_kind(&y),
+                        Rule::short_class_specifier => {
+                            let (name, short, description) = self.short_class_specifier(y);
+                            result = Some(ClassDef {
+                                name,
+                                kind,
+                                partial: false,
+                                encapsulated: false,
+                                description,
+                                body: ClassBody::Short(short),
+                                span,
+                            });
+                        }
+                        _ => {}
+                    }
+                }
+                Redeclared::Class(Box::new(result.expect("short class")))
+            }
+            Rule::component_clause1 => {
+                let mut prefix = TypePrefix::default();
+                let mut type_name = None;
+                let mut comp = None;
+                for y in p.into_inner() {
+                    match y.as_rule() {
+                        Rule::type_prefix => prefix = self.type_prefix(y),
+                        Rule::type_specifier => type_name = Some(self.type_specifier(y)),
+                        Rule::component_declaration1 => {
+                            let tn = type_name.clone().expect("type before declaration");
+                            comp = Some(self.component_declaration(y, prefix, tn, Vec::new()));
+                        }
+                        _ => {}
+                    }
+                }
+                Redeclared::Component(Box::new(comp.expect("redeclared component")))
+            }
+            r => unreachable!("redeclared element {r:?}"),
+        }
+    }
+
+    // ------------------------------------------------------------ equations
+
+    fn equation(&self, p: P) -> Equation {
+        let span = self.span(&p);
+        let body = p.into_inner().next().expect("equation body");
+        let kind = match body.as_rule() {
+            Rule::simple_equation => {
+                let mut it = body.into_inner();
+                let lhs = self.expression(it.next().expect("lhs"));
+                let rhs = self.expression(it.next().expect("rhs"));
+                EquationKind::Simple { lhs, rhs }
+            }
+            Rule::connect_clause => {
+                let mut refs = body
+                    .into_inner()
+                    .filter(|x| x.as_rule() == Rule::component_reference)
+                    .map(|x| self.component_reference(x));
+                let a = refs.next().expect("connect a");
+                let b = refs.next().expect("connect b");
+                EquationKind::Connect { a, b }
+            }
+            Rule::call_equation => {
+                let mut it = body.into_inner();
+                let func = self.component_reference(it.next().expect("function"));
+                let args = self.call_args(it.next().expect("args"));
+                EquationKind::Call { func, args }
+            }
+            Rule::if_equation => {
+                let (branches, else_) = self.conditional_blocks(body, |b, x| b.equations(x));
+                EquationKind::If { branches, else_ }
+            }
+            Rule::for_equation => {
+                let mut indices = Vec::new();
+                let mut eqs = Vec::new();
+                for x in body.into_inner() {
+                    match x.as_rule() {
+                        Rule::for_indices => indices = self.for_indices(x),
+                        Rule::equation_block => eqs = self.equations(x),
+                        _ => {}
+                    }
+                }
+                EquationKind::For { indices, body: eqs }
+            }
+            Rule::when_equation => {
+                let (branches, _) = self.conditional_blocks(body, |b, x| b.equations(x));
+                EquationKind::When { branches }
+            }
+            r => unreachable!("equation alternative {r:?}"),
+        };
+        Equation { kind, span }
+    }
+
+    fn equations(&self, p: P) -> Vec<Equation> {
+        p.into_inner()
+            .filter(|x| x.as_rule() == Rule::equation)
+            .map(|x| self.equation(x))
+            .collect()
+    }
+
+    fn statements(&self, p: P) -> Vec<Statement> {
+        p.into_inner()
+            .filter(|x| x.as_rule() == Rule::statement)
+            .map(|x| self.statement(x))
+            .collect()
+    }
+
+    /// `if`/`when` forms: condition, block pairs, and an optional else block.
+    #[allow(clippy::type_complexity)]
+    fn conditional_blocks<T>(
+        &self,
+        p: P,
+        block: impl Fn(&Self, P) -> Vec<T>,
+    ) -> (Vec<(Expr, Vec<T>)>, Vec<T>) {
+        let mut branches = Vec::new();
+        let mut else_ = Vec::new();
+        let mut cond = None;
+        for x in p.into_inner() {
+            match x.as_rule() {
+                Rule::expression => cond = Some(self.expression(x)),
+                Rule::equation_block | Rule::statement_block => {
+                    let c = cond.take().expect("condition before block");
+                    branches.push((c, block(self, x)));
+                }
+                Rule::else_equation_block | Rule::else_statement_block => else_ = block(self, x),
+                _ => {}
+            }
+        }
+        (branches, else_)
+    }
+
+    fn for_indices(&self, p: P) -> Vec<ForIndex> {
+        p.into_inner()
+            .map(|fi| {
+                let mut it = fi.into_inner();
+                let name = self.ident(it.next().expect("index name"));
+                let range = it
+                    .find(|x| x.as_rule() == Rule::expression)
+                    .map(|e| self.expression(e));
+                ForIndex { name, range }
+            })
+            .collect()
+    }
+
+    fn statement(&self, p: P) -> Statement {
+        let span = self.span(&p);
+        let body = p.into_inner().next().expect("statement body");
+        let kind = match body.as_rule() {
+            Rule::K_BREAK => StatementKind::Break,
+            Rule::K_RETURN => StatementKind::Return,
+            Rule::assignment => {
+                let mut it = body.into_inner();
+                let target = self.component_reference(it.next().expect("target"));
+                let value = self.expression(it.next().expect("value"));
+                StatementKind::Assign { target, value }
+            }
+            Rule::tuple_assignment => {
+                let mut it = body.into_inner();
+                let targets = self.output_list(it.next().expect("targets"));
+                let func = self.component_reference(it.next().expect("function"));
+                let args = self.call_args(it.next().expect("args"));
+                StatementKind::TupleAssign {
+                    targets,
+                    func,
+                    args,
+                }
+            }
+            Rule::call_statement => {
+                let mut it = body.into_inner();
+                let func = self.component_reference(it.next().expect("function"));
+                let args = self.call_args(it.next().expect("args"));
+                StatementKind::Call { func, args }
+            }
+            Rule::if_statement => {
+                let (branches, else_) = self.conditional_blocks(body, |b, x| b.statements(x));
+                StatementKind::If { branches, else_ }
+            }
+            Rule::for_statement => {
+                let mut indices = Vec::new();
+                let mut stmts = Vec::new();
+                for x in body.into_inner() {
+                    match x.as_rule() {
+                        Rule::for_indices => indices = self.for_indices(x),
+                        Rule::statement_block => stmts = self.statements(x),
+                        _ => {}
+                    }
+                }
+                StatementKind::For {
+                    indices,
+                    body: stmts,
+                }
+            }
+            Rule::while_statement => {
+                let mut cond = None;
+                let mut stmts = Vec::new();
+                for x in body.into_inner() {
+                    match x.as_rule() {
+                        Rule::expression => cond = Some(self.expression(x)),
+                        Rule::statement_block => stmts = self.statements(x),
+                        _ => {}
+                    }
+                }
+                StatementKind::While {
+                    cond: cond.expect("while condition"),
+                    body: stmts,
+                }
+            }
+            Rule::when_statement => {
+                let (branches, _) = self.conditional_blocks(body, |b, x| b.statements(x));
+                StatementKind::When { branches }
+            }
+            r => unreachable!("statement alternative {r:?}"),
+        };
+        Statement { kind, span }
+    }
+
+    fn output_list(&self, p: P) -> Vec<Option<Expr>> {
+        // `(a, , c)`: commas are not pairs, so rebuild the slots from the text
+        // positions of the expressions between them.
+        let text = p.as_str();
+        let base = p.as_span().start();
+        let exprs: Vec<P> = p.into_inner().collect();
+        let mut slots = Vec::new();
+        let mut cursor = 0usize;
+        let mut iter = exprs.into_iter().peekable();
+        loop {
+            // The next slot ends at the next top-level comma.
+            let next_expr_start = iter.peek().map(|e| e.as_span().start() - base);
+            let comma = find_top_level_comma(text, cursor);
+            match (next_expr_start, comma) {
+                (Some(s), Some(c)) if s < c => {
+                    slots.push(Some(self.expression(iter.next().expect("peeked"))));
+                    cursor = c + 1;
+                }
+                (Some(_), Some(c)) => {
+                    slots.push(None);
+                    cursor = c + 1;
+                }
+                (Some(_), None) => {
+                    slots.push(Some(self.expression(iter.next().expect("peeked"))));
+                    break;
+                }
+                (None, Some(c)) => {
+                    slots.push(None);
+                    cursor = c + 1;
+                }
+                (None, None) => {
+                    if !slots.is_empty() {
+                        slots.push(None);
+                    }
+                    break;
+                }
+            }
+        }
+        slots
+    }
+
+    // ------------------------------------------------------------ expressions
+
+    fn expression(&self, p: P) -> Expr {
+        let span = self.span(&p);
+        match p.as_rule() {
+            Rule::expression => {
+                let inner = p.into_inner().next().expect("expression body");
+                self.expression(inner)
+            }
+            Rule::if_expression => {
+                let mut exprs: Vec<Expr> = p
+                    .into_inner()
+                    .filter(|x| x.as_rule() == Rule::expression)
+                    .map(|x| self.expression(x))
+                    .collect();
+                let else_ = exprs.pop().expect("else branch");
+                let mut branches = Vec::new();
+                let mut it = exprs.into_iter();
+                while let (Some(c), Some(v)) = (it.next(), it.next()) {
+                    branches.push((c, v));
+                }
+                Expr {
+                    kind: ExprKind::If {
+                        branches,
+                        else_: Box::new(else_),
+                    },
+                    span,
+                }
+            }
+            Rule::simple_expression => {
+                let mut parts: Vec<Expr> = p.into_inner().map(|x| self.expression(x)).collect();
+                match parts.len() {
+                    1 => parts.pop().expect("one part"),
+                    2 => {
+                        let stop = parts.pop().expect("stop");
+                        let start = parts.pop().expect("start");
+                        Expr {
+                            kind: ExprKind::Range {
+                                start: Box::new(start),
+                                step: None,
+                                stop: Box::new(stop),
+                            },
+                            span,
+                        }
+                    }
+                    _ => {
+                        let stop = parts.pop().expect("stop");
+                        let step = parts.pop().expect("step");
+                        let start = parts.pop().expect("start");
+                        Expr {
+                            kind: ExprKind::Range {
+                                start: Box::new(start),
+                                step: Some(Box::new(step)),
+                                stop: Box::new(stop),
+                            },
+                            span,
+                        }
+                    }
+                }
+            }
+            Rule::logical_expression | Rule::logical_term => {
+                let op = if p.as_rule() == Rule::logical_expression {
+                    BinOp::Or
+                } else {
+                    BinOp::And
+                };
+                let mut acc: Option<Expr> = None;
+                for x in p.into_inner() {
+                    if matches!(x.as_rule(), Rule::K_OR | Rule::K_AND) {
+                        continue;
+                    }
+                    let e = self.expression(x);
+                    acc = Some(match acc {
+                        None => e,
+                        Some(l) => binary(op, l, e),
+                    });
+                }
+                acc.expect("logical expression has an operand")
+            }
+            Rule::logical_factor => {
+                let mut not = false;
+                let mut operand = None;
+                for x in p.into_inner() {
+                    match x.as_rule() {
+                        Rule::K_NOT => not = true,
+                        _ => operand = Some(self.expression(x)),
+                    }
+                }
+                let e = operand.expect("operand");
+                if not {
+                    Expr {
+                        kind: ExprKind::Unary {
+                            op: UnOp::Not,
+                            operand: Box::new(e),
+                        },
+                        span,
+                    }
+                } else {
+                    e
+                }
+            }
+            Rule::relation => {
+                let mut it = p.into_inner();
+                let lhs = self.expression(it.next().expect("lhs"));
+                match (it.next(), it.next()) {
+                    (Some(op), Some(r)) => {
+                        let op = match op.as_str() {
+                            "<" => BinOp::Lt,
+                            "<=" => BinOp::Le,
+                            ">" => BinOp::Gt,
+                            ">=" => BinOp::Ge,
+                            "==" => BinOp::Eq,
+                            _ => BinOp::Ne,
+                        };
+                        binary(op, lhs, self.expression(r))
+                    }
+                    _ => lhs,
+                }
+            }
+            Rule::arithmetic_expression => {
+                let mut acc: Option<Expr> = None;
+                let mut pending: Option<&str> = None;
+                let mut leading: Option<(&str, Span)> = None;
+                for x in p.into_inner() {
+                    match x.as_rule() {
+                        Rule::add_op => {
+                            if acc.is_none() {
+                                leading = Some((x.as_str(), self.span(&x)));
+                            } else {
+                                pending = Some(x.as_str());
+                            }
+                        }
+                        _ => {
+                            let mut e = self.expression(x);
+                            if acc.is_none() {
+                                if let Some((op, s)) = leading.take() {
+                                    let op = if op.ends_with('-') { UnOp::Neg } else { UnOp::Plus };
+                                    let sp = s.to(e.span);
+                                    e = Expr {
+                                        kind: ExprKind::Unary {
+                                            op,
+                                            operand: Box::new(e),
+                                        },
+                                        span: sp,
+                                    };
+                                }
+                                acc = Some(e);
+                            } else {
+                                let op = match pending.take() {
+                                    Some("+") => BinOp::Add,
+                                    Some("-") => BinOp::Sub,
+                                    Some(".+") => BinOp::ElemAdd,
+                                    _ => BinOp::ElemSub,
+                                };
+                                acc = Some(binary(op, acc.take().expect("lhs"), e));
+                            }
+                        }
+                    }
+                }
+                acc.expect("arithmetic expression has a term")
+            }
+            Rule::term => {
+                let mut acc: Option<Expr> = None;
+                let mut pending = None;
+                for x in p.into_inner() {
+                    if x.as_rule() == Rule::mul_op {
+                        pending = Some(match x.as_str() {
+                            "*" => BinOp::Mul,
+                            "/" => BinOp::Div,
+                            ".*" => BinOp::ElemMul,
+                            _ => BinOp::ElemDiv,
+                        });
+                        continue;
+                    }
+                    let e = self.expression(x);
+                    acc = Some(match acc {
+                        None => e,
+                        Some(l) => binary(pending.take().expect("operator"), l, e),
+                    });
+                }
+                acc.expect("term has a factor")
+            }
+            Rule::factor => {
+                let mut it = p.into_inner();
+                let base = self.expression(it.next().expect("base"));
+                match (it.next(), it.next()) {
+                    (Some(op), Some(e)) => {
+                        let op = if op.as_str() == "^" {
+                            BinOp::Pow
+                        } else {
+                            BinOp::ElemPow
+                        };
+                        binary(op, base, self.expression(e))
+                    }
+                    _ => base,
+                }
+            }
+            Rule::primary => self.expression(p.into_inner().next().expect("primary body")),
+            Rule::unsigned_integer => match p.as_str().parse::<i64>() {
+                Ok(v) => Expr {
+                    kind: ExprKind::Integer(v),
+                    span,
+                },
+                Err(_) => Expr {
+                    kind: ExprKind::Real(p.as_str().parse::<f64>().unwrap_or(f64::INFINITY)),
+                    span,
+                },
+            },
+            Rule::unsigned_real => Expr {
+                kind: ExprKind::Real(p.as_str().parse::<f64>().unwrap_or(f64::NAN)),
+                span,
+            },
+            Rule::string => Expr {
+                kind: ExprKind::String(unescape(p.as_str())),
+                span,
+            },
+            Rule::K_TRUE => Expr {
+                kind: ExprKind::Bool(true),
+                span,
+            },
+            Rule::K_FALSE => Expr {
+                kind: ExprKind::Bool(false),
+                span,
+            },
+            Rule::K_END => Expr {
+                kind: ExprKind::End,
+                span,
+            },
+            Rule::component_reference => Expr {
+                kind: ExprKind::Ref(self.component_reference(p)),
+                span,
+            },
+            Rule::function_call => {
+                let mut it = p.into_inner();
+                let f = it.next().expect("function name");
+                let func = if f.as_rule() == Rule::K_INITIAL {
+                    ComponentRef {
+                        parts: vec![RefPart {
+                            ident: Ident {
+                                name: "initial".into(),
+                                span: self.span(&f),
+                            },
+                            subscripts: vec![],
+                        }],
+                        global: false,
+                        span: self.span(&f),
+                    }
+                } else {
+                    self.component_reference(f)
+                };
+                let args_pair = it.next().expect("call args");
+                if let Some((body, indices)) = self.comprehension_args(args_pair.clone()) {
+                    return Expr {
+                        kind: ExprKind::Comprehension {
+                            func: Some(func),
+                            body: Box::new(body),
+                            indices,
+                        },
+                        span,
+                    };
+                }
+                let args = self.call_args(args_pair);
+                Expr {
+                    kind: ExprKind::Call { func, args },
+                    span,
+                }
+            }
+            Rule::parenthesized => {
+                let list = p.into_inner().next().expect("parenthesized list");
+                let slots = self.output_list(list);
+                if slots.len() == 1 {
+                    if let Some(Some(e)) = slots.into_iter().next() {
+                        return Expr { kind: e.kind, span };
+                    }
+                    return Expr {
+                        kind: ExprKind::Tuple(vec![None]),
+                        span,
+                    };
+                }
+                Expr {
+                    kind: ExprKind::Tuple(slots),
+                    span,
+                }
+            }
+            Rule::matrix_constructor => {
+                let rows = p
+                    .into_inner()
+                    .map(|row| row.into_inner().map(|e| self.expression(e)).collect())
+                    .collect();
+                Expr {
+                    kind: ExprKind::Matrix(rows),
+                    span,
+                }
+            }
+            Rule::array_constructor => match p.into_inner().next() {
+                None => Expr {
+                    kind: ExprKind::Array(vec![]),
+                    span,
+                },
+                Some(x) if x.as_rule() == Rule::array_comprehension => {
+                    let mut it = x.into_inner();
+                    let body = self.expression(it.next().expect("body"));
+                    let indices = it
+                        .find(|y| y.as_rule() == Rule::for_indices)
+                        .map(|y| self.for_indices(y))
+                        .unwrap_or_default();
+                    Expr {
+                        kind: ExprKind::Comprehension {
+                            func: None,
+                            body: Box::new(body),
+                            indices,
+                        },
+                        span,
+                    }
+                }
+                Some(list) => Expr {
+                    kind: ExprKind::Array(list.into_inner().map(|e| self.expression(e)).collect()),
+                    span,
+                },
+            },
+            r => unreachable!("expression rule {r:?}"),
+        }
+    }
+
+    fn comprehension_args(&self, p: P) -> Option<(Expr, Vec<ForIndex>)> {
+        let fa = p.into_inner().next()?;
+        let first = fa.into_inner().next()?;
+        if first.as_rule() != Rule::array_comprehension_arg {
+            return None;
+        }
+        let mut it = first.into_inner();
+        let body = self.expression(it.next()?);
+        let indices = it
+            .find(|y| y.as_rule() == Rule::for_indices)
+            .map(|y| self.for_indices(y))?;
+        Some((body, indices))
+    }
+
+    fn call_args(&self, p: P) -> Vec<Arg> {
+        let Some(fa) = p.into_inner().next() else {
+            return vec![];
+        };
+        fa.into_inner()
+            .filter(|x| x.as_rule() == Rule::argument_item)
+            .map(|item| {
+                let x = item.into_inner().next().expect("argument item body");
+                if x.as_rule() == Rule::named_argument {
+                    let mut it = x.into_inner();
+                    let name = self.ident(it.next().expect("name"));
+                    let value = self.expression(it.next().expect("value"));
+                    Arg::Named(name, value)
+                } else {
+                    Arg::Positional(self.expression(x))
+                }
+            })
+            .collect()
+    }
+
+    fn component_reference(&self, p: P) -> ComponentRef {
+        let span = self.span(&p);
+        let global = p.as_str().starts_with('.');
+        let mut parts: Vec<RefPart> = Vec::new();
+        for x in p.into_inner() {
+            match x.as_rule() {
+                Rule::ident => parts.push(RefPart {
+                    ident: self.ident(x),
+                    subscripts: vec![],
+                }),
+                Rule::array_subscripts => {
+                    if let Some(last) = parts.last_mut() {
+                        last.subscripts = self.subscripts(x);
+                    }
+                }
+                _ => {}
+            }
+        }
+        ComponentRef {
+            parts,
+            global,
+            span,
+        }
+    }
+
+    fn subscripts(&self, p: P) -> Vec<Subscript> {
+        p.into_inner()
+            .map(|s| {
+                let x = s.into_inner().next().expect("subscript body");
+                if x.as_rule() == Rule::colon {
+                    Subscript::All(self.span(&x))
+                } else {
+                    Subscript::Index(self.expression(x))
+                }
+            })
+            .collect()
+    }
+}
+
+fn binary(op: BinOp, lhs: Expr, rhs: Expr) -> Expr {
+    let span = lhs.span.to(rhs.span);
+    Expr {
+        kind: ExprKind::Binary {
+            op,
+            lhs: Box::new(lhs),
+            rhs: Box::new(rhs),
+        },
+        span,
+    }
+}
+
+/// Byte index of the next comma at nesting depth 0 at or after `from`.
+fn find_top_level_comma(text: &str, from: usize) -> Option<usize> {
+    let mut depth = 0i32;
+    let mut in_string = false;
+    let bytes = text.as_bytes();
+    let mut i = from;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if in_string {
+            if c == b'\\' {
+                i += 1;
+            } else if c == b'"' {
+                in_string = false;
+            }
+        } else {
+            match c {
+                b'"' => in_string = true,
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' => depth -= 1,
+                b',' if depth == 0 => return Some(i),
+                _ => {}
+            }
+        }
+        i += 1;
+    }
+    None
+}
