@@ -2,7 +2,177 @@
 //! language, built for gear and contact dynamics.
 //!
 //! The pipeline, one module per stage (see `docs/architecture.md`):
-//! syntax -> instantiate -> flat -> structure -> jit -> solve -> output.
+//! `syntax` -> `instantiate` -> `flat` -> `structure` -> `jit` -> `solve` ->
+//! `output`. This file is the library API that drives it: load a file, pick a
+//! model, flatten it. The CLI (`main.rs`) only parses arguments and renders.
 
 pub mod diag;
+pub mod flat;
+pub mod instantiate;
+pub mod structure;
 pub mod syntax;
+
+use diag::{Diagnostic, SourceMap};
+use instantiate::library::{ClassId, Library};
+use std::path::Path;
+use syntax::ast;
+
+/// Reads and parses `path`, and sets up the library lookup around it. On a
+/// syntax error the diagnostics are returned with the library (whose source
+/// map renders them).
+pub fn load(path: &Path) -> (Library, Result<Loaded2, Vec<Diagnostic>>) {
+    let mut sources = SourceMap::default();
+    let shown = path.display().to_string();
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            let lib = Library::new(sources, None);
+            let d = Diagnostic::error_nospan(format!("cannot read `{shown}`: {e}"))
+                .with_hint("check the file name and that it is readable");
+            return (lib, Err(vec![d]));
+        }
+    };
+    let id = sources.add(shown, text.clone());
+    let dir = path.parent().map(|p| {
+        if p.as_os_str().is_empty() {
+            Path::new(".").to_path_buf()
+        } else {
+            p.to_path_buf()
+        }
+    });
+    let mut lib = Library::new(sources, dir);
+    let parsed = match syntax::parse(&text, id) {
+        Ok(p) => p,
+        Err(d) => return (lib, Err(vec![d])),
+    };
+    let mut diags = check_end_names(&parsed);
+    let classes = match lib.add_user_file(&parsed) {
+        Ok(c) => c,
+        Err(d) => {
+            diags.push(d);
+            return (lib, Err(diags));
+        }
+    };
+    if diag::has_errors(&diags) {
+        return (lib, Err(diags));
+    }
+    (lib, Ok(Loaded2 { file: parsed, classes }))
+}
+
+/// The parsed user file and its classes.
+pub struct Loaded2 {
+    pub file: ast::StoredDefinition,
+    pub classes: Vec<ClassId>,
+}
+
+/// `model A ... end B;` is an error (MLS 4.5).
+fn check_end_names(def: &ast::StoredDefinition) -> Vec<Diagnostic> {
+    fn walk(c: &ast::ClassDef, out: &mut Vec<Diagnostic>) {
+        if let ast::ClassBody::Long(comp) = &c.body {
+            if let Some(end) = &comp.end_name
+                && end.name != c.name.name
+            {
+                out.push(
+                    Diagnostic::error(end.span, format!("`{}` is closed by `end {};`", c.name.name, end.name))
+                        .with_secondary(c.name.span, "opened here")
+                        .with_hint(format!("write `end {};`", c.name.name)),
+                );
+            }
+            for e in &comp.elements {
+                if let ast::Element::Class(ce) = e {
+                    walk(&ce.def, out);
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for c in &def.classes {
+        walk(c, &mut out);
+    }
+    out
+}
+
+/// The models of a file that can be simulated: non-partial models, blocks
+/// and classes at the top level.
+pub fn candidate_models(file: &ast::StoredDefinition) -> Vec<&ast::ClassDef> {
+    file.classes
+        .iter()
+        .filter(|c| {
+            !c.partial
+                && matches!(
+                    c.kind,
+                    ast::ClassKind::Model | ast::ClassKind::Block | ast::ClassKind::Class
+                )
+        })
+        .collect()
+}
+
+/// Picks the model to work on: `--model NAME`, or the only candidate.
+pub fn select_model(lib: &mut Library, loaded: &Loaded2, name: Option<&str>) -> Result<ClassId, Diagnostic> {
+    let candidates = candidate_models(&loaded.file);
+    match name {
+        Some(n) => {
+            if let Some(pos) = loaded.file.classes.iter().position(|c| c.name.name == n) {
+                return Ok(loaded.classes[pos]);
+            }
+            // A dotted name of a library model (`Mechanics.Examples.X`).
+            let parts: Vec<ast::Ident> = n
+                .split('.')
+                .map(|p| ast::Ident {
+                    name: p.to_string(),
+                    span: ast::Span::default(),
+                })
+                .collect();
+            let dotted = ast::Name {
+                parts,
+                global: false,
+                span: ast::Span::default(),
+            };
+            lib.lookup(None, &dotted).map_err(|_| {
+                let names: Vec<String> = candidates.iter().map(|c| c.name.name.clone()).collect();
+                Diagnostic::error_nospan(format!("no model `{n}` in this file"))
+                    .with_hint(if names.is_empty() {
+                        "the file defines no model".to_string()
+                    } else {
+                        format!("the file defines: {}", names.join(", "))
+                    })
+            })
+        }
+        None => match candidates.as_slice() {
+            [one] => {
+                let pos = loaded
+                    .file
+                    .classes
+                    .iter()
+                    .position(|c| std::ptr::eq(c, *one))
+                    .expect("candidate is a class of the file");
+                Ok(loaded.classes[pos])
+            }
+            [] => Err(Diagnostic::error_nospan("the file defines no model to simulate (all are partial, or packages)")
+                .with_hint("add a non-partial `model`, or name one with --model")),
+            many => {
+                let names: Vec<String> = many.iter().map(|c| c.name.name.clone()).collect();
+                Err(Diagnostic::error(many[1].name.span, format!("the file defines {} models; choose one with --model", many.len()))
+                    .with_hint(format!("--model {}", names.join(" | --model "))))
+            }
+        },
+    }
+}
+
+/// Checks one model: flattening, then the balance of equations and unknowns.
+/// Returns a one-line summary.
+pub fn check_model(lib: &mut Library, model: ClassId) -> Result<String, Vec<Diagnostic>> {
+    let flat = instantiate::flatten(lib, model)?;
+    let diags = structure::balance::check(&flat);
+    if diag::has_errors(&diags) {
+        return Err(diags);
+    }
+    let unknowns = structure::balance::unknowns(&flat).len();
+    Ok(format!(
+        "{}: ok ({} equations, {} unknowns, {} parameters)",
+        flat.name,
+        flat.equations.len(),
+        unknowns,
+        flat.vars.iter().filter(|v| v.is_parameter()).count()
+    ))
+}

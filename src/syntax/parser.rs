@@ -21,22 +21,44 @@ pub fn parse(text: &str, file: u32) -> Result<StoredDefinition, Diagnostic> {
     let mut pairs = RmoParser::parse(Rule::stored_definition, text)
         .map_err(|e| syntax_error(text, file, e))?;
     let root = pairs.next().expect("the grammar's root rule always yields one pair");
-    let b = Builder { file };
+    let b = Builder { file, offset: 0 };
     Ok(b.stored_definition(root))
 }
 
 /// Parses a single expression (used for `-p name=value` and tests).
 pub fn parse_expression(text: &str, file: u32) -> Result<Expr, Diagnostic> {
-    let mut pairs = RmoParser::parse(Rule::expression, text.trim())
+    let mut pairs = RmoParser::parse(Rule::single_expression, text)
         .map_err(|e| syntax_error(text, file, e))?;
-    let p = pairs.next().expect("expression rule yields one pair");
-    if p.as_span().end() != text.trim().len() {
-        return Err(Diagnostic::error(
-            Span::new(file, p.as_span().end(), text.len()),
-            "unexpected text after the expression",
-        ));
+    let root = pairs.next().expect("single_expression yields one pair");
+    let p = root
+        .into_inner()
+        .find(|x| x.as_rule() == Rule::expression)
+        .expect("single_expression holds an expression");
+    Ok(Builder { file, offset: 0 }.expression(p))
+}
+
+/// Parses one element that starts at byte `offset` of file `file`: `text` is
+/// the element's text alone, and every span is shifted by `offset` so it
+/// points into the whole file. The library index uses this to parse one class
+/// of a library file.
+pub fn parse_element(text: &str, file: u32, offset: usize) -> Result<Composition, Diagnostic> {
+    let mut pairs = RmoParser::parse(Rule::single_element, text).map_err(|e| {
+        let mut d = syntax_error(text, file, e);
+        if let Some(s) = d.span.as_mut() {
+            s.start += offset as u32;
+            s.end += offset as u32;
+        }
+        d
+    })?;
+    let root = pairs.next().expect("single_element yields one pair");
+    let b = Builder { file, offset };
+    let mut comp = Composition::default();
+    for e in root.into_inner() {
+        if e.as_rule() == Rule::element {
+            b.element(e, false, &mut comp);
+        }
     }
-    Ok(Builder { file }.expression(p))
+    Ok(comp)
 }
 
 fn rule_name(r: Rule) -> Option<&'static str> {
@@ -190,6 +212,8 @@ fn unterminated_class(text: &str, file: u32) -> Option<Diagnostic> {
 
 struct Builder {
     file: u32,
+    /// Added to every position: the parsed text starts at this byte of the file.
+    offset: usize,
 }
 
 fn unescape(s: &str) -> String {
@@ -214,7 +238,7 @@ fn unescape(s: &str) -> String {
 impl Builder {
     fn span(&self, p: &P) -> Span {
         let s = p.as_span();
-        Span::new(self.file, s.start(), s.end())
+        Span::new(self.file, s.start() + self.offset, s.end() + self.offset)
     }
 
     fn ident(&self, p: P) -> Ident {

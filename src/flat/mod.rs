@@ -1,0 +1,364 @@
+//! The flat model: scalar variables with dotted names, scalar equations over
+//! a shared expression arena, when-clauses, and the user functions they call.
+//!
+//! This is the contract between `instantiate` (which produces it) and
+//! `structure` (which consumes it). Invariants:
+//! - every array is scalarized: `x[3]` is three variables `x[1]`..`x[3]`;
+//! - every equation is scalar, `lhs = rhs`, and mentions variables only through
+//!   `Node::Var`/`Der`/`Pre` of this model's `vars`;
+//! - parameters and constants keep their binding expressions (which mention only
+//!   other parameters and constants), so parameter values can change between
+//!   runs without re-flattening, except those marked `structural` (array sizes,
+//!   for-ranges, if-equation conditions were evaluated with their value);
+//! - function bodies live in their own arenas, where `Var(i)` is local slot `i`.
+
+pub mod expr;
+
+pub use expr::{CallSite, ExprArena, ExprId, Fn1, Fn2, Node, RelOp, VarId};
+
+use crate::syntax::ast::Span;
+use serde::Serialize;
+use std::fmt::Write as _;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Variability {
+    Constant,
+    Parameter,
+    /// Changes only at events (assigned in `when`, declared `discrete`, or
+    /// Integer/Boolean).
+    Discrete,
+    Continuous,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum ScalarType {
+    Real,
+    Integer,
+    Boolean,
+}
+
+/// Modelica's `StateSelect`, in increasing preference to be a state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Default)]
+pub enum StateSelect {
+    Never,
+    Avoid,
+    #[default]
+    Default,
+    Prefer,
+    Always,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Default)]
+pub enum Causality {
+    #[default]
+    Local,
+    Input,
+    Output,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Variable {
+    /// The dotted Modelica name: `i1.phi`, `x[3]`, `mesh.contact.N`.
+    pub name: String,
+    pub variability: Variability,
+    pub ty: ScalarType,
+    pub causality: Causality,
+    pub flow: bool,
+    /// Parameter/constant value, as an expression over other parameters.
+    pub binding: Option<ExprId>,
+    pub start: Option<ExprId>,
+    pub fixed: Option<bool>,
+    pub nominal: Option<ExprId>,
+    pub min: Option<ExprId>,
+    pub max: Option<ExprId>,
+    pub unit: Option<String>,
+    pub state_select: StateSelect,
+    /// A parameter whose value was used during flattening (array size, range,
+    /// branch choice): changing it needs a new flattening.
+    pub structural: bool,
+    pub description: Option<String>,
+    pub span: Span,
+}
+
+impl Variable {
+    pub fn is_parameter(&self) -> bool {
+        matches!(
+            self.variability,
+            Variability::Parameter | Variability::Constant
+        )
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Equation {
+    pub lhs: ExprId,
+    pub rhs: ExprId,
+    /// Where the equation was written (or the `connect` it came from).
+    pub span: Span,
+    /// The instance it belongs to, for messages: `i1` or `` at top level.
+    pub scope: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum AssertLevel {
+    Error,
+    Warning,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub enum WhenStatement {
+    /// `v = expr` in a when-equation, `v := expr` in a when-statement.
+    Assign {
+        var: VarId,
+        value: ExprId,
+        span: Span,
+    },
+    Reinit {
+        var: VarId,
+        value: ExprId,
+        span: Span,
+    },
+    Assert(Assert),
+    Terminate {
+        message: String,
+        span: Span,
+    },
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Assert {
+    pub condition: ExprId,
+    pub message: String,
+    pub level: AssertLevel,
+    pub span: Span,
+}
+
+/// `when c1 then ... elsewhen c2 then ... end when`: the first branch whose
+/// condition becomes true at an event runs.
+#[derive(Clone, Debug, Serialize)]
+pub struct WhenClause {
+    pub branches: Vec<(ExprId, Vec<WhenStatement>)>,
+    pub span: Span,
+}
+
+/// The `experiment` annotation.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Experiment {
+    pub start_time: Option<f64>,
+    pub stop_time: Option<f64>,
+    pub tolerance: Option<f64>,
+    pub interval: Option<f64>,
+}
+
+/// A user function, specialized to the argument sizes it was called with.
+#[derive(Clone, Debug, Serialize)]
+pub struct Function {
+    pub name: String,
+    /// Local slots (scalars); inputs first, then outputs, then protected.
+    pub slots: Vec<String>,
+    /// Slot ranges of each input and output (arrays take several slots).
+    pub inputs: Vec<std::ops::Range<u32>>,
+    pub outputs: Vec<std::ops::Range<u32>>,
+    pub arena: ExprArena,
+    /// Initial values of outputs and protected locals (declaration bindings).
+    pub init: Vec<(u32, ExprId)>,
+    pub body: Vec<Statement>,
+    pub span: Span,
+}
+
+/// A statement of a function body, over local slots.
+#[derive(Clone, Debug, Serialize)]
+pub enum Statement {
+    Assign {
+        slot: u32,
+        value: ExprId,
+    },
+    /// `x[i] := v` with a computed index: slots `base .. base + len`.
+    AssignElem {
+        base: u32,
+        len: u32,
+        index: ExprId,
+        value: ExprId,
+    },
+    If {
+        branches: Vec<(ExprId, Vec<Statement>)>,
+        else_: Vec<Statement>,
+    },
+    While {
+        cond: ExprId,
+        body: Vec<Statement>,
+    },
+    /// A for loop with a run-time range: `slot` takes `start, start+step, ..`
+    /// up to `stop`.
+    For {
+        slot: u32,
+        start: ExprId,
+        step: ExprId,
+        stop: ExprId,
+        body: Vec<Statement>,
+    },
+    Break,
+    Return,
+    Assert {
+        condition: ExprId,
+        message: String,
+        span: Span,
+    },
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FlatModel {
+    pub name: String,
+    pub exprs: ExprArena,
+    pub vars: Vec<Variable>,
+    pub equations: Vec<Equation>,
+    pub initial_equations: Vec<Equation>,
+    pub whens: Vec<WhenClause>,
+    /// Asserts outside when-clauses: checked after every accepted step.
+    pub asserts: Vec<Assert>,
+    pub functions: Vec<Function>,
+    pub experiment: Experiment,
+    /// The model's own connectors: a model with connectors is a component,
+    /// and its balance is checked locally (MLS 4.7), not as a closed system.
+    pub top_connectors: Vec<String>,
+}
+
+impl FlatModel {
+    pub fn var_name(&self, v: VarId) -> String {
+        self.vars[v as usize].name.clone()
+    }
+
+    pub fn show(&self, e: ExprId) -> String {
+        let names = |v: VarId| self.var_name(v);
+        let s = self.exprs.display(e, &names);
+        self.rename_calls(s)
+    }
+
+    fn rename_calls(&self, mut s: String) -> String {
+        // `$fnK` placeholders become the function's name.
+        for (k, f) in self.functions.iter().enumerate().rev() {
+            s = s.replace(&format!("$fn{k}("), &format!("{}(", f.name));
+        }
+        s
+    }
+
+    /// Variables assigned in when-clauses (discrete by assignment).
+    pub fn when_assigned(&self) -> Vec<VarId> {
+        let mut out = Vec::new();
+        for w in &self.whens {
+            for (_, stmts) in &w.branches {
+                for s in stmts {
+                    if let WhenStatement::Assign { var, .. } = s {
+                        out.push(*var);
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Modelica-like text of the flat model, as `rmoc flatten` prints it.
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "class {}", self.name);
+        for v in &self.vars {
+            let mut line = String::from("  ");
+            match v.variability {
+                Variability::Constant => line.push_str("constant "),
+                Variability::Parameter => line.push_str("parameter "),
+                Variability::Discrete if v.ty == ScalarType::Real => line.push_str("discrete "),
+                _ => {}
+            }
+            match v.causality {
+                Causality::Input => line.push_str("input "),
+                Causality::Output => line.push_str("output "),
+                Causality::Local => {}
+            }
+            if v.flow {
+                line.push_str("flow ");
+            }
+            line.push_str(match v.ty {
+                ScalarType::Real => "Real ",
+                ScalarType::Integer => "Integer ",
+                ScalarType::Boolean => "Boolean ",
+            });
+            line.push_str(&v.name);
+            let mut attrs = Vec::new();
+            if let Some(e) = v.start {
+                attrs.push(format!("start = {}", self.show(e)));
+            }
+            if let Some(f) = v.fixed {
+                attrs.push(format!("fixed = {f}"));
+            }
+            if let Some(e) = v.nominal {
+                attrs.push(format!("nominal = {}", self.show(e)));
+            }
+            if let Some(e) = v.min {
+                attrs.push(format!("min = {}", self.show(e)));
+            }
+            if let Some(e) = v.max {
+                attrs.push(format!("max = {}", self.show(e)));
+            }
+            if let Some(u) = &v.unit {
+                attrs.push(format!("unit = \"{u}\""));
+            }
+            if v.state_select != StateSelect::Default {
+                attrs.push(format!("stateSelect = StateSelect.{:?}", v.state_select).to_lowercase());
+            }
+            if !attrs.is_empty() {
+                let _ = write!(line, "({})", attrs.join(", "));
+            }
+            if let Some(b) = v.binding {
+                let _ = write!(line, " = {}", self.show(b));
+            }
+            if let Some(d) = &v.description {
+                let _ = write!(line, " \"{d}\"");
+            }
+            let _ = writeln!(s, "{line};");
+        }
+        for f in &self.functions {
+            let _ = writeln!(s, "  // function {} ({} slots)", f.name, f.slots.len());
+        }
+        if !self.initial_equations.is_empty() {
+            let _ = writeln!(s, "initial equation");
+            for e in &self.initial_equations {
+                let _ = writeln!(s, "  {} = {};", self.show(e.lhs), self.show(e.rhs));
+            }
+        }
+        let _ = writeln!(s, "equation");
+        for e in &self.equations {
+            let _ = writeln!(s, "  {} = {};", self.show(e.lhs), self.show(e.rhs));
+        }
+        for a in &self.asserts {
+            let _ = writeln!(s, "  assert({}, \"{}\");", self.show(a.condition), a.message);
+        }
+        for w in &self.whens {
+            for (i, (c, stmts)) in w.branches.iter().enumerate() {
+                let kw = if i == 0 { "when" } else { "elsewhen" };
+                let _ = writeln!(s, "  {kw} {} then", self.show(*c));
+                for st in stmts {
+                    let line = match st {
+                        WhenStatement::Assign { var, value, .. } => {
+                            format!("{} = {}", self.var_name(*var), self.show(*value))
+                        }
+                        WhenStatement::Reinit { var, value, .. } => {
+                            format!("reinit({}, {})", self.var_name(*var), self.show(*value))
+                        }
+                        WhenStatement::Assert(a) => {
+                            format!("assert({}, \"{}\")", self.show(a.condition), a.message)
+                        }
+                        WhenStatement::Terminate { message, .. } => {
+                            format!("terminate(\"{message}\")")
+                        }
+                    };
+                    let _ = writeln!(s, "    {line};");
+                }
+            }
+            let _ = writeln!(s, "  end when;");
+        }
+        let _ = writeln!(s, "end {};", self.name);
+        s
+    }
+}

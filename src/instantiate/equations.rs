@@ -1,0 +1,612 @@
+//! Equations: scalarization, `for` expansion, `if` with parameter or run-time
+//! conditions, `when` clauses, and the connection semantics of MLS 9.2
+//! (potentials equal, flows summed with inside/outside signs, unconnected
+//! inside flows zero).
+
+use super::eval::{Ctx, NodeArray, Ty, Value, shape_text};
+use super::{CompNode, Flattener};
+use crate::diag::Diagnostic;
+use crate::flat::{self, AssertLevel, ExprId, Node, VarId, WhenStatement};
+use crate::syntax::ast::{self, Arg, EquationKind, ExprKind, Span};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// Connection sets as union-find forests.
+#[derive(Default)]
+pub(super) struct Connections {
+    potential: HashMap<VarId, VarId>,
+    potential_span: HashMap<VarId, Span>,
+    /// Flow elements: (variable, is-inside).
+    flow: HashMap<(VarId, bool), (VarId, bool)>,
+    flow_span: HashMap<(VarId, bool), Span>,
+    connected_inside: HashSet<VarId>,
+}
+
+impl Connections {
+    fn find_p(&mut self, v: VarId) -> VarId {
+        let p = *self.potential.get(&v).unwrap_or(&v);
+        if p == v {
+            return v;
+        }
+        let r = self.find_p(p);
+        self.potential.insert(v, r);
+        r
+    }
+    fn union_p(&mut self, a: VarId, b: VarId, span: Span) {
+        let (ra, rb) = (self.find_p(a), self.find_p(b));
+        self.potential.entry(a).or_insert(a);
+        self.potential.entry(b).or_insert(b);
+        self.potential_span.entry(a).or_insert(span);
+        self.potential_span.entry(b).or_insert(span);
+        if ra != rb {
+            let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
+            self.potential.insert(hi, lo);
+        }
+    }
+    fn find_f(&mut self, e: (VarId, bool)) -> (VarId, bool) {
+        let p = *self.flow.get(&e).unwrap_or(&e);
+        if p == e {
+            return e;
+        }
+        let r = self.find_f(p);
+        self.flow.insert(e, r);
+        r
+    }
+    fn union_f(&mut self, a: (VarId, bool), b: (VarId, bool), span: Span) {
+        let (ra, rb) = (self.find_f(a), self.find_f(b));
+        self.flow.entry(a).or_insert(a);
+        self.flow.entry(b).or_insert(b);
+        self.flow_span.entry(a).or_insert(span);
+        self.flow_span.entry(b).or_insert(span);
+        for (v, inside) in [a, b] {
+            if inside {
+                self.connected_inside.insert(v);
+            }
+        }
+        if ra != rb {
+            let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
+            self.flow.insert(hi, lo);
+        }
+    }
+}
+
+impl<'l> Flattener<'l> {
+    fn push_eq(&mut self, lhs: ExprId, rhs: ExprId, span: Span, ctx: &Ctx, initial: bool) {
+        let scope = self.inst_path(ctx.scope.inst);
+        let e = flat::Equation { lhs, rhs, span, scope };
+        if initial {
+            self.initial_equations.push(e);
+        } else {
+            self.equations.push(e);
+        }
+    }
+
+    pub(super) fn flatten_equation(&mut self, eq: &ast::Equation, ctx: &Ctx, initial: bool) -> Result<(), Diagnostic> {
+        match &eq.kind {
+            EquationKind::Simple { lhs, rhs } => {
+                let l = self.eval_expr(lhs, ctx)?;
+                let r = self.eval_expr(rhs, ctx)?;
+                if l.dims != r.dims {
+                    return Err(Diagnostic::error(
+                        eq.span,
+                        format!(
+                            "dimension mismatch: the left side has size {}, the right side has size {}",
+                            shape_text(&l.dims),
+                            shape_text(&r.dims)
+                        ),
+                    )
+                    .with_secondary(lhs.span, format!("size {}", shape_text(&l.dims)))
+                    .with_secondary(rhs.span, format!("size {}", shape_text(&r.dims)))
+                    .with_label("both sides of an equation must have the same size"));
+                }
+                if (l.ty == Ty::Boolean) != (r.ty == Ty::Boolean) {
+                    return Err(Diagnostic::error(eq.span, "type mismatch: one side of the equation is Boolean, the other a number"));
+                }
+                for (&a, &b) in l.elems.iter().zip(&r.elems) {
+                    self.push_eq(a, b, eq.span, ctx, initial);
+                }
+                Ok(())
+            }
+            EquationKind::Connect { a, b } => {
+                if initial {
+                    return Err(Diagnostic::error(eq.span, "`connect` is not allowed in an initial equation section"));
+                }
+                self.connect(a, b, eq.span, ctx)
+            }
+            EquationKind::For { indices, body } => self.flatten_for(indices, body, ctx, initial),
+            EquationKind::If { branches, else_ } => self.flatten_if(branches, else_, eq.span, ctx, initial),
+            EquationKind::When { branches } => {
+                if initial {
+                    return Err(Diagnostic::error(eq.span, "`when` is not allowed in an initial equation section"));
+                }
+                let mut out = Vec::new();
+                for (cond, body) in branches {
+                    let c = self.when_condition(cond, ctx)?;
+                    let mut stmts = Vec::new();
+                    for e in body {
+                        self.when_statement(e, ctx, &mut stmts)?;
+                    }
+                    out.push((c, stmts));
+                }
+                self.whens.push(flat::WhenClause { branches: out, span: eq.span });
+                Ok(())
+            }
+            EquationKind::Call { func, args } => match func.dotted().as_str() {
+                "assert" => {
+                    let a = self.assert_of(args, eq.span, ctx)?;
+                    if !initial {
+                        self.asserts.push(a);
+                    }
+                    Ok(())
+                }
+                "reinit" => Err(Diagnostic::error(eq.span, "`reinit` is only allowed inside a `when` equation")
+                    .with_label("reinit outside when")
+                    .with_hint("write `when condition then reinit(x, value); end when;`")),
+                "terminate" => Err(Diagnostic::error(eq.span, "`terminate` is only supported inside a `when` equation")
+                    .with_hint("write `when condition then terminate(\"reason\"); end when;`")),
+                other => Err(Diagnostic::error(
+                    eq.span,
+                    format!("a call of `{other}` is not an equation; use its result in an equation"),
+                )),
+            },
+        }
+    }
+
+    fn flatten_for(&mut self, indices: &[ast::ForIndex], body: &[ast::Equation], ctx: &Ctx, initial: bool) -> Result<(), Diagnostic> {
+        let Some((first, rest)) = indices.split_first() else {
+            for e in body {
+                self.flatten_equation(e, ctx, initial)?;
+            }
+            return Ok(());
+        };
+        let range = self.for_range(first, ctx)?;
+        for &x in &range.elems {
+            let c = ctx.with_loop(&first.name.name, Value::scalar(range.ty, x));
+            self.flatten_for(rest, body, &c, initial)?;
+        }
+        Ok(())
+    }
+
+    fn flatten_if(
+        &mut self,
+        branches: &[(ast::Expr, Vec<ast::Equation>)],
+        else_: &[ast::Equation],
+        span: Span,
+        ctx: &Ctx,
+        initial: bool,
+    ) -> Result<(), Diagnostic> {
+        // Parameter conditions choose a branch now; run-time conditions make
+        // each equation an if-expression (the branches must have equally
+        // many equations, MLS 8.3.4).
+        let mut dynamic: Vec<(ExprId, &[ast::Equation])> = Vec::new();
+        let mut chosen: Option<&[ast::Equation]> = None;
+        for (c, body) in branches {
+            let v = self.eval_expr(c, ctx)?;
+            if v.ty != Ty::Boolean || !v.is_scalar() {
+                return Err(Diagnostic::error(c.span, "the condition of an if-equation must be a Boolean scalar"));
+            }
+            let cond = v.elems[0];
+            let known = match self.arena.as_const(cond) {
+                Some(x) => Some(x),
+                None if self.is_parameter_expr(cond) => Some(self.const_value(cond, c.span)?),
+                None => None,
+            };
+            match known {
+                Some(x) if x != 0.0 => {
+                    chosen = Some(body);
+                    break;
+                }
+                Some(_) => continue,
+                None => dynamic.push((cond, body)),
+            }
+        }
+        if dynamic.is_empty() {
+            for e in chosen.unwrap_or(else_) {
+                self.flatten_equation(e, ctx, initial)?;
+            }
+            return Ok(());
+        }
+        let tail = chosen.unwrap_or(else_);
+        let collect = |s: &mut Self, eqs: &[ast::Equation]| -> Result<Vec<ExprId>, Diagnostic> {
+            let saved = std::mem::take(if initial { &mut s.initial_equations } else { &mut s.equations });
+            let saved_whens = s.whens.len();
+            let r = eqs.iter().try_for_each(|e| s.flatten_equation(e, ctx, initial));
+            let got = std::mem::replace(if initial { &mut s.initial_equations } else { &mut s.equations }, saved);
+            r?;
+            if s.whens.len() != saved_whens {
+                return Err(Diagnostic::error(span, "`when` inside an if-equation with a run-time condition is not supported"));
+            }
+            Ok(got.into_iter().map(|e| s.arena.sub(e.lhs, e.rhs)).collect())
+        };
+        let mut acc = collect(self, tail)?;
+        for (cond, body) in dynamic.into_iter().rev() {
+            let res = collect(self, body)?;
+            if res.len() != acc.len() {
+                return Err(Diagnostic::error(
+                    span,
+                    format!(
+                        "the branches of this if-equation have different numbers of equations ({} and {})",
+                        res.len(),
+                        acc.len()
+                    ),
+                )
+                .with_hint("with a condition that changes during simulation every branch needs the same number of equations (add an `else` branch)"));
+            }
+            acc = res.iter().zip(&acc).map(|(&a, &b)| self.arena.if_(cond, a, b)).collect();
+        }
+        for r in acc {
+            let zero = self.arena.zero();
+            self.push_eq(r, zero, span, ctx, initial);
+        }
+        Ok(())
+    }
+
+    /// Whether an expression depends only on parameters and constants.
+    pub(super) fn is_parameter_expr(&self, e: ExprId) -> bool {
+        self.arena.reachable(&[e]).into_iter().all(|id| match self.arena.node(id) {
+            Node::Var(v) => self.vars[v as usize].is_parameter(),
+            Node::Der(_) | Node::Pre(_) | Node::Time | Node::Initial | Node::Terminal | Node::Sample(..) | Node::Call { .. } => false,
+            _ => true,
+        })
+    }
+
+    fn when_condition(&mut self, cond: &ast::Expr, ctx: &Ctx) -> Result<ExprId, Diagnostic> {
+        let v = self.eval_expr(cond, ctx)?;
+        if v.ty != Ty::Boolean {
+            return Err(Diagnostic::error(cond.span, "the condition of `when` must be Boolean"));
+        }
+        // `when {c1, c2}` fires when any of them becomes true.
+        let mut acc = self.arena.zero();
+        for &e in &v.elems {
+            acc = self.arena.or(acc, e);
+        }
+        Ok(acc)
+    }
+
+    fn when_statement(&mut self, eq: &ast::Equation, ctx: &Ctx, out: &mut Vec<WhenStatement>) -> Result<(), Diagnostic> {
+        match &eq.kind {
+            EquationKind::Simple { lhs, rhs } => {
+                let ExprKind::Ref(_) = &lhs.kind else {
+                    return Err(Diagnostic::error(lhs.span, "the left side of an equation in `when` must be a variable")
+                        .with_hint("write `v = expression;` inside when-equations"));
+                };
+                let l = self.eval_expr(lhs, ctx)?;
+                let r = self.eval_expr(rhs, ctx)?;
+                if l.dims != r.dims {
+                    return Err(Diagnostic::error(
+                        eq.span,
+                        format!(
+                            "dimension mismatch: the left side has size {}, the right side has size {}",
+                            shape_text(&l.dims),
+                            shape_text(&r.dims)
+                        ),
+                    ));
+                }
+                for (&a, &b) in l.elems.iter().zip(&r.elems) {
+                    let Node::Var(var) = self.arena.node(a) else {
+                        return Err(Diagnostic::error(lhs.span, "the left side of an equation in `when` must be a variable"));
+                    };
+                    if self.vars[var as usize].is_parameter() {
+                        let n = self.vars[var as usize].name.clone();
+                        return Err(Diagnostic::error(lhs.span, format!("`{n}` is a parameter and cannot be assigned in `when`")));
+                    }
+                    out.push(WhenStatement::Assign { var, value: b, span: eq.span });
+                }
+                Ok(())
+            }
+            EquationKind::Call { func, args } => match func.dotted().as_str() {
+                "reinit" => {
+                    let [Arg::Positional(x), Arg::Positional(v)] = args.as_slice() else {
+                        return Err(Diagnostic::error(eq.span, "`reinit` takes two arguments: reinit(x, value)"));
+                    };
+                    let xv = self.eval_expr(x, ctx)?;
+                    let vv = self.eval_expr(v, ctx)?;
+                    if xv.dims != vv.dims {
+                        return Err(Diagnostic::error(eq.span, "the two arguments of `reinit` must have the same size"));
+                    }
+                    for (&a, &b) in xv.elems.iter().zip(&vv.elems) {
+                        let Node::Var(var) = self.arena.node(a) else {
+                            return Err(Diagnostic::error(x.span, "the first argument of `reinit` must be a state variable"));
+                        };
+                        out.push(WhenStatement::Reinit { var, value: b, span: eq.span });
+                    }
+                    Ok(())
+                }
+                "assert" => {
+                    let a = self.assert_of(args, eq.span, ctx)?;
+                    out.push(WhenStatement::Assert(a));
+                    Ok(())
+                }
+                "terminate" => {
+                    let message = match args.first() {
+                        Some(Arg::Positional(m)) => self.eval_string(m, ctx)?,
+                        _ => String::new(),
+                    };
+                    out.push(WhenStatement::Terminate { message, span: eq.span });
+                    Ok(())
+                }
+                other => Err(Diagnostic::error(eq.span, format!("`{other}(...)` is not allowed as an equation in `when`"))),
+            },
+            EquationKind::For { indices, body } => {
+                let Some((first, rest)) = indices.split_first() else {
+                    for e in body {
+                        self.when_statement(e, ctx, out)?;
+                    }
+                    return Ok(());
+                };
+                let range = self.for_range(first, ctx)?;
+                for &x in &range.elems {
+                    let c = ctx.with_loop(&first.name.name, Value::scalar(range.ty, x));
+                    if rest.is_empty() {
+                        for e in body {
+                            self.when_statement(e, &c, out)?;
+                        }
+                    } else {
+                        let inner = ast::Equation {
+                            kind: EquationKind::For {
+                                indices: rest.to_vec(),
+                                body: body.clone(),
+                            },
+                            span: eq.span,
+                        };
+                        self.when_statement(&inner, &c, out)?;
+                    }
+                }
+                Ok(())
+            }
+            EquationKind::If { branches, else_ } => {
+                // Each assigned variable takes its branch's value, or keeps its
+                // previous value where a branch does not assign it.
+                let mut arms: Vec<(Option<ExprId>, Vec<WhenStatement>)> = Vec::new();
+                for (c, body) in branches {
+                    let cv = self.eval_expr(c, ctx)?;
+                    if cv.ty != Ty::Boolean || !cv.is_scalar() {
+                        return Err(Diagnostic::error(c.span, "the condition of `if` must be a Boolean scalar"));
+                    }
+                    let mut s = Vec::new();
+                    for e in body {
+                        self.when_statement(e, ctx, &mut s)?;
+                    }
+                    arms.push((Some(cv.elems[0]), s));
+                }
+                let mut s = Vec::new();
+                for e in else_ {
+                    self.when_statement(e, ctx, &mut s)?;
+                }
+                arms.push((None, s));
+                let mut vars: Vec<VarId> = Vec::new();
+                for (_, stmts) in &arms {
+                    for st in stmts {
+                        match st {
+                            WhenStatement::Assign { var, .. } => vars.push(*var),
+                            _ => {
+                                return Err(Diagnostic::error(
+                                    eq.span,
+                                    "inside `when`, an if-equation may only assign variables (put reinit, assert and terminate in their own when-clauses)",
+                                ));
+                            }
+                        }
+                    }
+                }
+                vars.sort_unstable();
+                vars.dedup();
+                for v in vars {
+                    let mut acc = self.arena.intern(Node::Pre(v));
+                    for (cond, stmts) in arms.iter().rev() {
+                        let val = stmts.iter().rev().find_map(|s| match s {
+                            WhenStatement::Assign { var, value, .. } if *var == v => Some(*value),
+                            _ => None,
+                        });
+                        match cond {
+                            None => {
+                                if let Some(x) = val {
+                                    acc = x;
+                                }
+                            }
+                            Some(c) => {
+                                let x = val.unwrap_or_else(|| self.arena.intern(Node::Pre(v)));
+                                acc = self.arena.if_(*c, x, acc);
+                            }
+                        }
+                    }
+                    out.push(WhenStatement::Assign { var: v, value: acc, span: eq.span });
+                }
+                Ok(())
+            }
+            EquationKind::When { .. } => Err(Diagnostic::error(eq.span, "`when` cannot be nested inside `when`")),
+            EquationKind::Connect { .. } => Err(Diagnostic::error(eq.span, "`connect` is not allowed inside `when`")),
+        }
+    }
+
+    fn assert_of(&mut self, args: &[Arg], span: Span, ctx: &Ctx) -> Result<flat::Assert, Diagnostic> {
+        let mut pos = Vec::new();
+        let mut level = None;
+        for a in args {
+            match a {
+                Arg::Positional(e) => pos.push(e),
+                Arg::Named(n, e) if n.name == "level" => level = Some(e),
+                Arg::Named(n, e) if n.name == "condition" => pos.insert(0, e),
+                Arg::Named(n, e) if n.name == "message" => pos.push(e),
+                Arg::Named(n, _) => return Err(Diagnostic::error(n.span, format!("`assert` has no argument `{}`", n.name))),
+            }
+        }
+        if pos.len() == 3 {
+            level = Some(pos[2]);
+        }
+        if pos.len() < 2 {
+            return Err(Diagnostic::error(span, "`assert` takes a condition and a message: assert(x > 0, \"x must be positive\")"));
+        }
+        let c = self.eval_expr(pos[0], ctx)?;
+        if c.ty != Ty::Boolean || !c.is_scalar() {
+            return Err(Diagnostic::error(pos[0].span, "the condition of `assert` must be a Boolean scalar"));
+        }
+        let message = self.eval_string(pos[1], ctx)?;
+        let level = match level {
+            None => AssertLevel::Error,
+            Some(l) => {
+                let v = self.eval_expr(l, ctx)?;
+                match v.elems.first().and_then(|&e| self.arena.as_const(e)) {
+                    Some(x) if x == 2.0 => AssertLevel::Warning,
+                    _ => AssertLevel::Error,
+                }
+            }
+        };
+        Ok(flat::Assert { condition: c.elems[0], message, level, span })
+    }
+
+    // ------------------------------------------------------------ connect
+
+    fn connect(&mut self, a: &ast::ComponentRef, b: &ast::ComponentRef, span: Span, ctx: &Ctx) -> Result<(), Diagnostic> {
+        let na = self.connector_nodes(a, ctx)?;
+        let nb = self.connector_nodes(b, ctx)?;
+        if na.dims != nb.dims {
+            return Err(Diagnostic::error(
+                span,
+                format!(
+                    "cannot connect `{}` (size {}) to `{}` (size {})",
+                    a.dotted(),
+                    shape_text(&na.dims),
+                    b.dotted(),
+                    shape_text(&nb.dims)
+                ),
+            ));
+        }
+        // A connector named by one identifier is the instance's own (outside);
+        // one reached through a component is inside (MLS 9.1.2).
+        let inside_a = a.parts.len() > 1;
+        let inside_b = b.parts.len() > 1;
+        for (la, lb) in na.leaves.iter().zip(&nb.leaves) {
+            self.connect_nodes(la, lb, inside_a, inside_b, span, &a.dotted(), &b.dotted())?;
+        }
+        Ok(())
+    }
+
+    fn connector_nodes(&mut self, r: &ast::ComponentRef, ctx: &Ctx) -> Result<NodeArray, Diagnostic> {
+        match self.resolve_nodes(r, ctx)? {
+            Some(n) => {
+                // The last component must be declared as a connector.
+                Ok(n)
+            }
+            None => Err(Diagnostic::error(r.span, format!("unknown connector `{}`", r.dotted()))
+                .with_label("no component of this name")),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn connect_nodes(&mut self, a: &CompNode, b: &CompNode, ia: bool, ib: bool, span: Span, an: &str, bn: &str) -> Result<(), Diagnostic> {
+        match (a, b) {
+            (CompNode::Var(x), CompNode::Var(y)) => {
+                let (vx, vy) = (&self.vars[*x as usize], &self.vars[*y as usize]);
+                if vx.flow != vy.flow {
+                    let (f, p) = if vx.flow { (&vx.name, &vy.name) } else { (&vy.name, &vx.name) };
+                    return Err(Diagnostic::error(
+                        span,
+                        format!("cannot connect flow variable `{f}` to potential variable `{p}`"),
+                    )
+                    .with_hint("connected connectors must have the same variables, flow with flow"));
+                }
+                if vx.is_parameter() || vy.is_parameter() {
+                    return Ok(());
+                }
+                if vx.flow {
+                    self.connections.union_f((*x, ia), (*y, ib), span);
+                } else {
+                    self.connections.union_p(*x, *y, span);
+                }
+                Ok(())
+            }
+            (CompNode::Inst(i), CompNode::Inst(j)) => {
+                let (ki, kj) = (self.instances[*i as usize].kind, self.instances[*j as usize].kind);
+                for (k, n) in [(ki, an), (kj, bn)] {
+                    if k != ast::ClassKind::Connector {
+                        return Err(Diagnostic::error(span, format!("`{n}` is not a connector and cannot be connected"))
+                            .with_hint("connect the connectors of components, e.g. `connect(a.flange, b.flange)`"));
+                    }
+                }
+                let mut names_a = self.instances[*i as usize].order.clone();
+                let mut names_b = self.instances[*j as usize].order.clone();
+                names_a.sort();
+                names_b.sort();
+                if names_a != names_b {
+                    let ca = self.lib.entry(self.instances[*i as usize].class).full_name.clone();
+                    let cb = self.lib.entry(self.instances[*j as usize].class).full_name.clone();
+                    return Err(Diagnostic::error(
+                        span,
+                        format!("cannot connect `{an}` ({ca}) to `{bn}` ({cb}): their variables differ"),
+                    )
+                    .with_note(format!("{ca} has {}", names_a.join(", ")))
+                    .with_note(format!("{cb} has {}", names_b.join(", "))));
+                }
+                for name in names_a {
+                    let x = self.component_node(*i, &name)?;
+                    let y = self.component_node(*j, &name)?;
+                    let (Some(x), Some(y)) = (x, y) else { continue };
+                    let xa = leaves_of(&x);
+                    let ya = leaves_of(&y);
+                    if xa.len() != ya.len() {
+                        return Err(Diagnostic::error(span, format!("`{an}.{name}` and `{bn}.{name}` have different sizes")));
+                    }
+                    for (p, q) in xa.iter().zip(&ya) {
+                        self.connect_nodes(p, q, ia, ib, span, &format!("{an}.{name}"), &format!("{bn}.{name}"))?;
+                    }
+                }
+                Ok(())
+            }
+            _ => Err(Diagnostic::error(span, format!("cannot connect `{an}` to `{bn}`: one is a variable, the other a connector"))),
+        }
+    }
+
+    /// Equations of the connection sets, and zero flow for unconnected inside
+    /// flow variables.
+    pub(super) fn connection_equations(&mut self) {
+        let mut groups: BTreeMap<VarId, Vec<VarId>> = BTreeMap::new();
+        let keys: Vec<VarId> = self.connections.potential.keys().copied().collect();
+        for v in keys {
+            let r = self.connections.find_p(v);
+            groups.entry(r).or_default().push(v);
+        }
+        for (_, mut members) in groups {
+            members.sort_unstable();
+            let first = members[0];
+            for &m in &members[1..] {
+                let span = self.connections.potential_span[&m];
+                let lhs = self.arena.var(first);
+                let rhs = self.arena.var(m);
+                let scope = String::new();
+                self.equations.push(flat::Equation { lhs, rhs, span, scope });
+            }
+        }
+        let mut fgroups: BTreeMap<(VarId, bool), Vec<(VarId, bool)>> = BTreeMap::new();
+        let keys: Vec<(VarId, bool)> = self.connections.flow.keys().copied().collect();
+        for e in keys {
+            let r = self.connections.find_f(e);
+            fgroups.entry(r).or_default().push(e);
+        }
+        for (_, mut members) in fgroups {
+            members.sort_unstable();
+            let span = self.connections.flow_span[&members[0]];
+            let mut sum = self.arena.zero();
+            for (v, inside) in &members {
+                let x = self.arena.var(*v);
+                sum = if *inside { self.arena.add(sum, x) } else { self.arena.sub(sum, x) };
+            }
+            let zero = self.arena.zero();
+            self.equations.push(flat::Equation { lhs: sum, rhs: zero, span, scope: String::new() });
+        }
+        for v in 0..self.vars.len() as VarId {
+            let var = &self.vars[v as usize];
+            if var.flow && !var.is_parameter() && !self.connections.connected_inside.contains(&v) {
+                let span = var.span;
+                let lhs = self.arena.var(v);
+                let rhs = self.arena.zero();
+                self.equations.push(flat::Equation { lhs, rhs, span, scope: String::new() });
+            }
+        }
+    }
+}
+
+fn leaves_of(n: &CompNode) -> Vec<CompNode> {
+    match n {
+        CompNode::Array(_, e) => e.clone(),
+        other => vec![other.clone()],
+    }
+}

@@ -1,0 +1,512 @@
+//! User functions: specialization to the argument sizes of a call and
+//! translation of the algorithm section into [`flat::Statement`]s over local
+//! slots, in the function's own expression arena.
+
+use super::eval::{Ctx, Local, Ty, Value};
+use super::library::ClassId;
+use super::modifier::Scope;
+use super::{Flattener, Modifier};
+use crate::diag::Diagnostic;
+use crate::flat::{self, ExprArena, ExprId, Node};
+use crate::syntax::ast::{self, Span, StatementKind};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+pub(super) struct FnInput {
+    pub name: String,
+    pub default: Option<ast::Expr>,
+}
+
+pub(super) struct Signature {
+    pub inputs: Vec<FnInput>,
+}
+
+/// State while translating one function body.
+struct FnBuilder {
+    slots: Vec<String>,
+    locals: HashMap<String, Local>,
+}
+
+impl<'l> Flattener<'l> {
+    pub(super) fn function_signature(&mut self, class: ClassId, _span: Span) -> Result<Signature, Diagnostic> {
+        let contents = self.contents(class, &Modifier::default(), None, 0)?;
+        let inputs = contents
+            .components
+            .iter()
+            .filter(|c| c.decl.prefix.causality == ast::Causality::Input)
+            .map(|c| FnInput {
+                name: c.decl.name.name.clone(),
+                default: c.decl.modification.as_ref().and_then(|m| m.binding.clone()),
+            })
+            .collect();
+        Ok(Signature { inputs })
+    }
+
+    /// Compiles function `class` for arguments of the given sizes; returns its
+    /// index and the sizes and types of its outputs.
+    pub(super) fn compile_function(
+        &mut self,
+        class: ClassId,
+        arg_shapes: &[Vec<usize>],
+        span: Span,
+    ) -> Result<(u32, Vec<(Vec<usize>, Ty)>), Diagnostic> {
+        let full = self.lib.entry(class).full_name.clone();
+        let key = format!("{full}{arg_shapes:?}");
+        if let Some((id, _)) = self.function_index.get(&key) {
+            let id = *id;
+            return Ok((id, self.function_outputs(id)));
+        }
+        if self.functions_in_progress.contains(&key) {
+            return Err(Diagnostic::error(span, format!("function `{full}` calls itself; recursive functions are not supported")));
+        }
+        self.functions_in_progress.push(key.clone());
+        let saved = std::mem::replace(&mut self.arena, ExprArena::new());
+        let r = self.compile_function_body(class, &full, arg_shapes, span);
+        let arena = std::mem::replace(&mut self.arena, saved);
+        self.functions_in_progress.pop();
+        let (mut f, outs) = r?;
+        f.arena = arena;
+        let id = self.functions.len() as u32;
+        self.functions.push(f);
+        self.function_index.insert(key, (id, arg_shapes.to_vec()));
+        self.function_out_types.insert(id, outs.clone());
+        Ok((id, outs))
+    }
+
+    fn function_outputs(&self, id: u32) -> Vec<(Vec<usize>, Ty)> {
+        self.function_out_types.get(&id).cloned().unwrap_or_default()
+    }
+
+    fn compile_function_body(
+        &mut self,
+        class: ClassId,
+        full: &str,
+        arg_shapes: &[Vec<usize>],
+        span: Span,
+    ) -> Result<(flat::Function, Vec<(Vec<usize>, Ty)>), Diagnostic> {
+        let contents = self.contents(class, &Modifier::default(), None, 0)?;
+        if let Some((eq, _, _)) = contents.equations.first() {
+            return Err(Diagnostic::error(eq.span, "a function has an algorithm section, not equations"));
+        }
+        let mut b = FnBuilder {
+            slots: Vec::new(),
+            locals: HashMap::new(),
+        };
+        let mut inputs = Vec::new();
+        let mut outputs = Vec::new();
+        let mut out_types = Vec::new();
+        let mut init: Vec<(u32, ExprId)> = Vec::new();
+        let scope = Scope {
+            inst: None,
+            class: Some(class),
+        };
+        // Inputs first (their sizes come from the call), then outputs and
+        // protected variables (sizes may use `size(input, k)`).
+        let mut k = 0;
+        let comps: Vec<_> = contents.components.iter().collect();
+        for pass in 0..2 {
+            for pc in &comps {
+                let d = &pc.decl;
+                let is_input = d.prefix.causality == ast::Causality::Input;
+                if (pass == 0) != is_input {
+                    continue;
+                }
+                if matches!(d.prefix.variability, ast::Variability::Constant | ast::Variability::Parameter) {
+                    continue;
+                }
+                let tclass = self.lib.lookup(pc.type_scope, &d.type_name)?;
+                let resolved = self.resolve_short(tclass, Modifier::default(), None)?;
+                let ty = match self.lib.builtin(resolved.class) {
+                    Some(super::library::Builtin::Real) => Ty::Real,
+                    Some(super::library::Builtin::Integer) | Some(super::library::Builtin::Enumeration) => Ty::Integer,
+                    Some(super::library::Builtin::Boolean) => Ty::Boolean,
+                    _ => {
+                        return Err(Diagnostic::error(
+                            d.type_name.span,
+                            format!("function variables must be Real, Integer or Boolean (`{}`)", d.type_name.dotted()),
+                        ));
+                    }
+                };
+                let decl_dims: Vec<&ast::Subscript> = d.dims.iter().chain(d.type_dims.iter()).chain(resolved.dims.iter()).collect();
+                let dims = if is_input {
+                    let shape = arg_shapes.get(k).cloned().unwrap_or_default();
+                    k += 1;
+                    if shape.len() != decl_dims.len() {
+                        return Err(Diagnostic::error(
+                            span,
+                            format!(
+                                "argument `{}` of `{full}` has {} dimension(s), the input is declared with {}",
+                                d.name.name,
+                                shape.len(),
+                                decl_dims.len()
+                            ),
+                        ));
+                    }
+                    for (s, &n) in decl_dims.iter().zip(&shape) {
+                        if let ast::Subscript::Index(e) = s {
+                            let ctx = self.fn_ctx(scope, &b);
+                            let want = self.eval_const_in(e, &ctx)?;
+                            if want as usize != n {
+                                return Err(Diagnostic::error(
+                                    span,
+                                    format!("argument `{}` of `{full}` has size {n}, the input is declared with size {want}", d.name.name),
+                                ));
+                            }
+                        }
+                    }
+                    shape
+                } else {
+                    let mut dims = Vec::new();
+                    for s in &decl_dims {
+                        match s {
+                            ast::Subscript::All(sp) => {
+                                return Err(Diagnostic::error(*sp, "the size of a function output or local must be given (use size(input, k))"));
+                            }
+                            ast::Subscript::Index(e) => {
+                                let ctx = self.fn_ctx(scope, &b);
+                                dims.push(self.eval_const_in(e, &ctx)? as usize);
+                            }
+                        }
+                    }
+                    dims
+                };
+                let n: usize = dims.iter().product();
+                let base = b.slots.len() as u32;
+                for i in 0..n {
+                    if n == 1 && dims.is_empty() {
+                        b.slots.push(d.name.name.clone());
+                    } else {
+                        let idx = super::unflatten_index(i, &dims);
+                        let s: Vec<String> = idx.iter().map(|x| x.to_string()).collect();
+                        b.slots.push(format!("{}[{}]", d.name.name, s.join(",")));
+                    }
+                }
+                b.locals.insert(
+                    d.name.name.clone(),
+                    Local {
+                        base,
+                        dims: dims.clone(),
+                        ty,
+                        input: is_input,
+                    },
+                );
+                let range = base..base + n as u32;
+                match d.prefix.causality {
+                    ast::Causality::Input => inputs.push(range),
+                    ast::Causality::Output => {
+                        outputs.push(range);
+                        out_types.push((dims.clone(), ty));
+                    }
+                    ast::Causality::None => {}
+                }
+                if !is_input && let Some(bind) = d.modification.as_ref().and_then(|m| m.binding.as_ref()) {
+                    let ctx = self.fn_ctx(scope, &b);
+                    let v = self.eval_expr(bind, &ctx)?;
+                    if v.dims != dims {
+                        return Err(Diagnostic::error(bind.span, format!("`{}` is given a value of the wrong size", d.name.name)));
+                    }
+                    for (i, &e) in v.elems.iter().enumerate() {
+                        init.push((base + i as u32, e));
+                    }
+                }
+            }
+        }
+        let mut body = Vec::new();
+        for (alg, _) in &contents.algorithms {
+            for s in &alg.statements {
+                let ctx = self.fn_ctx(scope, &b);
+                self.fn_statement(s, &ctx, &mut b, &mut body)?;
+            }
+        }
+        let def_span = self.lib.def(class)?.map(|d| d.span).unwrap_or(span);
+        Ok((
+            flat::Function {
+                name: full.to_string(),
+                slots: b.slots,
+                inputs,
+                outputs,
+                arena: ExprArena::new(),
+                init,
+                body,
+                span: def_span,
+            },
+            out_types,
+        ))
+    }
+
+    fn fn_ctx(&self, scope: Scope, b: &FnBuilder) -> Ctx {
+        Ctx {
+            scope,
+            loops: Vec::new(),
+            no_event: true,
+            locals: Some(Rc::new(b.locals.clone())),
+            end: None,
+        }
+    }
+
+    fn eval_const_in(&mut self, e: &ast::Expr, ctx: &Ctx) -> Result<f64, Diagnostic> {
+        let v = self.eval_expr(e, ctx)?;
+        if !v.is_scalar() {
+            return Err(Diagnostic::error(e.span, "expected a scalar"));
+        }
+        match self.arena.as_const(v.elems[0]) {
+            Some(c) => Ok(c),
+            None => Err(Diagnostic::error(e.span, "this size must be known when the function is compiled")),
+        }
+    }
+
+    fn assign_target(&mut self, target: &ast::ComponentRef, ctx: &Ctx, b: &FnBuilder) -> Result<Target, Diagnostic> {
+        let name = &target.parts[0].ident.name;
+        let Some(l) = b.locals.get(name).cloned() else {
+            return Err(Diagnostic::error(target.span, format!("unknown variable `{name}`"))
+                .with_hint("declare it as an output or in the protected section of the function"));
+        };
+        if target.parts.len() > 1 {
+            return Err(Diagnostic::error(target.span, "records are not supported in functions"));
+        }
+        if l.input {
+            return Err(Diagnostic::error(target.span, format!("`{name}` is an input and cannot be assigned")));
+        }
+        let r = ast::Expr {
+            kind: ast::ExprKind::Ref(target.clone()),
+            span: target.span,
+        };
+        let v = self.eval_expr(&r, ctx)?;
+        // Each element is a slot (`Var`) or a run-time element (`Elem`).
+        let mut slots = Vec::new();
+        for &e in &v.elems {
+            match self.arena.node(e) {
+                Node::Var(s) => slots.push(TargetSlot::Slot(s)),
+                Node::Elem { base, len, index } => slots.push(TargetSlot::Elem { base, len, index }),
+                _ => return Err(Diagnostic::error(target.span, "cannot assign to this expression")),
+            }
+        }
+        Ok(Target { dims: v.dims, slots })
+    }
+
+    fn fn_statement(&mut self, s: &ast::Statement, ctx: &Ctx, b: &mut FnBuilder, out: &mut Vec<flat::Statement>) -> Result<(), Diagnostic> {
+        match &s.kind {
+            StatementKind::Assign { target, value } => {
+                let t = self.assign_target(target, ctx, b)?;
+                let v = self.eval_expr(value, ctx)?;
+                self.emit_assign(&t, &v, s.span, b, out)
+            }
+            StatementKind::TupleAssign { targets, func, args } => {
+                let outs = self.call_user_function(func, args, s.span, ctx)?;
+                if targets.len() > outs.len() {
+                    return Err(Diagnostic::error(s.span, format!("`{}` has only {} output(s)", func.dotted(), outs.len())));
+                }
+                for (t, v) in targets.iter().zip(&outs) {
+                    let Some(t) = t else { continue };
+                    let ast::ExprKind::Ref(r) = &t.kind else {
+                        return Err(Diagnostic::error(t.span, "expected a variable"));
+                    };
+                    let tg = self.assign_target(r, ctx, b)?;
+                    self.emit_assign(&tg, v, t.span, b, out)?;
+                }
+                Ok(())
+            }
+            StatementKind::Call { func, args } => match func.dotted().as_str() {
+                "assert" => {
+                    let mut pos = args.iter().filter_map(|a| match a {
+                        ast::Arg::Positional(e) => Some(e),
+                        ast::Arg::Named(_, e) => Some(e),
+                    });
+                    let (Some(c), Some(m)) = (pos.next(), pos.next()) else {
+                        return Err(Diagnostic::error(s.span, "`assert` takes a condition and a message"));
+                    };
+                    let cv = self.eval_expr(c, ctx)?;
+                    let message = self.eval_string(m, ctx).unwrap_or_else(|_| "assertion failed".into());
+                    out.push(flat::Statement::Assert {
+                        condition: cv.elems[0],
+                        message,
+                        span: s.span,
+                    });
+                    Ok(())
+                }
+                "terminate" | "reinit" => Err(Diagnostic::error(s.span, format!("`{}` is not allowed in a function", func.dotted()))),
+                _ => {
+                    // A call whose outputs are unused has no effect (functions are pure).
+                    self.call_user_function(func, args, s.span, ctx)?;
+                    Ok(())
+                }
+            },
+            StatementKind::If { branches, else_ } => {
+                let mut arms = Vec::new();
+                for (c, body) in branches {
+                    let cv = self.eval_expr(c, ctx)?;
+                    if cv.ty != Ty::Boolean || !cv.is_scalar() {
+                        return Err(Diagnostic::error(c.span, "the condition of `if` must be a Boolean scalar"));
+                    }
+                    let mut stmts = Vec::new();
+                    for x in body {
+                        self.fn_statement(x, ctx, b, &mut stmts)?;
+                    }
+                    arms.push((cv.elems[0], stmts));
+                }
+                let mut e = Vec::new();
+                for x in else_ {
+                    self.fn_statement(x, ctx, b, &mut e)?;
+                }
+                out.push(flat::Statement::If { branches: arms, else_: e });
+                Ok(())
+            }
+            StatementKind::While { cond, body } => {
+                let cv = self.eval_expr(cond, ctx)?;
+                if cv.ty != Ty::Boolean || !cv.is_scalar() {
+                    return Err(Diagnostic::error(cond.span, "the condition of `while` must be a Boolean scalar"));
+                }
+                let mut stmts = Vec::new();
+                for x in body {
+                    self.fn_statement(x, ctx, b, &mut stmts)?;
+                }
+                out.push(flat::Statement::While { cond: cv.elems[0], body: stmts });
+                Ok(())
+            }
+            StatementKind::For { indices, body } => self.fn_for(indices, body, ctx, b, out),
+            StatementKind::Break => {
+                out.push(flat::Statement::Break);
+                Ok(())
+            }
+            StatementKind::Return => {
+                out.push(flat::Statement::Return);
+                Ok(())
+            }
+            StatementKind::When { .. } => Err(Diagnostic::error(s.span, "`when` is not allowed in a function")),
+        }
+    }
+
+    fn fn_for(
+        &mut self,
+        indices: &[ast::ForIndex],
+        body: &[ast::Statement],
+        ctx: &Ctx,
+        b: &mut FnBuilder,
+        out: &mut Vec<flat::Statement>,
+    ) -> Result<(), Diagnostic> {
+        let Some((first, rest)) = indices.split_first() else {
+            for x in body {
+                self.fn_statement(x, ctx, b, out)?;
+            }
+            return Ok(());
+        };
+        let Some(range) = &first.range else {
+            return Err(Diagnostic::error(first.name.span, "a for-loop needs `in range`"));
+        };
+        // `a:b` or `a:s:b` becomes a run-time loop over a new Integer slot;
+        // any other vector is unrolled.
+        if let ast::ExprKind::Range { start, step, stop } = &range.kind {
+            let scalar = |s: &mut Self, e: &ast::Expr| -> Result<ExprId, Diagnostic> {
+                let v = s.eval_expr(e, ctx)?;
+                if !v.is_scalar() {
+                    return Err(Diagnostic::error(e.span, "a range bound must be a scalar"));
+                }
+                Ok(v.elems[0])
+            };
+            let a = scalar(self, start)?;
+            let st = match step {
+                Some(x) => scalar(self, x)?,
+                None => self.arena.one(),
+            };
+            let z = scalar(self, stop)?;
+            let slot = b.slots.len() as u32;
+            b.slots.push(first.name.name.clone());
+            let saved = b.locals.insert(
+                first.name.name.clone(),
+                Local {
+                    base: slot,
+                    dims: vec![],
+                    ty: Ty::Integer,
+                    input: true,
+                },
+            );
+            let mut inner_ctx = ctx.clone();
+            inner_ctx.locals = Some(Rc::new(b.locals.clone()));
+            let mut stmts = Vec::new();
+            let r = self.fn_for(rest, body, &inner_ctx, b, &mut stmts);
+            match saved {
+                Some(l) => {
+                    b.locals.insert(first.name.name.clone(), l);
+                }
+                None => {
+                    b.locals.remove(&first.name.name);
+                }
+            }
+            r?;
+            out.push(flat::Statement::For {
+                slot,
+                start: a,
+                step: st,
+                stop: z,
+                body: stmts,
+            });
+            return Ok(());
+        }
+        let v = self.eval_expr(range, ctx)?;
+        if v.dims.len() != 1 {
+            return Err(Diagnostic::error(range.span, "the range of a for-loop must be a vector"));
+        }
+        for &x in &v.elems {
+            let c = ctx.with_loop(&first.name.name, Value::scalar(v.ty, x));
+            self.fn_for(rest, body, &c, b, out)?;
+        }
+        Ok(())
+    }
+
+    fn emit_assign(&mut self, t: &Target, v: &Value, span: Span, b: &mut FnBuilder, out: &mut Vec<flat::Statement>) -> Result<(), Diagnostic> {
+        if t.dims != v.dims {
+            return Err(Diagnostic::error(
+                span,
+                format!(
+                    "dimension mismatch: the target has size {}, the value has size {}",
+                    super::eval::shape_text(&t.dims),
+                    super::eval::shape_text(&v.dims)
+                ),
+            ));
+        }
+        // When an array is assigned from itself (`x := x[end:-1:1]`), go through
+        // temporaries so no element is read after it was overwritten.
+        let needs_temp = t.slots.len() > 1 && {
+            let targets: Vec<u32> = t
+                .slots
+                .iter()
+                .filter_map(|s| match s {
+                    TargetSlot::Slot(x) => Some(*x),
+                    _ => None,
+                })
+                .collect();
+            v.elems.iter().any(|&e| self.arena.vars_of(e).iter().any(|x| targets.contains(x)))
+        };
+        let mut values = v.elems.clone();
+        if needs_temp {
+            for val in values.iter_mut() {
+                let tmp = b.slots.len() as u32;
+                b.slots.push(format!("$tmp{tmp}"));
+                out.push(flat::Statement::Assign { slot: tmp, value: *val });
+                *val = self.arena.var(tmp);
+            }
+        }
+        for (slot, &value) in t.slots.iter().zip(&values) {
+            match slot {
+                TargetSlot::Slot(s) => out.push(flat::Statement::Assign { slot: *s, value }),
+                TargetSlot::Elem { base, len, index } => out.push(flat::Statement::AssignElem {
+                    base: *base,
+                    len: *len,
+                    index: *index,
+                    value,
+                }),
+            }
+        }
+        Ok(())
+    }
+}
+
+struct Target {
+    dims: Vec<usize>,
+    slots: Vec<TargetSlot>,
+}
+
+enum TargetSlot {
+    Slot(u32),
+    Elem { base: u32, len: u32, index: ExprId },
+}

@@ -1,0 +1,682 @@
+//! The class table: every class rmoc knows of, loaded on demand, and
+//! Modelica's class lookup over it.
+//!
+//! Lookup of a top-level name, in order (docs/language.md, "Name lookup"):
+//! classes of the model's own file; in the model's folder only `X.rmo` or
+//! `X/package.rmo`; then each `RMOCPATH` root the same way; then the built-in
+//! standard library embedded in the binary. Unrelated files are never read.
+//!
+//! Library files are indexed with the logos scanner ([`crate::syntax::scan`]);
+//! a class is parsed only when it is used, from the file text with every other
+//! class blanked out, so spans stay those of the file.
+
+use crate::diag::{Diagnostic, SourceMap};
+use crate::syntax::ast::{self, ClassBody, ClassDef, Element, Span};
+use crate::syntax::scan::{self, ScannedFile};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub type ClassId = u32;
+
+/// The predefined types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Builtin {
+    Real,
+    Integer,
+    Boolean,
+    String,
+    /// Enumerations known to the compiler (`StateSelect`, `AssertionLevel`).
+    Enumeration,
+}
+
+/// Where the library files of a root come from.
+#[derive(Clone, Debug)]
+pub enum Root {
+    Dir(PathBuf),
+    /// The standard library compiled into the binary.
+    Embedded,
+}
+
+mod embedded {
+    include!(concat!(env!("OUT_DIR"), "/stdlib_files.rs"));
+}
+
+/// The embedded standard library: (path relative to `stdlib/`, text).
+pub fn embedded_stdlib() -> &'static [(&'static str, &'static str)] {
+    embedded::STDLIB_FILES
+}
+
+impl Root {
+    fn read(&self, rel: &str) -> Option<(String, String)> {
+        match self {
+            Root::Dir(d) => {
+                let p = d.join(rel);
+                let text = std::fs::read_to_string(&p).ok()?;
+                Some((p.display().to_string(), text))
+            }
+            Root::Embedded => embedded_stdlib()
+                .iter()
+                .find(|(p, _)| *p == rel)
+                .map(|(p, t)| (format!("<stdlib>/{p}"), t.to_string())),
+        }
+    }
+
+    /// Names `X` for which `dir/X.rmo` or `dir/X/package.rmo` exists.
+    fn entries(&self, dir: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        match self {
+            Root::Dir(d) => {
+                let Ok(rd) = std::fs::read_dir(d.join(dir)) else {
+                    return out;
+                };
+                for e in rd.flatten() {
+                    let name = e.file_name().to_string_lossy().to_string();
+                    if let Some(stem) = name.strip_suffix(".rmo") {
+                        if stem != "package" {
+                            out.push(stem.to_string());
+                        }
+                    } else if e.path().join("package.rmo").is_file() {
+                        out.push(name);
+                    }
+                }
+            }
+            Root::Embedded => {
+                let prefix = if dir.is_empty() {
+                    String::new()
+                } else {
+                    format!("{dir}/")
+                };
+                for (p, _) in embedded_stdlib() {
+                    if let Some(rest) = p.strip_prefix(&prefix) {
+                        let first = rest.split('/').next().unwrap_or(rest);
+                        let name = if rest.contains('/') {
+                            if rest == format!("{first}/package.rmo") {
+                                first.to_string()
+                            } else {
+                                continue;
+                            }
+                        } else if let Some(stem) = first.strip_suffix(".rmo") {
+                            if stem == "package" {
+                                continue;
+                            }
+                            stem.to_string()
+                        } else {
+                            continue;
+                        };
+                        out.push(name);
+                    }
+                }
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
+}
+
+/// Where a class's definition and its nested classes come from.
+#[derive(Clone, Debug)]
+enum Origin {
+    Builtin(Builtin),
+    /// Parsed together with its file (the user's model file), nested classes in the AST.
+    Ast,
+    /// A class cut out of a scanned library file: `scan_idx` in `scan`.
+    Scanned {
+        file: u32,
+        scan: Arc<ScannedFile>,
+        scan_idx: usize,
+        /// For a `package.rmo`, the folder whose files are further members.
+        folder: Option<(usize, String)>,
+    },
+    /// Made by the flattener (a redeclared short class).
+    Synthetic,
+}
+
+#[derive(Debug)]
+pub struct ClassEntry {
+    pub name: String,
+    pub full_name: String,
+    pub parent: Option<ClassId>,
+    origin: Origin,
+    def: Option<Arc<ClassDef>>,
+    /// The element prefixes the class was declared with inside its parent.
+    pub replaceable: bool,
+    pub constrainedby: Option<ast::Constraint>,
+    children: Option<HashMap<String, ClassId>>,
+}
+
+pub struct Library {
+    pub sources: SourceMap,
+    classes: Vec<ClassEntry>,
+    roots: Vec<Root>,
+    /// Top-level classes of the user's file.
+    user_top: HashMap<String, ClassId>,
+    /// Top-level classes already loaded from the roots.
+    loaded_top: HashMap<String, Option<ClassId>>,
+    builtins: HashMap<&'static str, ClassId>,
+}
+
+impl Library {
+    /// A library whose roots are, in order: `model_dir` (if any), the
+    /// `RMOCPATH` roots, and the embedded standard library.
+    pub fn new(sources: SourceMap, model_dir: Option<PathBuf>) -> Library {
+        let mut roots = Vec::new();
+        if let Some(d) = model_dir {
+            roots.push(Root::Dir(d));
+        }
+        if let Ok(p) = std::env::var("RMOCPATH") {
+            for part in std::env::split_paths(&p) {
+                if !part.as_os_str().is_empty() {
+                    roots.push(Root::Dir(part));
+                }
+            }
+        }
+        roots.push(Root::Embedded);
+        let mut lib = Library {
+            sources,
+            classes: Vec::new(),
+            roots,
+            user_top: HashMap::new(),
+            loaded_top: HashMap::new(),
+            builtins: HashMap::new(),
+        };
+        for (name, b) in [
+            ("Real", Builtin::Real),
+            ("Integer", Builtin::Integer),
+            ("Boolean", Builtin::Boolean),
+            ("String", Builtin::String),
+            ("StateSelect", Builtin::Enumeration),
+            ("AssertionLevel", Builtin::Enumeration),
+        ] {
+            let id = lib.push(ClassEntry {
+                name: name.into(),
+                full_name: name.into(),
+                parent: None,
+                origin: Origin::Builtin(b),
+                def: None,
+                replaceable: false,
+                constrainedby: None,
+                children: Some(HashMap::new()),
+            });
+            lib.builtins.insert(name, id);
+        }
+        lib
+    }
+
+    fn push(&mut self, e: ClassEntry) -> ClassId {
+        self.classes.push(e);
+        (self.classes.len() - 1) as ClassId
+    }
+
+    pub fn entry(&self, id: ClassId) -> &ClassEntry {
+        &self.classes[id as usize]
+    }
+
+    pub fn builtin(&self, id: ClassId) -> Option<Builtin> {
+        match self.classes[id as usize].origin {
+            Origin::Builtin(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// Registers the classes of the user's (fully parsed) model file.
+    pub fn add_user_file(&mut self, def: &ast::StoredDefinition) -> Result<Vec<ClassId>, Diagnostic> {
+        let parent = match &def.within {
+            Some(w) if !w.parts.is_empty() => Some(self.lookup(None, w)?),
+            _ => None,
+        };
+        let mut ids = Vec::new();
+        for c in &def.classes {
+            let id = self.add_ast_class(Arc::new(c.clone()), parent, false, None);
+            if parent.is_none() {
+                self.user_top.insert(c.name.name.clone(), id);
+            } else if let Some(p) = parent {
+                self.ensure_children(p);
+                if let Some(ch) = self.classes[p as usize].children.as_mut() {
+                    ch.insert(c.name.name.clone(), id);
+                }
+            }
+            ids.push(id);
+        }
+        Ok(ids)
+    }
+
+    fn add_ast_class(
+        &mut self,
+        def: Arc<ClassDef>,
+        parent: Option<ClassId>,
+        replaceable: bool,
+        constrainedby: Option<ast::Constraint>,
+    ) -> ClassId {
+        let full_name = match parent {
+            Some(p) => format!("{}.{}", self.classes[p as usize].full_name, def.name.name),
+            None => def.name.name.clone(),
+        };
+        self.push(ClassEntry {
+            name: def.name.name.clone(),
+            full_name,
+            parent,
+            origin: Origin::Ast,
+            def: Some(def),
+            replaceable,
+            constrainedby,
+            children: None,
+        })
+    }
+
+    /// A class made during flattening (`redeclare model L = CubicLaw(k = 2)`),
+    /// looked up from `parent`'s scope.
+    pub fn add_synthetic(&mut self, def: ClassDef, parent: Option<ClassId>) -> ClassId {
+        let full_name = match parent {
+            Some(p) => format!("{}.{}", self.classes[p as usize].full_name, def.name.name),
+            None => def.name.name.clone(),
+        };
+        self.push(ClassEntry {
+            name: def.name.name.clone(),
+            full_name,
+            parent,
+            origin: Origin::Synthetic,
+            def: Some(Arc::new(def)),
+            replaceable: false,
+            constrainedby: None,
+            children: Some(HashMap::new()),
+        })
+    }
+
+    /// The definition of a class (parsing it on first use). `None` for builtins.
+    pub fn def(&mut self, id: ClassId) -> Result<Option<Arc<ClassDef>>, Diagnostic> {
+        if let Some(d) = &self.classes[id as usize].def {
+            return Ok(Some(d.clone()));
+        }
+        let Origin::Scanned {
+            file,
+            scan,
+            scan_idx,
+            ..
+        } = self.classes[id as usize].origin.clone()
+        else {
+            return Ok(None);
+        };
+        let sc = &scan.classes[scan_idx];
+        let text = self.sources.file(file).text.clone();
+        let blank: Vec<(usize, usize)> = sc
+            .children
+            .iter()
+            .map(|&c| (scan.classes[c].element_start, scan.classes[c].end))
+            .collect();
+        let blanked = scan::blanked(&text, (sc.element_start, sc.end), &blank);
+        let slice = &blanked[sc.element_start..sc.end];
+        let comp = crate::syntax::parser::parse_element(slice, file, sc.element_start)?;
+        let mut found = None;
+        for e in comp.elements {
+            if let Element::Class(ce) = e {
+                self.classes[id as usize].replaceable = ce.replaceable;
+                self.classes[id as usize].constrainedby = ce.constrainedby.clone();
+                found = Some(Arc::new(ce.def));
+            }
+        }
+        let def = found.ok_or_else(|| {
+            Diagnostic::error(
+                Span::new(file, sc.start, sc.start),
+                format!("`{}` could not be read as a class definition", sc.name),
+            )
+        })?;
+        self.classes[id as usize].def = Some(def.clone());
+        Ok(Some(def))
+    }
+
+    fn ensure_children(&mut self, id: ClassId) {
+        if self.classes[id as usize].children.is_some() {
+            return;
+        }
+        let mut children = HashMap::new();
+        match self.classes[id as usize].origin.clone() {
+            Origin::Ast => {
+                let def = self.classes[id as usize].def.clone();
+                if let Some(def) = def
+                    && let ClassBody::Long(comp) = &def.body
+                {
+                    for e in &comp.elements {
+                        if let Element::Class(ce) = e {
+                            let cid = self.add_ast_class(
+                                Arc::new(ce.def.clone()),
+                                Some(id),
+                                ce.replaceable,
+                                ce.constrainedby.clone(),
+                            );
+                            children.insert(ce.def.name.name.clone(), cid);
+                        }
+                    }
+                }
+            }
+            Origin::Scanned {
+                file,
+                scan,
+                scan_idx,
+                folder,
+            } => {
+                for &c in &scan.classes[scan_idx].children {
+                    let name = scan.classes[c].name.clone();
+                    let cid = self.add_scanned(file, scan.clone(), c, Some(id), None);
+                    children.insert(name, cid);
+                }
+                if let Some((root, dir)) = folder {
+                    for name in self.roots[root].entries(&dir) {
+                        if children.contains_key(&name) {
+                            continue;
+                        }
+                        if let Some(cid) = self.load_from_root(root, &dir, &name, Some(id)) {
+                            children.insert(name, cid);
+                        }
+                    }
+                }
+            }
+            Origin::Builtin(_) | Origin::Synthetic => {}
+        }
+        self.classes[id as usize].children = Some(children);
+    }
+
+    fn add_scanned(
+        &mut self,
+        file: u32,
+        scan: Arc<ScannedFile>,
+        scan_idx: usize,
+        parent: Option<ClassId>,
+        folder: Option<(usize, String)>,
+    ) -> ClassId {
+        let sc = &scan.classes[scan_idx];
+        let name = sc.name.clone();
+        let text = self.sources.file(file).text.clone();
+        let replaceable = text[sc.element_start..sc.start].contains("replaceable");
+        let full_name = match parent {
+            Some(p) => format!("{}.{}", self.classes[p as usize].full_name, name),
+            None => name.clone(),
+        };
+        self.push(ClassEntry {
+            name,
+            full_name,
+            parent,
+            origin: Origin::Scanned {
+                file,
+                scan,
+                scan_idx,
+                folder,
+            },
+            def: None,
+            replaceable,
+            constrainedby: None,
+            children: None,
+        })
+    }
+
+    /// Loads class `name` from `dir` of root `root`: `dir/name.rmo` or
+    /// `dir/name/package.rmo`.
+    fn load_from_root(
+        &mut self,
+        root: usize,
+        dir: &str,
+        name: &str,
+        parent: Option<ClassId>,
+    ) -> Option<ClassId> {
+        let join = |a: &str, b: &str| {
+            if a.is_empty() {
+                b.to_string()
+            } else {
+                format!("{a}/{b}")
+            }
+        };
+        let file_rel = join(dir, &format!("{name}.rmo"));
+        let pkg_dir = join(dir, name);
+        let pkg_rel = format!("{pkg_dir}/package.rmo");
+        let (rel, folder) = if let Some(x) = self.roots[root].read(&pkg_rel) {
+            (x, Some((root, pkg_dir)))
+        } else {
+            (self.roots[root].read(&file_rel)?, None)
+        };
+        let (path, text) = rel;
+        let scanned = Arc::new(scan::scan(&text));
+        let file = self.sources.add(path, text);
+        let idx = scanned
+            .top
+            .iter()
+            .copied()
+            .find(|&i| scanned.classes[i].name == name)?;
+        Some(self.add_scanned(file, scanned, idx, parent, folder))
+    }
+
+    fn top_level(&mut self, name: &str) -> Option<ClassId> {
+        if let Some(&id) = self.user_top.get(name) {
+            return Some(id);
+        }
+        if let Some(&id) = self.builtins.get(name) {
+            return Some(id);
+        }
+        if let Some(r) = self.loaded_top.get(name) {
+            return *r;
+        }
+        let mut found = None;
+        for root in 0..self.roots.len() {
+            if let Some(id) = self.load_from_root(root, "", name, None) {
+                found = Some(id);
+                break;
+            }
+        }
+        self.loaded_top.insert(name.to_string(), found);
+        found
+    }
+
+    /// The classes declared directly in `id` (not inherited).
+    pub fn local_class(&mut self, id: ClassId, name: &str) -> Option<ClassId> {
+        self.ensure_children(id);
+        self.classes[id as usize]
+            .children
+            .as_ref()
+            .and_then(|c| c.get(name).copied())
+    }
+
+    /// A member class of `id`, declared in it or inherited through `extends`.
+    pub fn member_class(&mut self, id: ClassId, name: &str) -> Result<Option<ClassId>, Diagnostic> {
+        self.member_class_depth(id, name, 0)
+    }
+
+    fn member_class_depth(
+        &mut self,
+        id: ClassId,
+        name: &str,
+        depth: usize,
+    ) -> Result<Option<ClassId>, Diagnostic> {
+        if depth > 64 {
+            return Ok(None);
+        }
+        if let Some(c) = self.local_class(id, name) {
+            return Ok(Some(c));
+        }
+        let Some(def) = self.def(id)? else {
+            return Ok(None);
+        };
+        match &def.body {
+            ClassBody::Long(comp) => {
+                for e in &comp.elements {
+                    if let Element::Extends(ext) = e {
+                        let parent = self.classes[id as usize].parent;
+                        if let Ok(base) = self.lookup_from(parent, &ext.base, Some(id))
+                            && base != id
+                            && let Some(c) = self.member_class_depth(base, name, depth + 1)?
+                        {
+                            return Ok(Some(c));
+                        }
+                    }
+                }
+            }
+            ClassBody::Short(s) => {
+                let parent = self.classes[id as usize].parent;
+                if let Ok(base) = self.lookup(parent, &s.base)
+                    && base != id
+                {
+                    return self.member_class_depth(base, name, depth + 1);
+                }
+            }
+            ClassBody::Enumeration(_) => {}
+        }
+        Ok(None)
+    }
+
+    /// Classes bound by the imports of class `id`.
+    fn import_lookup(&mut self, id: ClassId, name: &str) -> Result<Option<ClassId>, Diagnostic> {
+        let Some(def) = self.def(id)? else {
+            return Ok(None);
+        };
+        let ClassBody::Long(comp) = &def.body else {
+            return Ok(None);
+        };
+        for e in &comp.elements {
+            let Element::Import(imp) = e else { continue };
+            match imp {
+                ast::Import::Named { alias, target } if alias.name == name => {
+                    return self.lookup(None, target).map(Some);
+                }
+                ast::Import::Wildcard { package } => {
+                    let p = self.lookup(None, package)?;
+                    if let Some(c) = self.member_class(p, name)? {
+                        return Ok(Some(c));
+                    }
+                }
+                ast::Import::List { package, names } if names.iter().any(|n| n.name == name) => {
+                    let p = self.lookup(None, package)?;
+                    if let Some(c) = self.member_class(p, name)? {
+                        return Ok(Some(c));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(None)
+    }
+
+    /// Looks up the first identifier of a name from scope `scope`: the scope
+    /// and its enclosing classes (members, inherited members, imports), then
+    /// the top level.
+    pub fn lookup_simple(&mut self, scope: Option<ClassId>, name: &str) -> Result<Option<ClassId>, Diagnostic> {
+        let mut s = scope;
+        while let Some(c) = s {
+            if self.classes[c as usize].name == name && self.classes[c as usize].parent.is_none() {
+                // A top-level class may refer to itself by name (recursion is
+                // caught later); fall through to the ordinary lookup.
+            }
+            if let Some(x) = self.member_class(c, name)? {
+                return Ok(Some(x));
+            }
+            if let Some(x) = self.import_lookup(c, name)? {
+                return Ok(Some(x));
+            }
+            let encapsulated = self.classes[c as usize]
+                .def
+                .as_ref()
+                .map(|d| d.encapsulated)
+                .unwrap_or(false);
+            if encapsulated {
+                break;
+            }
+            s = self.classes[c as usize].parent;
+        }
+        Ok(self.top_level(name))
+    }
+
+    /// Resolves a dotted class name from `scope`.
+    pub fn lookup(&mut self, scope: Option<ClassId>, name: &ast::Name) -> Result<ClassId, Diagnostic> {
+        self.lookup_from(scope, name, None)
+    }
+
+    /// As [`lookup`](Self::lookup); `skip` is a class whose own members must not
+    /// be searched for the first identifier (an `extends` clause is looked up
+    /// in the enclosing scope of the class that contains it).
+    fn lookup_from(
+        &mut self,
+        scope: Option<ClassId>,
+        name: &ast::Name,
+        _skip: Option<ClassId>,
+    ) -> Result<ClassId, Diagnostic> {
+        let first = &name.parts[0];
+        let found = if name.global {
+            self.top_level(&first.name)
+        } else {
+            self.lookup_simple(scope, &first.name)?
+        };
+        let mut cur = found.ok_or_else(|| self.unknown_class(scope, first))?;
+        for part in &name.parts[1..] {
+            cur = match self.member_class(cur, &part.name)? {
+                Some(c) => c,
+                None => {
+                    let full = self.classes[cur as usize].full_name.clone();
+                    return Err(Diagnostic::error(
+                        part.span,
+                        format!("`{full}` has no class named `{}`", part.name),
+                    )
+                    .with_label("not found here"));
+                }
+            };
+        }
+        Ok(cur)
+    }
+
+    fn unknown_class(&mut self, scope: Option<ClassId>, id: &ast::Ident) -> Diagnostic {
+        let mut d = Diagnostic::error(id.span, format!("unknown class `{}`", id.name))
+            .with_label("no class of this name is visible here");
+        if let Some(s) = self.suggest_class(scope, &id.name) {
+            d = d.with_hint(format!("did you mean `{s}`?"));
+        } else {
+            d = d.with_hint(
+                "classes are looked up in the model's file, then `NAME.rmo` or `NAME/package.rmo` \
+                 in its folder, then RMOCPATH, then the standard library",
+            );
+        }
+        d
+    }
+
+    fn suggest_class(&mut self, scope: Option<ClassId>, name: &str) -> Option<String> {
+        let mut candidates: Vec<String> = self.user_top.keys().cloned().collect();
+        candidates.extend(self.builtins.keys().map(|s| s.to_string()));
+        let mut s = scope;
+        while let Some(c) = s {
+            self.ensure_children(c);
+            if let Some(ch) = &self.classes[c as usize].children {
+                candidates.extend(ch.keys().cloned());
+            }
+            s = self.classes[c as usize].parent;
+        }
+        for r in 0..self.roots.len() {
+            candidates.extend(self.roots[r].entries(""));
+        }
+        closest(name, candidates.iter().map(|s| s.as_str()))
+    }
+}
+
+/// The candidate closest to `name` by edit distance, if close enough to be a
+/// likely typo.
+pub fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<String> {
+    let mut best: Option<(usize, &str)> = None;
+    for c in candidates {
+        let d = edit_distance(&name.to_lowercase(), &c.to_lowercase());
+        let limit = (name.len().max(c.len()) + 1) / 3;
+        if d <= limit && best.is_none_or(|(bd, _)| d < bd) {
+            best = Some((d, c));
+        }
+    }
+    best.map(|(_, c)| c.to_string())
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        let mut cur = vec![i; b.len() + 1];
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}

@@ -1,0 +1,1063 @@
+//! Instantiation: from the class tree to one flat model.
+//!
+//! Two phases. Phase 1 builds the instance tree of the chosen model: every
+//! component with its class (after `redeclare`), its merged modifier and its
+//! array dimensions; primitive components become flat variables. Components
+//! are created on demand, so a declaration may use a parameter declared later
+//! (`Real x[n]; parameter Integer n = 3;`). Phase 2 evaluates bindings and
+//! attributes, flattens the equations of every instance (scalarizing arrays,
+//! expanding `for`, choosing parameter-decided `if` branches), turns
+//! `connect` into equations, and sets unconnected flow variables to zero.
+//!
+//! API boundary: [`flatten`] takes a parsed file and a [`Library`] and returns
+//! a [`FlatModel`] or the diagnostics. Nothing downstream sees instances.
+
+mod equations;
+mod eval;
+mod functions;
+pub mod library;
+pub mod modifier;
+
+use crate::diag::Diagnostic;
+use crate::flat::{self, ExprArena, FlatModel, ScalarType, StateSelect, VarId, Variable, Variability};
+use crate::syntax::ast::{self, ClassBody, ClassKind, Element, Span};
+use library::{Builtin, ClassId, Library};
+use modifier::{Binding, Modifier, Scope, merge};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+pub use eval::Value;
+
+pub type InstId = u32;
+
+/// A component's place in the instance tree.
+#[derive(Clone, Debug)]
+enum CompNode {
+    Var(VarId),
+    Inst(InstId),
+    /// Elements in row-major order, each a `Var` or `Inst`.
+    Array(Vec<usize>, Vec<CompNode>),
+}
+
+#[derive(Clone, Debug)]
+struct Comp {
+    node: CompNode,
+    connector: bool,
+}
+
+/// A declared component not yet instantiated.
+#[derive(Clone, Debug)]
+struct PendingComp {
+    decl: Rc<ast::Component>,
+    /// Outer modifiers for this component (from the instance's modifier and
+    /// from `extends` clauses), to merge over the declaration's own.
+    outer: Modifier,
+    /// Class scope in which the component's type name is looked up.
+    type_scope: Option<ClassId>,
+    /// Scope of the declaration's own modifier.
+    decl_scope: Scope,
+    /// A redeclared component replaces the declaration's modifier entirely.
+    redeclared: bool,
+}
+
+#[derive(Debug)]
+struct Instance {
+    /// Dotted path; empty for the top-level model.
+    path: String,
+    class: ClassId,
+    kind: ClassKind,
+    parent: Option<InstId>,
+    components: HashMap<String, Comp>,
+    pending: HashMap<String, PendingComp>,
+    /// Component names in declaration order (for messages and output order).
+    order: Vec<String>,
+    /// Classes replaced by `redeclare model X = ...` for this instance.
+    class_overrides: HashMap<String, ClassId>,
+    equations: Vec<(Rc<ast::Equation>, Option<ClassId>, bool)>,
+    prefix: ast::TypePrefix,
+}
+
+/// Attributes of a primitive variable still to evaluate (phase 2).
+#[derive(Clone, Debug)]
+struct PendingAttrs {
+    var: VarId,
+    modifier: Modifier,
+    /// Binding is a declaration equation (`Real E = ...`), not a parameter value.
+    equation: bool,
+}
+
+/// What a class contributes once `extends` is resolved.
+#[derive(Default)]
+struct Contents {
+    components: Vec<PendingComp>,
+    equations: Vec<(Rc<ast::Equation>, Option<ClassId>, bool)>,
+    algorithms: Vec<(Rc<ast::AlgorithmSection>, Option<ClassId>)>,
+    class_overrides: HashMap<String, ClassId>,
+}
+
+pub struct Flattener<'l> {
+    lib: &'l mut Library,
+    arena: ExprArena,
+    vars: Vec<Variable>,
+    equations: Vec<flat::Equation>,
+    initial_equations: Vec<flat::Equation>,
+    whens: Vec<flat::WhenClause>,
+    asserts: Vec<flat::Assert>,
+    functions: Vec<flat::Function>,
+    function_index: HashMap<String, (u32, Vec<Vec<usize>>)>,
+    function_out_types: HashMap<u32, Vec<(Vec<usize>, eval::Ty)>>,
+    functions_in_progress: Vec<String>,
+    instances: Vec<Instance>,
+    pending_attrs: Vec<PendingAttrs>,
+    pending_binding: HashMap<VarId, Binding>,
+    evaluating: Vec<VarId>,
+    package_constants: HashMap<(ClassId, String), Value>,
+    connections: equations::Connections,
+    diags: Vec<Diagnostic>,
+    depth: usize,
+    aux_count: usize,
+    /// Variables with a declaration equation (`Real E = ...`).
+    bound_by_equation: std::collections::HashSet<VarId>,
+}
+
+/// Flattens model `model` (a class of the user's file, or a dotted name).
+pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagnostic>> {
+    let mut f = Flattener {
+        lib,
+        arena: ExprArena::new(),
+        vars: Vec::new(),
+        equations: Vec::new(),
+        initial_equations: Vec::new(),
+        whens: Vec::new(),
+        asserts: Vec::new(),
+        functions: Vec::new(),
+        function_index: HashMap::new(),
+        function_out_types: HashMap::new(),
+        functions_in_progress: Vec::new(),
+        instances: Vec::new(),
+        pending_attrs: Vec::new(),
+        pending_binding: HashMap::new(),
+        evaluating: Vec::new(),
+        package_constants: HashMap::new(),
+        connections: equations::Connections::default(),
+        diags: Vec::new(),
+        depth: 0,
+        aux_count: 0,
+        bound_by_equation: Default::default(),
+    };
+    let name = f.lib.entry(model).full_name.clone();
+    let def = match f.lib.def(model) {
+        Ok(Some(d)) => d,
+        Ok(None) => return Err(vec![Diagnostic::error_nospan(format!("`{name}` is a builtin type, not a model"))]),
+        Err(d) => return Err(vec![d]),
+    };
+    let experiment = experiment_of(&def);
+    match f.instantiate_class(model, &Modifier::default(), String::new(), None, ast::TypePrefix::default(), def.span) {
+        Ok(_) => {}
+        Err(d) => f.diags.push(d),
+    }
+    if !crate::diag::has_errors(&f.diags) {
+        f.phase2();
+    }
+    if crate::diag::has_errors(&f.diags) {
+        return Err(f.diags);
+    }
+    let top_connectors = f.top_connectors();
+    Ok(FlatModel {
+        top_connectors,
+        name,
+        exprs: f.arena,
+        vars: f.vars,
+        equations: f.equations,
+        initial_equations: f.initial_equations,
+        whens: f.whens,
+        asserts: f.asserts,
+        functions: f.functions,
+        experiment,
+    })
+}
+
+fn experiment_of(def: &ast::ClassDef) -> flat::Experiment {
+    let mut e = flat::Experiment::default();
+    let ClassBody::Long(comp) = &def.body else {
+        return e;
+    };
+    for ann in &comp.annotations {
+        for arg in &ann.args {
+            let ast::ModArg::Modify {
+                path, modification, ..
+            } = arg
+            else {
+                continue;
+            };
+            if path.dotted() != "experiment" {
+                continue;
+            }
+            let Some(cm) = modification.as_ref().and_then(|m| m.class_mod.as_ref()) else {
+                continue;
+            };
+            for a in &cm.args {
+                let ast::ModArg::Modify {
+                    path, modification, ..
+                } = a
+                else {
+                    continue;
+                };
+                let v = modification
+                    .as_ref()
+                    .and_then(|m| m.binding.as_ref())
+                    .and_then(literal_number);
+                match path.dotted().as_str() {
+                    "StartTime" => e.start_time = v,
+                    "StopTime" => e.stop_time = v,
+                    "Tolerance" => e.tolerance = v,
+                    "Interval" => e.interval = v,
+                    _ => {}
+                }
+            }
+        }
+    }
+    e
+}
+
+/// A number literal, possibly negated (annotation values).
+fn literal_number(e: &ast::Expr) -> Option<f64> {
+    match &e.kind {
+        ast::ExprKind::Real(v) => Some(*v),
+        ast::ExprKind::Integer(v) => Some(*v as f64),
+        ast::ExprKind::Unary {
+            op: ast::UnOp::Neg,
+            operand,
+        } => literal_number(operand).map(|v| -v),
+        _ => None,
+    }
+}
+
+/// The class chain of a short class definition resolved to its end.
+struct Resolved {
+    class: ClassId,
+    modifier: Modifier,
+    dims: Vec<ast::Subscript>,
+    dims_scope: Scope,
+    prefix: ast::TypePrefix,
+}
+
+impl<'l> Flattener<'l> {
+    fn err<T>(&self, span: Span, msg: impl Into<String>) -> Result<T, Diagnostic> {
+        Err(Diagnostic::error(span, msg))
+    }
+
+    /// Follows short class definitions (`type Angle = Real(unit = "rad")`,
+    /// `connector RealInput = input Real`) down to a long class or builtin,
+    /// merging their modifiers under `outer`.
+    fn resolve_short(&mut self, class: ClassId, outer: Modifier, inst: Option<InstId>) -> Result<Resolved, Diagnostic> {
+        let mut class = class;
+        let mut modifier = outer;
+        let mut dims = Vec::new();
+        let mut dims_scope = Scope { inst, class: None };
+        let mut prefix = ast::TypePrefix::default();
+        for _ in 0..64 {
+            let Some(def) = self.lib.def(class)? else {
+                break;
+            };
+            let ClassBody::Short(s) = &def.body else {
+                break;
+            };
+            let parent = self.lib.entry(class).parent;
+            let scope = Scope { inst, class: parent };
+            if let Some(cm) = &s.modification {
+                let inner = Modifier::from_class_mod(cm, scope);
+                modifier = merge(&modifier, &inner);
+            }
+            if !s.dims.is_empty() {
+                dims.extend(s.dims.iter().cloned());
+                dims_scope = scope;
+            }
+            match s.causality {
+                ast::Causality::Input => prefix.causality = ast::Causality::Input,
+                ast::Causality::Output => prefix.causality = ast::Causality::Output,
+                ast::Causality::None => {}
+            }
+            class = self.lib.lookup(parent, &s.base)?;
+        }
+        Ok(Resolved {
+            class,
+            modifier,
+            dims,
+            dims_scope,
+            prefix,
+        })
+    }
+
+    /// The components, equations and class redeclarations of class `class`
+    /// (a long class), with inherited ones, under modifier `m`.
+    fn contents(&mut self, class: ClassId, m: &Modifier, inst: Option<InstId>, depth: usize) -> Result<Contents, Diagnostic> {
+        let mut out = Contents::default();
+        if depth > 32 {
+            let name = self.lib.entry(class).full_name.clone();
+            return Err(Diagnostic::error_nospan(format!("`{name}` extends itself (cyclic inheritance)")));
+        }
+        let Some(def) = self.lib.def(class)? else {
+            return Ok(out);
+        };
+        let ClassBody::Long(comp) = &def.body else {
+            return Ok(out);
+        };
+        let own_scope = Scope {
+            inst,
+            class: Some(class),
+        };
+        // Class redeclarations in the modifier replace local replaceable classes.
+        for r in &m.redeclares {
+            if let ast::Redeclared::Class(cd) = &*r.element {
+                let target = self.lib.local_class(class, &cd.name.name);
+                if let Some(t) = target
+                    && !self.lib.entry(t).replaceable
+                {
+                    return self.err(cd.name.span, format!("`{}` is not replaceable and cannot be redeclared", cd.name.name));
+                }
+                let id = self.lib.add_synthetic((**cd).clone(), r.scope.class);
+                out.class_overrides.insert(cd.name.name.clone(), id);
+            }
+        }
+        for e in &comp.elements {
+            match e {
+                Element::Extends(ext) => {
+                    let parent = self.lib.entry(class).parent;
+                    let base = match self.lib.local_class(class, &ext.base.parts[0].name) {
+                        Some(_) => self.lib.lookup(Some(class), &ext.base)?,
+                        None => self.lib.lookup(parent, &ext.base)?,
+                    };
+                    let ext_mod = match &ext.modification {
+                        Some(cm) => Modifier::from_class_mod(cm, own_scope),
+                        None => Modifier::default(),
+                    };
+                    let resolved = self.resolve_short(base, merge(m, &ext_mod), inst)?;
+                    if self.lib.builtin(resolved.class).is_some() {
+                        return self.err(ext.span, "extending a predefined type is only allowed in a short class definition (`type T = Real(...)`)");
+                    }
+                    let base_def = self.lib.def(resolved.class)?;
+                    if let Some(bd) = &base_def
+                        && matches!(bd.body, ClassBody::Long(_))
+                    {
+                        let sub = self.contents(resolved.class, &resolved.modifier, inst, depth + 1)?;
+                        // Every name the extends clause modifies must exist in the base.
+                        let names: Vec<String> = sub.components.iter().map(|c| c.decl.name.name.clone()).collect();
+                        self.check_modifier_names(&ext_mod, &names, resolved.class, &sub.class_overrides)?;
+                        out.components.extend(sub.components);
+                        out.equations.extend(sub.equations);
+                        out.algorithms.extend(sub.algorithms);
+                        for (k, v) in sub.class_overrides {
+                            out.class_overrides.entry(k).or_insert(v);
+                        }
+                    }
+                }
+                Element::Component(c) => {
+                    let outer = m.sub(&c.name.name).map(|s| s.modifier.clone()).unwrap_or_default();
+                    if let Some(r) = m.redeclare(&c.name.name) {
+                        let ast::Redeclared::Component(nc) = &*r.element else {
+                            continue;
+                        };
+                        if !c.replaceable {
+                            return Err(Diagnostic::error(
+                                r.span,
+                                format!("`{}` is not declared `replaceable` and cannot be redeclared", c.name.name),
+                            )
+                            .with_secondary(c.name.span, "declared here")
+                            .with_hint(format!("declare it as `replaceable {} {}`", c.type_name.dotted(), c.name.name)));
+                        }
+                        let mut decl = (**nc).clone();
+                        decl.prefix = merge_prefix(c.prefix, nc.prefix);
+                        if decl.dims.is_empty() {
+                            decl.dims = c.dims.clone();
+                        }
+                        // Modifiers of the constraining clause still apply.
+                        let mut outer = outer;
+                        if let Some(cb) = &c.constrainedby
+                            && let Some(cm) = &cb.modification
+                        {
+                            outer = merge(&outer, &Modifier::from_class_mod(cm, own_scope));
+                        }
+                        out.components.push(PendingComp {
+                            decl: Rc::new(decl),
+                            outer,
+                            type_scope: r.scope.class,
+                            decl_scope: r.scope,
+                            redeclared: true,
+                        });
+                    } else {
+                        out.components.push(PendingComp {
+                            decl: Rc::new(c.clone()),
+                            outer,
+                            type_scope: Some(class),
+                            decl_scope: own_scope,
+                            redeclared: false,
+                        });
+                    }
+                }
+                Element::Class(_) | Element::Import(_) => {}
+            }
+        }
+        for sec in &comp.equations {
+            for eq in &sec.equations {
+                out.equations.push((Rc::new(eq.clone()), Some(class), sec.initial));
+            }
+        }
+        for alg in &comp.algorithms {
+            out.algorithms.push((Rc::new(alg.clone()), Some(class)));
+        }
+        Ok(out)
+    }
+
+    /// Every name a modifier sets must be an element of the class.
+    fn check_modifier_names(
+        &mut self,
+        m: &Modifier,
+        names: &[String],
+        class: ClassId,
+        overrides: &HashMap<String, ClassId>,
+    ) -> Result<(), Diagnostic> {
+        for s in &m.subs {
+            if !names.iter().any(|n| *n == s.name) {
+                let cname = self.lib.entry(class).full_name.clone();
+                let mut d = Diagnostic::error(s.span, format!("`{cname}` has no element `{}` to modify", s.name))
+                    .with_label("unknown element");
+                if let Some(c) = library::closest(&s.name, names.iter().map(|x| x.as_str())) {
+                    d = d.with_hint(format!("did you mean `{c}`?"));
+                } else if !names.is_empty() {
+                    d = d.with_hint(format!("its elements are: {}", names.join(", ")));
+                }
+                return Err(d);
+            }
+        }
+        for r in &m.redeclares {
+            let n = r.name();
+            let is_class = matches!(&*r.element, ast::Redeclared::Class(_));
+            let known = if is_class {
+                overrides.contains_key(n) || self.lib.member_class(class, n)?.is_some()
+            } else {
+                names.iter().any(|x| x == n)
+            };
+            if !known {
+                let cname = self.lib.entry(class).full_name.clone();
+                return self.err(r.span, format!("`{cname}` has no replaceable element `{n}` to redeclare"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Instantiates class `class` as a component at `path`, returning its node.
+    fn instantiate_class(
+        &mut self,
+        class: ClassId,
+        m: &Modifier,
+        path: String,
+        parent: Option<InstId>,
+        prefix: ast::TypePrefix,
+        span: Span,
+    ) -> Result<CompNode, Diagnostic> {
+        self.depth += 1;
+        if self.depth > 100 {
+            self.depth -= 1;
+            return self.err(span, format!("component `{path}` contains itself (recursive model structure)"));
+        }
+        let r = self.instantiate_class_inner(class, m, path, parent, prefix, span);
+        self.depth -= 1;
+        r
+    }
+
+    fn instantiate_class_inner(
+        &mut self,
+        class: ClassId,
+        m: &Modifier,
+        path: String,
+        parent: Option<InstId>,
+        prefix: ast::TypePrefix,
+        span: Span,
+    ) -> Result<CompNode, Diagnostic> {
+        if let Some(b) = self.lib.builtin(class) {
+            return self.primitive(b, m, path, prefix, span).map(CompNode::Var);
+        }
+        let def = self.lib.def(class)?.expect("non-builtin class has a definition");
+        match def.kind {
+            ClassKind::Function => {
+                return self.err(span, format!("`{}` is a function and cannot be used as a component type", def.name.name));
+            }
+            ClassKind::Package => {
+                return self.err(span, format!("`{}` is a package and cannot be used as a component type", def.name.name));
+            }
+            _ => {}
+        }
+        let id = self.instances.len() as InstId;
+        self.instances.push(Instance {
+            path: path.clone(),
+            class,
+            kind: def.kind,
+            parent,
+            components: HashMap::new(),
+            pending: HashMap::new(),
+            order: Vec::new(),
+            class_overrides: HashMap::new(),
+            equations: Vec::new(),
+            prefix,
+        });
+        let contents = self.contents(class, m, Some(id), 0)?;
+        let names: Vec<String> = contents.components.iter().map(|c| c.decl.name.name.clone()).collect();
+        self.check_modifier_names(m, &names, class, &contents.class_overrides)?;
+        if let Some((alg, _)) = contents.algorithms.first() {
+            return self.err(
+                alg.span,
+                "algorithm sections are only supported in functions; write equations, or call a function",
+            );
+        }
+        {
+            let inst = &mut self.instances[id as usize];
+            inst.class_overrides = contents.class_overrides;
+            inst.equations = contents.equations;
+            for pc in contents.components {
+                let name = pc.decl.name.name.clone();
+                if inst.pending.contains_key(&name) {
+                    return Err(Diagnostic::error(pc.decl.name.span, format!("`{name}` is declared twice")));
+                }
+                inst.order.push(name.clone());
+                inst.pending.insert(name, pc);
+            }
+        }
+        let order = self.instances[id as usize].order.clone();
+        for name in order {
+            self.ensure_component(id, &name)?;
+        }
+        Ok(CompNode::Inst(id))
+    }
+
+    /// Instantiates a pending component of instance `inst` (no-op if done).
+    fn ensure_component(&mut self, inst: InstId, name: &str) -> Result<(), Diagnostic> {
+        let Some(pc) = self.instances[inst as usize].pending.remove(name) else {
+            return Ok(());
+        };
+        if let Some(c) = self.instantiate_component(inst, &pc)? {
+            self.instances[inst as usize].components.insert(name.to_string(), c);
+        }
+        Ok(())
+    }
+
+    /// Looks up a component's class from `scope`, honouring class
+    /// redeclarations of the enclosing instances.
+    fn component_class(&mut self, inst: Option<InstId>, scope: Option<ClassId>, name: &ast::Name) -> Result<ClassId, Diagnostic> {
+        let first = &name.parts[0].name;
+        let mut i = inst;
+        while let Some(x) = i {
+            if let Some(&c) = self.instances[x as usize].class_overrides.get(first) {
+                let mut cur = c;
+                for p in &name.parts[1..] {
+                    cur = self.lib.member_class(cur, &p.name)?.ok_or_else(|| {
+                        Diagnostic::error(p.span, format!("no class `{}` in `{first}`", p.name))
+                    })?;
+                }
+                return Ok(cur);
+            }
+            i = self.instances[x as usize].parent;
+        }
+        self.lib.lookup(scope, name)
+    }
+
+    fn instantiate_component(&mut self, inst: InstId, pc: &PendingComp) -> Result<Option<Comp>, Diagnostic> {
+        let decl = pc.decl.clone();
+        let scope_here = Scope {
+            inst: Some(inst),
+            class: pc.type_scope,
+        };
+        if let Some(cond) = &decl.condition {
+            let v = self.eval_structural(cond, pc.decl_scope)?;
+            if v == 0.0 {
+                return Ok(None);
+            }
+        }
+        let type_class = self.component_class(Some(inst), pc.type_scope, &decl.type_name)?;
+        let decl_mod = Modifier::from_modification(decl.modification.as_ref(), pc.decl_scope);
+        modifier::check_final(&pc.outer, &decl_mod, &decl.name.name)?;
+        let m = if pc.redeclared {
+            merge(&pc.outer, &decl_mod)
+        } else {
+            merge(&pc.outer, &decl_mod)
+        };
+        let resolved = self.resolve_short(type_class, m, Some(inst))?;
+        let mut dims = Vec::new();
+        for s in decl.dims.iter().chain(decl.type_dims.iter()) {
+            dims.push(self.eval_dim(s, pc.decl_scope, &decl)?);
+        }
+        for s in &resolved.dims {
+            dims.push(self.eval_dim(s, resolved.dims_scope, &decl)?);
+        }
+        let _ = scope_here;
+        let parent_prefix = self.instances[inst as usize].prefix;
+        let mut prefix = merge_prefix(parent_prefix, decl.prefix);
+        prefix = merge_prefix(prefix, resolved.prefix);
+        if decl.prefix.causality != ast::Causality::None {
+            prefix.causality = decl.prefix.causality;
+        }
+        let connector = self
+            .lib
+            .def(resolved.class)?
+            .map(|d| d.kind == ClassKind::Connector)
+            .unwrap_or(false)
+            || self.instances[inst as usize].kind == ClassKind::Connector;
+        let base_path = {
+            let p = &self.instances[inst as usize].path;
+            if p.is_empty() {
+                decl.name.name.clone()
+            } else {
+                format!("{p}.{}", decl.name.name)
+            }
+        };
+        let node = self.build_node(&resolved, &dims, &base_path, Some(inst), prefix, decl.name.span, &decl)?;
+        if let Some(d) = &decl.description {
+            self.describe(&node, d);
+        }
+        Ok(Some(Comp { node, connector }))
+    }
+
+    fn describe(&mut self, node: &CompNode, text: &str) {
+        match node {
+            CompNode::Var(v) => {
+                if self.vars[*v as usize].description.is_none() {
+                    self.vars[*v as usize].description = Some(text.to_string());
+                }
+            }
+            CompNode::Array(_, elems) => {
+                for e in elems {
+                    self.describe(e, text);
+                }
+            }
+            CompNode::Inst(_) => {}
+        }
+    }
+
+    fn eval_dim(&mut self, s: &ast::Subscript, scope: Scope, decl: &ast::Component) -> Result<usize, Diagnostic> {
+        match s {
+            ast::Subscript::All(sp) => self.err(
+                *sp,
+                format!("`{}`: a component's array size must be given (`:` is only allowed for function inputs)", decl.name.name),
+            ),
+            ast::Subscript::Index(e) => {
+                let v = self.eval_structural(e, scope)?;
+                if v < 0.0 || v.fract() != 0.0 {
+                    return self.err(e.span, format!("array size must be a non-negative integer, got {v}"));
+                }
+                Ok(v as usize)
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn build_node(
+        &mut self,
+        resolved: &Resolved,
+        dims: &[usize],
+        path: &str,
+        parent: Option<InstId>,
+        prefix: ast::TypePrefix,
+        span: Span,
+        decl: &ast::Component,
+    ) -> Result<CompNode, Diagnostic> {
+        if dims.is_empty() {
+            return self.instantiate_class(resolved.class, &resolved.modifier, path.to_string(), parent, prefix, span);
+        }
+        let total: usize = dims.iter().product();
+        let mut elems = Vec::with_capacity(total);
+        for flat_index in 0..total {
+            let idx = unflatten_index(flat_index, dims);
+            let name = format!(
+                "{path}[{}]",
+                idx.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+            );
+            let m = resolved.modifier.for_element(&idx);
+            let node = self.instantiate_class(resolved.class, &m, name, parent, prefix, span)?;
+            elems.push(node);
+        }
+        let _ = decl;
+        Ok(CompNode::Array(dims.to_vec(), elems))
+    }
+
+    /// Creates the flat variable of a primitive component.
+    fn primitive(&mut self, b: Builtin, m: &Modifier, path: String, prefix: ast::TypePrefix, span: Span) -> Result<VarId, Diagnostic> {
+        let ty = match b {
+            Builtin::Real => ScalarType::Real,
+            Builtin::Integer | Builtin::Enumeration => ScalarType::Integer,
+            Builtin::Boolean => ScalarType::Boolean,
+            Builtin::String => {
+                return self.err(span, "String components are not supported (strings may only appear in messages)");
+            }
+        };
+        let variability = match prefix.variability {
+            ast::Variability::Constant => Variability::Constant,
+            ast::Variability::Parameter => Variability::Parameter,
+            ast::Variability::Discrete => Variability::Discrete,
+            ast::Variability::Continuous => {
+                if ty == ScalarType::Real {
+                    Variability::Continuous
+                } else {
+                    Variability::Discrete
+                }
+            }
+        };
+        for s in &m.subs {
+            const ATTRS: [&str; 9] = [
+                "start", "fixed", "nominal", "min", "max", "unit", "displayUnit", "quantity", "stateSelect",
+            ];
+            if !ATTRS.contains(&s.name.as_str()) {
+                let tn = match ty {
+                    ScalarType::Real => "Real",
+                    ScalarType::Integer => "Integer",
+                    ScalarType::Boolean => "Boolean",
+                };
+                let mut d = Diagnostic::error(s.span, format!("`{path}` is a {tn} and has no attribute `{}`", s.name))
+                    .with_label("unknown attribute");
+                if let Some(c) = library::closest(&s.name, ATTRS.iter().copied()) {
+                    d = d.with_hint(format!("did you mean `{c}`?"));
+                } else {
+                    d = d.with_hint("the attributes of Real are start, fixed, nominal, min, max, unit, displayUnit, quantity, stateSelect");
+                }
+                return Err(d);
+            }
+        }
+        let v = self.vars.len() as VarId;
+        self.vars.push(Variable {
+            name: path,
+            variability,
+            ty,
+            causality: match prefix.causality {
+                ast::Causality::Input => flat::Causality::Input,
+                ast::Causality::Output => flat::Causality::Output,
+                ast::Causality::None => flat::Causality::Local,
+            },
+            flow: prefix.flow,
+            binding: None,
+            start: None,
+            fixed: None,
+            nominal: None,
+            min: None,
+            max: None,
+            unit: None,
+            state_select: StateSelect::Default,
+            structural: false,
+            description: None,
+            span,
+        });
+        let is_param = matches!(variability, Variability::Parameter | Variability::Constant);
+        if let Some(b) = &m.binding
+            && is_param
+        {
+            self.pending_binding.insert(v, b.clone());
+        }
+        self.pending_attrs.push(PendingAttrs {
+            var: v,
+            modifier: m.clone(),
+            equation: !is_param && m.binding.is_some(),
+        });
+        Ok(v)
+    }
+
+    /// Phase 2: bindings and attributes, equations, connections.
+    fn phase2(&mut self) {
+        let attrs = std::mem::take(&mut self.pending_attrs);
+        for pa in &attrs {
+            if let Err(d) = self.apply_attributes(pa) {
+                self.diags.push(d);
+            }
+        }
+        let pending: Vec<VarId> = {
+            let mut k: Vec<VarId> = self.pending_binding.keys().copied().collect();
+            k.sort_unstable();
+            k
+        };
+        for v in pending {
+            if let Err(d) = self.binding_of(v) {
+                self.diags.push(d);
+            }
+        }
+        for i in 0..self.instances.len() {
+            let eqs = std::mem::take(&mut self.instances[i].equations);
+            for (eq, class, initial) in eqs {
+                let ctx = eval::Ctx::model(Scope {
+                    inst: Some(i as InstId),
+                    class,
+                });
+                if let Err(d) = self.flatten_equation(&eq, &ctx, initial) {
+                    self.diags.push(d);
+                }
+            }
+        }
+        self.connection_equations();
+        self.classify_discrete();
+        self.bind_top_level_inputs();
+    }
+
+    fn apply_attributes(&mut self, pa: &PendingAttrs) -> Result<(), Diagnostic> {
+        let v = pa.var;
+        let name = self.vars[v as usize].name.clone();
+        for s in &pa.modifier.subs {
+            let Some(b) = &s.modifier.binding else {
+                continue;
+            };
+            match s.name.as_str() {
+                "start" | "nominal" | "min" | "max" => {
+                    let e = self.eval_binding_scalar(b, &format!("{name}.{}", s.name))?;
+                    let var = &mut self.vars[v as usize];
+                    match s.name.as_str() {
+                        "start" => var.start = Some(e),
+                        "nominal" => var.nominal = Some(e),
+                        "min" => var.min = Some(e),
+                        _ => var.max = Some(e),
+                    }
+                }
+                "fixed" => {
+                    let e = self.eval_binding_scalar(b, &format!("{name}.fixed"))?;
+                    let val = self.const_value(e, b.expr.span)?;
+                    self.vars[v as usize].fixed = Some(val != 0.0);
+                }
+                "unit" | "displayUnit" | "quantity" => {
+                    if s.name == "unit" {
+                        let text = self.eval_string(&b.expr, &eval::Ctx::model(b.scope))?;
+                        self.vars[v as usize].unit = Some(text);
+                    }
+                }
+                "stateSelect" => {
+                    let sel = match &b.expr.kind {
+                        ast::ExprKind::Ref(r) => match r.parts.last().map(|p| p.ident.name.as_str()) {
+                            Some("never") => Some(StateSelect::Never),
+                            Some("avoid") => Some(StateSelect::Avoid),
+                            Some("default") => Some(StateSelect::Default),
+                            Some("prefer") => Some(StateSelect::Prefer),
+                            Some("always") => Some(StateSelect::Always),
+                            _ => None,
+                        },
+                        _ => None,
+                    };
+                    let Some(sel) = sel else {
+                        return self.err(b.expr.span, "stateSelect must be StateSelect.never, avoid, default, prefer or always");
+                    };
+                    self.vars[v as usize].state_select = sel;
+                }
+                _ => {}
+            }
+        }
+        if pa.equation
+            && let Some(b) = &pa.modifier.binding
+        {
+            let ctx = eval::Ctx::model(b.scope);
+            let val = self.eval_expr(&b.expr, &ctx)?;
+            let val = eval::select(&val, &b.index, b.expr.span)?;
+            let lhs = self.arena.var(v);
+            if !val.dims.is_empty() {
+                return self.err(
+                    b.expr.span,
+                    format!("`{name}` is a scalar but its binding has size {}", eval::shape_text(&val.dims)),
+                );
+            }
+            let scope = self.inst_path(b.scope.inst);
+            self.bound_by_equation.insert(v);
+            self.equations.push(flat::Equation {
+                lhs,
+                rhs: val.elems[0],
+                span: b.expr.span,
+                scope,
+            });
+        }
+        Ok(())
+    }
+
+    fn inst_path(&self, inst: Option<InstId>) -> String {
+        inst.map(|i| self.instances[i as usize].path.clone()).unwrap_or_default()
+    }
+
+    /// The binding expression of a parameter, evaluating it on first use.
+    fn binding_of(&mut self, v: VarId) -> Result<Option<flat::ExprId>, Diagnostic> {
+        if let Some(b) = self.vars[v as usize].binding {
+            return Ok(Some(b));
+        }
+        let Some(b) = self.pending_binding.get(&v).cloned() else {
+            return Ok(None);
+        };
+        if self.evaluating.contains(&v) {
+            let name = self.vars[v as usize].name.clone();
+            return self.err(b.expr.span, format!("the value of `{name}` depends on itself"));
+        }
+        self.evaluating.push(v);
+        let name = self.vars[v as usize].name.clone();
+        let r = self.eval_binding_scalar(&b, &name);
+        self.evaluating.pop();
+        let e = r?;
+        self.pending_binding.remove(&v);
+        self.vars[v as usize].binding = Some(e);
+        Ok(Some(e))
+    }
+
+    fn eval_binding_scalar(&mut self, b: &Binding, what: &str) -> Result<flat::ExprId, Diagnostic> {
+        let ctx = eval::Ctx::model(b.scope);
+        let val = self.eval_expr(&b.expr, &ctx)?;
+        let val = eval::select(&val, &b.index, b.expr.span)?;
+        if !val.dims.is_empty() {
+            return self.err(
+                b.expr.span,
+                format!("`{what}` is a scalar but is given a value of size {}", eval::shape_text(&val.dims)),
+            );
+        }
+        Ok(val.elems[0])
+    }
+
+    /// Evaluates an expression that must be known while flattening (array
+    /// sizes, for-ranges, conditions); parameters it uses become structural.
+    fn eval_structural(&mut self, e: &ast::Expr, scope: Scope) -> Result<f64, Diagnostic> {
+        let val = self.eval_expr(e, &eval::Ctx::model(scope))?;
+        if !val.dims.is_empty() {
+            return self.err(e.span, "expected a scalar");
+        }
+        self.const_value(val.elems[0], e.span)
+    }
+
+    /// The numeric value of an expression of parameters and constants.
+    fn const_value(&mut self, e: flat::ExprId, span: Span) -> Result<f64, Diagnostic> {
+        let mut memo = HashMap::new();
+        self.const_value_memo(e, span, &mut memo)
+    }
+
+    fn const_value_memo(&mut self, e: flat::ExprId, span: Span, memo: &mut HashMap<flat::ExprId, f64>) -> Result<f64, Diagnostic> {
+        use flat::Node;
+        if let Some(&v) = memo.get(&e) {
+            return Ok(v);
+        }
+        let n = self.arena.node(e);
+        let v = match n {
+            Node::Const(b) => f64::from_bits(b),
+            Node::Var(v) => {
+                let var = &self.vars[v as usize];
+                if !var.is_parameter() {
+                    let name = var.name.clone();
+                    return Err(Diagnostic::error(span, format!("`{name}` is not a parameter or constant, so its value is not known here"))
+                        .with_hint("array sizes, for-ranges and the conditions of if-equations must depend only on parameters and constants"));
+                }
+                let Some(b) = self.binding_of(v)? else {
+                    let name = self.vars[v as usize].name.clone();
+                    return Err(Diagnostic::error(span, format!("parameter `{name}` has no value"))
+                        .with_hint(format!("give `{name}` a value in its declaration or a modifier")));
+                };
+                self.vars[v as usize].structural = true;
+                self.const_value_memo(b, span, memo)?
+            }
+            Node::Neg(a) => -self.const_value_memo(a, span, memo)?,
+            Node::Not(a) => f64::from(self.const_value_memo(a, span, memo)? == 0.0),
+            Node::Add(a, b) => self.const_value_memo(a, span, memo)? + self.const_value_memo(b, span, memo)?,
+            Node::Sub(a, b) => self.const_value_memo(a, span, memo)? - self.const_value_memo(b, span, memo)?,
+            Node::Mul(a, b) => self.const_value_memo(a, span, memo)? * self.const_value_memo(b, span, memo)?,
+            Node::Div(a, b) => self.const_value_memo(a, span, memo)? / self.const_value_memo(b, span, memo)?,
+            Node::Pow(a, b) => self.const_value_memo(a, span, memo)?.powf(self.const_value_memo(b, span, memo)?),
+            Node::And(a, b) => f64::from(self.const_value_memo(a, span, memo)? != 0.0 && self.const_value_memo(b, span, memo)? != 0.0),
+            Node::Or(a, b) => f64::from(self.const_value_memo(a, span, memo)? != 0.0 || self.const_value_memo(b, span, memo)? != 0.0),
+            Node::Rel { op, lhs, rhs, .. } => {
+                f64::from(op.apply(self.const_value_memo(lhs, span, memo)?, self.const_value_memo(rhs, span, memo)?))
+            }
+            Node::If(c, a, b) => {
+                if self.const_value_memo(c, span, memo)? != 0.0 {
+                    self.const_value_memo(a, span, memo)?
+                } else {
+                    self.const_value_memo(b, span, memo)?
+                }
+            }
+            Node::Call1(f, a) => f.apply(self.const_value_memo(a, span, memo)?),
+            Node::Call2(f, a, b) => f.apply(self.const_value_memo(a, span, memo)?, self.const_value_memo(b, span, memo)?),
+            _ => {
+                return Err(Diagnostic::error(span, "this value must be known while compiling (a parameter expression)")
+                    .with_hint("array sizes, for-ranges and the conditions of if-equations must depend only on parameters and constants"));
+            }
+        };
+        memo.insert(e, v);
+        Ok(v)
+    }
+
+    /// Names of the top-level model's own connectors: a model with any is a
+    /// component, meant to be connected, not a closed system.
+    fn top_connectors(&self) -> Vec<String> {
+        let Some(top) = self.instances.first() else {
+            return Vec::new();
+        };
+        let mut v: Vec<String> = top
+            .components
+            .iter()
+            .filter(|(_, c)| c.connector)
+            .map(|(n, _)| n.clone())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Top-level inputs without a binding are external inputs: with no
+    /// environment to drive them, they keep their start value (0 by default),
+    /// as parameters, so that `-p u=...` sets them.
+    fn bind_top_level_inputs(&mut self) {
+        for v in 0..self.vars.len() {
+            let var = &self.vars[v];
+            let top_level = !var.name.contains('.');
+            if top_level
+                && var.causality == flat::Causality::Input
+                && !var.is_parameter()
+                && !self.bound_by_equation.contains(&(v as VarId))
+            {
+                let value = var.start.unwrap_or_else(|| self.arena.zero());
+                let var = &mut self.vars[v];
+                var.variability = Variability::Parameter;
+                var.binding = Some(value);
+            }
+        }
+    }
+
+    /// Reals assigned in when-clauses are discrete.
+    fn classify_discrete(&mut self) {
+        for w in &self.whens {
+            for (_, stmts) in &w.branches {
+                for s in stmts {
+                    if let flat::WhenStatement::Assign { var, .. } = s {
+                        let v = &mut self.vars[*var as usize];
+                        if v.variability == Variability::Continuous {
+                            v.variability = Variability::Discrete;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn merge_prefix(outer: ast::TypePrefix, inner: ast::TypePrefix) -> ast::TypePrefix {
+    use ast::Variability as V;
+    let rank = |v: V| match v {
+        V::Continuous => 0,
+        V::Discrete => 1,
+        V::Parameter => 2,
+        V::Constant => 3,
+    };
+    ast::TypePrefix {
+        flow: outer.flow || inner.flow,
+        stream: outer.stream || inner.stream,
+        variability: if rank(outer.variability) >= rank(inner.variability) {
+            outer.variability
+        } else {
+            inner.variability
+        },
+        causality: if inner.causality != ast::Causality::None {
+            inner.causality
+        } else {
+            outer.causality
+        },
+    }
+}
+
+/// 1-based multi-index of the row-major position `k` in an array of `dims`.
+pub(crate) fn unflatten_index(mut k: usize, dims: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; dims.len()];
+    for d in (0..dims.len()).rev() {
+        idx[d] = k % dims[d] + 1;
+        k /= dims[d];
+    }
+    idx
+}

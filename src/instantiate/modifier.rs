@@ -1,0 +1,226 @@
+//! Modifiers: the merged form of `(a = 1, b(start = 2), redeclare C c)`.
+//!
+//! Modelica's rule (MLS 7.2.4): an outer modifier overrides an inner one for
+//! the same element; a `final` element cannot be modified again; modifiers of
+//! an array component apply element-wise unless marked `each`.
+
+use super::library::ClassId;
+use super::InstId;
+use crate::diag::Diagnostic;
+use crate::syntax::ast::{self, Span};
+use std::rc::Rc;
+
+/// Where a modifier's expressions are evaluated: the instance that wrote them
+/// (for component names) and the class scope (for classes and constants).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scope {
+    pub inst: Option<InstId>,
+    pub class: Option<ClassId>,
+}
+
+/// A binding `= expr`, with the scope it is evaluated in. `index` selects one
+/// element of the value when an array modifier is split over array elements.
+#[derive(Clone, Debug)]
+pub struct Binding {
+    pub expr: Rc<ast::Expr>,
+    pub scope: Scope,
+    pub index: Vec<usize>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Redecl {
+    pub element: Rc<ast::Redeclared>,
+    pub scope: Scope,
+    pub span: Span,
+}
+
+impl Redecl {
+    pub fn name(&self) -> &str {
+        match &*self.element {
+            ast::Redeclared::Component(c) => &c.name.name,
+            ast::Redeclared::Class(c) => &c.name.name,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Modifier {
+    pub binding: Option<Binding>,
+    pub each: bool,
+    pub final_: bool,
+    pub subs: Vec<SubMod>,
+    pub redeclares: Vec<Redecl>,
+    pub span: Option<Span>,
+}
+
+#[derive(Clone, Debug)]
+pub struct SubMod {
+    pub name: String,
+    pub modifier: Modifier,
+    pub span: Span,
+}
+
+impl Modifier {
+    pub fn is_empty(&self) -> bool {
+        self.binding.is_none() && self.subs.is_empty() && self.redeclares.is_empty()
+    }
+
+    /// From the text after a declared name: `(start = 1) = 2`.
+    pub fn from_modification(m: Option<&ast::Modification>, scope: Scope) -> Modifier {
+        let Some(m) = m else {
+            return Modifier::default();
+        };
+        let mut out = match &m.class_mod {
+            Some(cm) => Modifier::from_class_mod(cm, scope),
+            None => Modifier::default(),
+        };
+        if let Some(b) = &m.binding {
+            out.binding = Some(Binding {
+                expr: Rc::new(b.clone()),
+                scope,
+                index: Vec::new(),
+            });
+        }
+        out.span = Some(m.span);
+        out
+    }
+
+    /// From a class modification `(a = 1, b.c = 2, redeclare ...)`.
+    pub fn from_class_mod(cm: &ast::ClassMod, scope: Scope) -> Modifier {
+        let mut out = Modifier {
+            span: Some(cm.span),
+            ..Modifier::default()
+        };
+        for arg in &cm.args {
+            match arg {
+                ast::ModArg::Modify {
+                    each,
+                    final_,
+                    path,
+                    modification,
+                    span,
+                } => {
+                    let mut inner = Modifier::from_modification(modification.as_ref(), scope);
+                    inner.each = *each;
+                    inner.final_ = *final_;
+                    // `a.b.c = 1` nests as a(b(c = 1)).
+                    let parts = &path.parts;
+                    for (k, p) in parts.iter().enumerate().skip(1).rev() {
+                        let _ = k;
+                        inner = Modifier {
+                            subs: vec![SubMod {
+                                name: p.name.clone(),
+                                modifier: inner,
+                                span: p.span,
+                            }],
+                            span: Some(*span),
+                            ..Modifier::default()
+                        };
+                    }
+                    out.add_sub(SubMod {
+                        name: parts[0].name.clone(),
+                        modifier: inner,
+                        span: parts[0].span,
+                    });
+                }
+                ast::ModArg::Redeclare {
+                    element, span, ..
+                } => out.redeclares.push(Redecl {
+                    element: Rc::new(element.clone()),
+                    scope,
+                    span: *span,
+                }),
+            }
+        }
+        out
+    }
+
+    fn add_sub(&mut self, s: SubMod) {
+        if let Some(existing) = self.subs.iter_mut().find(|x| x.name == s.name) {
+            // `a(x = 1), a(y = 2)` written separately: combine, the later text wins.
+            let merged = merge(&s.modifier, &existing.modifier);
+            existing.modifier = merged;
+        } else {
+            self.subs.push(s);
+        }
+    }
+
+    pub fn sub(&self, name: &str) -> Option<&SubMod> {
+        self.subs.iter().find(|s| s.name == name)
+    }
+
+    pub fn redeclare(&self, name: &str) -> Option<&Redecl> {
+        self.redeclares.iter().find(|r| r.name() == name)
+    }
+
+    /// The modifier for one element of an array component: every binding
+    /// not under `each` selects element `idx` of its value.
+    pub fn for_element(&self, idx: &[usize]) -> Modifier {
+        if self.each {
+            return self.clone();
+        }
+        let mut m = self.clone();
+        if let Some(b) = &mut m.binding {
+            b.index.extend_from_slice(idx);
+        }
+        for s in &mut m.subs {
+            s.modifier = s.modifier.for_element(idx);
+        }
+        m
+    }
+}
+
+/// `outer` applied over `inner`: outer bindings win, sub-modifiers merge by
+/// name, outer redeclarations come first.
+pub fn merge(outer: &Modifier, inner: &Modifier) -> Modifier {
+    if outer.is_empty() && outer.span.is_none() {
+        return inner.clone();
+    }
+    if inner.is_empty() && inner.span.is_none() {
+        return outer.clone();
+    }
+    let mut m = Modifier {
+        binding: outer.binding.clone().or_else(|| inner.binding.clone()),
+        each: outer.each || inner.each,
+        final_: outer.final_ || inner.final_,
+        subs: Vec::new(),
+        redeclares: outer.redeclares.clone(),
+        span: outer.span.or(inner.span),
+    };
+    m.redeclares.extend(inner.redeclares.iter().cloned());
+    for s in &outer.subs {
+        match inner.sub(&s.name) {
+            Some(i) => m.subs.push(SubMod {
+                name: s.name.clone(),
+                modifier: merge(&s.modifier, &i.modifier),
+                span: s.span,
+            }),
+            None => m.subs.push(s.clone()),
+        }
+    }
+    for s in &inner.subs {
+        if outer.sub(&s.name).is_none() {
+            m.subs.push(s.clone());
+        }
+    }
+    m
+}
+
+/// Checks that an outer modifier does not change a `final` inner one.
+pub fn check_final(outer: &Modifier, inner: &Modifier, name: &str) -> Result<(), Diagnostic> {
+    if inner.final_
+        && let (Some(ob), Some(_)) = (&outer.binding, &inner.binding)
+    {
+        return Err(Diagnostic::error(
+            ob.expr.span,
+            format!("`{name}` is final and cannot be modified"),
+        )
+        .with_label("modification of a final element"));
+    }
+    for s in &outer.subs {
+        if let Some(i) = inner.sub(&s.name) {
+            check_final(&s.modifier, &i.modifier, &format!("{name}.{}", s.name))?;
+        }
+    }
+    Ok(())
+}
