@@ -10,6 +10,7 @@ pub mod diag;
 pub mod flat;
 pub mod instantiate;
 pub mod structure;
+pub mod symbolic;
 pub mod syntax;
 
 use diag::{Diagnostic, SourceMap};

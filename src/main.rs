@@ -35,6 +35,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Show the structural analysis: index, states, dummy states, BLT blocks.
+    Analyze {
+        file: PathBuf,
+        #[arg(long)]
+        model: Option<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -51,6 +57,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Check { file, model, parse_only } => check(&file, model.as_deref(), parse_only),
         Command::Flatten { file, model, json } => flatten(&file, model.as_deref(), json),
+        Command::Analyze { file, model } => analyze(&file, model.as_deref()),
     }
 }
 
@@ -131,6 +138,29 @@ fn flatten(file: &std::path::Path, model: Option<&str>, json: bool) -> ExitCode 
             } else {
                 print!("{}", flat.to_text());
             }
+            ExitCode::SUCCESS
+        }
+        Err(d) => report(&lib, &d),
+    }
+}
+
+fn analyze(file: &std::path::Path, model: Option<&str>) -> ExitCode {
+    let (mut lib, loaded) = rmoc::load(file);
+    let loaded = match loaded {
+        Ok(l) => l,
+        Err(d) => return report(&lib, &d),
+    };
+    let m = match rmoc::select_model(&mut lib, &loaded, model) {
+        Ok(m) => m,
+        Err(d) => return report(&lib, &[d]),
+    };
+    let flat = match rmoc::instantiate::flatten(&mut lib, m) {
+        Ok(f) => f,
+        Err(d) => return report(&lib, &d),
+    };
+    match rmoc::structure::analyze(flat) {
+        Ok(c) => {
+            print!("{}", c.report(&lib.sources));
             ExitCode::SUCCESS
         }
         Err(d) => report(&lib, &d),

@@ -1,4 +1,528 @@
-//! Structural analysis: balance, matching, index reduction, BLT, tearing.
+//! Structural analysis: from the flat model to a causal, index-1 model.
+//!
+//! Steps, in order: the balance check ([`balance`]); derivative variables
+//! (`der(x)` becomes a variable `der(x)`); alias elimination ([`alias`]);
+//! Pantelides' index reduction ([`pantelides`]); dummy-derivative state
+//! selection (Mattsson & Söderlind 1993, in [`pantelides`]); matching, BLT
+//! sorting by Tarjan's strongly connected components and tearing of the
+//! algebraic loops ([`blt`]).
+//!
+//! API boundary: [`analyze`] consumes a [`FlatModel`] and returns a
+//! [`Causal`] model. Invariants of the result: `blocks`, evaluated in order,
+//! compute every unknown that is not a state from the states, parameters,
+//! discrete variables and time; each state `states[i]` has the derivative
+//! variable `state_ders[i]`, computed by some block.
 
+pub mod alias;
 pub mod balance;
+pub mod blt;
 pub mod matching;
+pub mod pantelides;
+
+use crate::diag::Diagnostic;
+use crate::flat::{self, ExprArena, ExprId, FlatModel, Node, VarId, Variable, Variability};
+use crate::symbolic::fndiff::Derivatives;
+use crate::syntax::ast::Span;
+use std::collections::HashMap;
+
+pub use alias::Alias;
+pub use blt::Block;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Role {
+    Constant,
+    Parameter,
+    /// Changes only at events: assigned in `when`, or a discrete Real.
+    Discrete,
+    /// Integrated by the solver.
+    State,
+    /// Computed by the blocks (including derivatives and dummy states).
+    Algebraic,
+    /// Eliminated: equal to ± another variable.
+    Alias,
+}
+
+/// One equation of the index-reduced system, `residual = 0`.
+#[derive(Clone, Debug)]
+pub struct Equation {
+    pub lhs: ExprId,
+    pub rhs: ExprId,
+    pub span: Span,
+    pub scope: String,
+    /// The equation this one is the time derivative of.
+    pub diff_of: Option<usize>,
+}
+
+impl Equation {
+    pub fn residual(&self, arena: &mut ExprArena) -> ExprId {
+        arena.sub(self.lhs, self.rhs)
+    }
+}
+
+/// What index reduction did, for `rmoc analyze` and tests.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Summary {
+    pub index: usize,
+    /// Equations added by differentiation.
+    pub differentiated: usize,
+    /// Variables that have derivatives in the system but are not states.
+    pub dummy_states: Vec<VarId>,
+    pub aliases: usize,
+}
+
+#[derive(Clone, Debug)]
+pub struct Causal {
+    pub name: String,
+    pub arena: ExprArena,
+    /// The flat variables followed by the derivative variables `der(x)`.
+    pub vars: Vec<Variable>,
+    pub roles: Vec<Role>,
+    /// `der[v]`: the variable that is the time derivative of `v`.
+    pub der: Vec<Option<VarId>>,
+    pub states: Vec<VarId>,
+    pub state_ders: Vec<VarId>,
+    pub equations: Vec<Equation>,
+    pub blocks: Vec<Block>,
+    pub aliases: Vec<Alias>,
+    pub initial_equations: Vec<flat::Equation>,
+    pub whens: Vec<flat::WhenClause>,
+    pub asserts: Vec<flat::Assert>,
+    pub functions: Derivatives,
+    pub experiment: flat::Experiment,
+    pub summary: Summary,
+}
+
+impl Causal {
+    pub fn name_of(&self, v: VarId) -> &str {
+        &self.vars[v as usize].name
+    }
+    pub fn show(&self, e: ExprId) -> String {
+        let names = |v: VarId| self.vars[v as usize].name.clone();
+        let mut s = self.arena.display(e, &names);
+        for (k, f) in self.functions.functions.iter().enumerate().rev() {
+            s = s.replace(&format!("$fn{k}("), &format!("{}(", f.name));
+        }
+        s
+    }
+}
+
+/// The analysis of a flat model, or diagnostics naming the culprits.
+pub fn analyze(flat: FlatModel) -> Result<Causal, Vec<Diagnostic>> {
+    let diags = balance::check(&flat);
+    if crate::diag::has_errors(&diags) {
+        return Err(diags);
+    }
+    let mut s = Builder::new(flat);
+    s.derivative_variables();
+    s.eliminate_aliases();
+    let mut p = pantelides::Pantelides::new(&mut s);
+    p.run().map_err(|d| vec![d])?;
+    let dummies = p.select_dummy_derivatives().map_err(|d| vec![d])?;
+    s.classify(&dummies);
+    let blocks = blt::sort(&mut s).map_err(|d| vec![d])?;
+    Ok(s.finish(blocks))
+}
+
+/// Working state of the analysis (shared by the sub-modules).
+pub struct Builder {
+    pub name: String,
+    pub arena: ExprArena,
+    pub vars: Vec<Variable>,
+    pub roles: Vec<Role>,
+    pub unknown: Vec<bool>,
+    pub der: Vec<Option<VarId>>,
+    pub integral: Vec<Option<VarId>>,
+    pub equations: Vec<Equation>,
+    pub initial_equations: Vec<flat::Equation>,
+    pub whens: Vec<flat::WhenClause>,
+    pub asserts: Vec<flat::Assert>,
+    pub functions: Derivatives,
+    pub experiment: flat::Experiment,
+    pub aliases: Vec<Alias>,
+    pub states: Vec<VarId>,
+    pub summary: Summary,
+}
+
+impl Builder {
+    fn new(flat: FlatModel) -> Builder {
+        let unknowns = balance::unknowns(&flat);
+        let n = flat.vars.len();
+        let mut unknown = vec![false; n];
+        for v in unknowns {
+            unknown[v as usize] = true;
+        }
+        let roles = flat
+            .vars
+            .iter()
+            .enumerate()
+            .map(|(i, v)| match v.variability {
+                Variability::Constant => Role::Constant,
+                Variability::Parameter => Role::Parameter,
+                _ if unknown[i] => Role::Algebraic,
+                _ => Role::Discrete,
+            })
+            .collect();
+        let equations = flat
+            .equations
+            .iter()
+            .map(|e| Equation {
+                lhs: e.lhs,
+                rhs: e.rhs,
+                span: e.span,
+                scope: e.scope.clone(),
+                diff_of: None,
+            })
+            .collect();
+        Builder {
+            name: flat.name,
+            arena: flat.exprs,
+            vars: flat.vars,
+            roles,
+            unknown,
+            der: vec![None; n],
+            integral: vec![None; n],
+            equations,
+            initial_equations: flat.initial_equations,
+            whens: flat.whens,
+            asserts: flat.asserts,
+            functions: Derivatives::new(flat.functions),
+            experiment: flat.experiment,
+            aliases: Vec::new(),
+            states: Vec::new(),
+            summary: Summary::default(),
+        }
+    }
+
+    /// The derivative variable of `v`, created on first use.
+    pub fn der_var(&mut self, v: VarId) -> VarId {
+        if let Some(d) = self.der[v as usize] {
+            return d;
+        }
+        let base = &self.vars[v as usize];
+        let d = self.vars.len() as VarId;
+        let unit = base.unit.as_ref().map(|u| format!("{u}/s"));
+        self.vars.push(Variable {
+            name: format!("der({})", base.name),
+            variability: Variability::Continuous,
+            ty: flat::ScalarType::Real,
+            causality: flat::Causality::Local,
+            flow: false,
+            binding: None,
+            start: None,
+            fixed: None,
+            nominal: None,
+            min: None,
+            max: None,
+            unit,
+            state_select: flat::StateSelect::Default,
+            structural: false,
+            description: None,
+            span: base.span,
+        });
+        self.roles.push(Role::Algebraic);
+        self.unknown.push(true);
+        self.der.push(None);
+        self.integral.push(Some(v));
+        self.der[v as usize] = Some(d);
+        d
+    }
+
+    /// Replaces every `der(v)` node by the variable `der(v)`.
+    fn derivative_variables(&mut self) {
+        let mut memo = HashMap::new();
+        let replace = |this: &mut Builder, e: ExprId, memo: &mut HashMap<ExprId, ExprId>| -> ExprId {
+            let ders: Vec<VarId> = this
+                .arena
+                .reachable(&[e])
+                .into_iter()
+                .filter_map(|id| match this.arena.node(id) {
+                    Node::Der(v) => Some(v),
+                    _ => None,
+                })
+                .collect();
+            if ders.is_empty() {
+                return e;
+            }
+            let map: HashMap<VarId, VarId> = ders.into_iter().map(|v| (v, this.der_var(v))).collect();
+            this.arena.rewrite(e, memo, &mut |a, n| match n {
+                Node::Der(v) => Some(a.var(map[&v])),
+                _ => None,
+            })
+        };
+        for i in 0..self.equations.len() {
+            let (l, r) = (self.equations[i].lhs, self.equations[i].rhs);
+            self.equations[i].lhs = replace(self, l, &mut memo);
+            self.equations[i].rhs = replace(self, r, &mut memo);
+        }
+        for i in 0..self.initial_equations.len() {
+            let (l, r) = (self.initial_equations[i].lhs, self.initial_equations[i].rhs);
+            self.initial_equations[i].lhs = replace(self, l, &mut memo);
+            self.initial_equations[i].rhs = replace(self, r, &mut memo);
+        }
+    }
+
+    /// Removes `a = ±b` equations between unknowns (see [`alias`]).
+    fn eliminate_aliases(&mut self) {
+        let n = self.vars.len();
+        let mut sets = alias::AliasSets::new(n);
+        let mut removed = vec![false; self.equations.len()];
+        let unknown = self.unknown.clone();
+        let integral = self.integral.clone();
+        let is_plain = |v: VarId| unknown[v as usize] && integral[v as usize].is_none();
+        for (i, eq) in self.equations.iter().enumerate() {
+            let Some((a, b, neg)) = alias::alias_pair(&self.arena, eq.lhs, eq.rhs, &is_plain) else {
+                continue;
+            };
+            // Only Real variables; a Boolean alias is rare and not worth the care.
+            if self.vars[a as usize].ty != flat::ScalarType::Real || self.vars[b as usize].ty != flat::ScalarType::Real {
+                continue;
+            }
+            let der = &self.der;
+            let vars = &self.vars;
+            let prefer = |x: VarId, y: VarId| alias::better_representative(vars, &|v| der[v as usize].is_some(), x, y);
+            // Two state candidates: their derivatives alias too; both must exist
+            // or neither (else the representative would need a new derivative).
+            let (ra, _) = sets.find(a);
+            let (rb, _) = sets.find(b);
+            if ra == rb {
+                continue;
+            }
+            let (da, db) = (self.der[ra as usize].is_some(), self.der[rb as usize].is_some());
+            if da && db {
+                continue;
+            }
+            if sets.union(a, b, neg, &prefer) {
+                removed[i] = true;
+            }
+        }
+        // The substitution v -> ±root for every eliminated variable.
+        let mut subst: HashMap<VarId, (VarId, bool)> = HashMap::new();
+        for v in 0..n as VarId {
+            let (r, s) = sets.find(v);
+            if r != v {
+                subst.insert(v, (r, s));
+            }
+        }
+        if subst.is_empty() {
+            return;
+        }
+        // Carry the eliminated variable's initial condition to its representative.
+        for (&v, &(r, neg)) in &subst {
+            let (vv, rv) = (self.vars[v as usize].clone(), &mut self.vars[r as usize]);
+            if vv.fixed == Some(true) && rv.fixed != Some(true) {
+                if let Some(s) = vv.start {
+                    rv.start = Some(if neg { self.arena.neg(s) } else { s });
+                    rv.fixed = Some(true);
+                }
+            } else if rv.start.is_none()
+                && let Some(s) = vv.start
+            {
+                rv.start = Some(if neg { self.arena.neg(s) } else { s });
+            }
+            if rv.nominal.is_none() {
+                rv.nominal = vv.nominal;
+            }
+            rv.state_select = rv.state_select.max(vv.state_select);
+        }
+        let mut memo = HashMap::new();
+        let mut apply = |arena: &mut ExprArena, e: ExprId| {
+            arena.rewrite(e, &mut memo, &mut |a, node| match node {
+                Node::Var(v) => subst.get(&v).map(|&(r, neg)| {
+                    let x = a.var(r);
+                    if neg { a.neg(x) } else { x }
+                }),
+                Node::Pre(v) => subst.get(&v).map(|&(r, neg)| {
+                    let x = a.intern(Node::Pre(r));
+                    if neg { a.neg(x) } else { x }
+                }),
+                _ => None,
+            })
+        };
+        let mut kept = Vec::new();
+        for (i, eq) in std::mem::take(&mut self.equations).into_iter().enumerate() {
+            if removed[i] {
+                continue;
+            }
+            let lhs = apply(&mut self.arena, eq.lhs);
+            let rhs = apply(&mut self.arena, eq.rhs);
+            kept.push(Equation { lhs, rhs, ..eq });
+        }
+        self.equations = kept;
+        for eq in &mut self.initial_equations {
+            eq.lhs = apply(&mut self.arena, eq.lhs);
+            eq.rhs = apply(&mut self.arena, eq.rhs);
+        }
+        for a in &mut self.asserts {
+            a.condition = apply(&mut self.arena, a.condition);
+        }
+        for w in &mut self.whens {
+            for (c, stmts) in &mut w.branches {
+                *c = apply(&mut self.arena, *c);
+                for s in stmts {
+                    match s {
+                        flat::WhenStatement::Assign { value, .. } | flat::WhenStatement::Reinit { value, .. } => {
+                            *value = apply(&mut self.arena, *value);
+                        }
+                        flat::WhenStatement::Assert(a) => a.condition = apply(&mut self.arena, a.condition),
+                        flat::WhenStatement::Terminate { .. } => {}
+                    }
+                }
+            }
+        }
+        // A reinit of an eliminated state reinitializes its representative.
+        for w in &mut self.whens {
+            for (_, stmts) in &mut w.branches {
+                for s in stmts {
+                    if let flat::WhenStatement::Reinit { var, value, .. } = s
+                        && let Some(&(r, neg)) = subst.get(var)
+                    {
+                        *var = r;
+                        if neg {
+                            *value = self.arena.neg(*value);
+                        }
+                    }
+                }
+            }
+        }
+        let mut list: Vec<Alias> = subst
+            .into_iter()
+            .map(|(v, (r, neg))| Alias { var: v, of: r, negated: neg })
+            .collect();
+        list.sort_by_key(|a| a.var);
+        for a in &list {
+            self.unknown[a.var as usize] = false;
+            self.roles[a.var as usize] = Role::Alias;
+        }
+        self.summary.aliases = list.len();
+        self.aliases = list;
+    }
+
+    /// Roles after state selection: a variable with a derivative that is not a
+    /// dummy derivative is a state.
+    fn classify(&mut self, dummies: &[VarId]) {
+        let mut is_dummy = vec![false; self.vars.len()];
+        for &d in dummies {
+            is_dummy[d as usize] = true;
+        }
+        let mut dummy_states = Vec::new();
+        for v in 0..self.vars.len() {
+            if !self.unknown[v] {
+                continue;
+            }
+            if let Some(d) = self.der[v] {
+                if is_dummy[d as usize] {
+                    dummy_states.push(v as VarId);
+                } else {
+                    self.roles[v] = Role::State;
+                    self.states.push(v as VarId);
+                }
+            }
+        }
+        self.summary.dummy_states = dummy_states;
+    }
+
+    fn finish(self, blocks: Vec<Block>) -> Causal {
+        let state_ders = self
+            .states
+            .iter()
+            .map(|&s| self.der[s as usize].expect("a state has a derivative"))
+            .collect();
+        Causal {
+            name: self.name,
+            arena: self.arena,
+            vars: self.vars,
+            roles: self.roles,
+            der: self.der,
+            states: self.states,
+            state_ders,
+            equations: self.equations,
+            blocks,
+            aliases: self.aliases,
+            initial_equations: self.initial_equations,
+            whens: self.whens,
+            asserts: self.asserts,
+            functions: self.functions,
+            experiment: self.experiment,
+            summary: self.summary,
+        }
+    }
+
+    /// The unknowns an equation mentions.
+    pub fn eq_vars(&self, e: usize) -> Vec<VarId> {
+        let eq = &self.equations[e];
+        let mut v: Vec<VarId> = self
+            .arena
+            .reachable(&[eq.lhs, eq.rhs])
+            .into_iter()
+            .filter_map(|id| match self.arena.node(id) {
+                Node::Var(v) if self.unknown[v as usize] => Some(v),
+                _ => None,
+            })
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+}
+
+impl Causal {
+    /// The report printed by `rmoc analyze`.
+    pub fn report(&self, sources: &crate::diag::SourceMap) -> String {
+        use std::fmt::Write as _;
+        let mut s = String::new();
+        let names = |vs: &[VarId]| {
+            if vs.is_empty() {
+                "(none)".to_string()
+            } else {
+                vs.iter().map(|&v| self.vars[v as usize].name.clone()).collect::<Vec<_>>().join(", ")
+            }
+        };
+        let _ = writeln!(s, "model {}", self.name);
+        let _ = writeln!(s, "  differentiation index: {}", self.summary.index);
+        let _ = writeln!(s, "  equations differentiated: {}", self.summary.differentiated);
+        let _ = writeln!(s, "  states ({}): {}", self.states.len(), names(&self.states));
+        let _ = writeln!(s, "  dummy states ({}): {}", self.summary.dummy_states.len(), names(&self.summary.dummy_states));
+        let _ = writeln!(s, "  aliases eliminated: {}", self.summary.aliases);
+        let _ = writeln!(s, "  equations: {}", self.equations.len());
+        let mut counts: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
+        for b in &self.blocks {
+            let e = counts.entry(b.kind()).or_default();
+            e.0 += 1;
+            e.1 = e.1.max(b.size());
+        }
+        let summary: Vec<String> = counts.iter().map(|(k, (n, m))| format!("{n} {k} (largest {m})")).collect();
+        let _ = writeln!(s, "  blocks ({}): {}", self.blocks.len(), summary.join(", "));
+        for (i, b) in self.blocks.iter().enumerate() {
+            let line = |eq: usize| {
+                let (l, _) = sources.line_col(self.equations[eq].span.file, self.equations[eq].span.start);
+                let d = if self.equations[eq].diff_of.is_some() { "'" } else { "" };
+                format!("line {l}{d}")
+            };
+            match b {
+                Block::Explicit { var, value, eq } => {
+                    let _ = writeln!(s, "    {:>3}. {} := {}   [{}]", i + 1, self.name_of(*var), self.show(*value), line(*eq));
+                }
+                Block::Implicit { var, residual, eq } => {
+                    let _ = writeln!(s, "    {:>3}. solve 0 = {} for {}   [{}]", i + 1, self.show(*residual), self.name_of(*var), line(*eq));
+                }
+                Block::Torn { tear, inner, residuals, linear } => {
+                    let kind = if *linear { "linear" } else { "nonlinear" };
+                    let _ = writeln!(
+                        s,
+                        "    {:>3}. {kind} loop of {}: iterate on {}",
+                        i + 1,
+                        tear.len() + inner.len(),
+                        names(tear)
+                    );
+                    for (v, e, eq) in inner {
+                        let _ = writeln!(s, "           {} := {}   [{}]", self.name_of(*v), self.show(*e), line(*eq));
+                    }
+                    for (r, eq) in residuals {
+                        let _ = writeln!(s, "           0 = {}   [{}]", self.show(*r), line(*eq));
+                    }
+                }
+            }
+        }
+        s
+    }
+}

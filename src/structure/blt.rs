@@ -1,0 +1,238 @@
+//! Causalization: matching of the index-reduced system, block lower
+//! triangular (BLT) ordering by Tarjan's strongly connected components, and
+//! tearing of the algebraic loops.
+//!
+//! Each block computes its variables from those of earlier blocks. A block of
+//! one equation linear in its variable is solved symbolically (explicit); a
+//! nonlinear one is solved by Newton's method. A larger block (an algebraic
+//! loop) is torn with a greedy heuristic in the manner of Cellier & Kofman
+//! ("Continuous System Simulation", ch. 7): equations that can be solved
+//! explicitly for one still-unknown variable are used in turn; when none is
+//! left, the variable occurring in the most remaining equations becomes a
+//! tearing variable. The loop is then a small system in the tearing variables
+//! alone, marked linear when every equation is linear in the block's variables.
+
+use super::matching::{self, Incidence};
+use super::{Builder, Role};
+use crate::diag::Diagnostic;
+use crate::flat::{ExprId, VarId};
+use crate::symbolic;
+use petgraph::graph::DiGraph;
+use std::collections::HashMap;
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub enum Block {
+    /// `var := value`.
+    Explicit { var: VarId, value: ExprId, eq: usize },
+    /// One nonlinear equation `residual(var) = 0`, solved by Newton.
+    Implicit { var: VarId, residual: ExprId, eq: usize },
+    /// An algebraic loop: the tearing variables are iterated; `inner`
+    /// assignments, in order, compute the others; `residuals` must vanish.
+    Torn {
+        tear: Vec<VarId>,
+        inner: Vec<(VarId, ExprId, usize)>,
+        residuals: Vec<(ExprId, usize)>,
+        linear: bool,
+    },
+}
+
+impl Block {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Block::Explicit { .. } => "explicit",
+            Block::Implicit { .. } => "nonlinear equation",
+            Block::Torn { linear: true, .. } => "linear loop",
+            Block::Torn { linear: false, .. } => "nonlinear loop",
+        }
+    }
+    /// Variables the block computes.
+    pub fn vars(&self) -> Vec<VarId> {
+        match self {
+            Block::Explicit { var, .. } | Block::Implicit { var, .. } => vec![*var],
+            Block::Torn { tear, inner, .. } => tear.iter().copied().chain(inner.iter().map(|x| x.0)).collect(),
+        }
+    }
+    pub fn size(&self) -> usize {
+        self.vars().len()
+    }
+}
+
+/// Matches, sorts and tears the index-reduced system.
+pub fn sort(s: &mut Builder) -> Result<Vec<Block>, Diagnostic> {
+    // Unknowns of the causal system: every unknown that is not a state.
+    let cols: Vec<VarId> = (0..s.vars.len() as VarId)
+        .filter(|&v| s.unknown[v as usize] && s.roles[v as usize] != Role::State)
+        .collect();
+    let col_of: HashMap<VarId, usize> = cols.iter().enumerate().map(|(i, &v)| (v, i)).collect();
+    let neq = s.equations.len();
+    let rows: Vec<Vec<usize>> = (0..neq)
+        .map(|e| s.eq_vars(e).into_iter().filter_map(|v| col_of.get(&v).copied()).collect())
+        .collect();
+    let inc = Incidence { rows, ncols: cols.len() };
+    let m = matching::maximum_matching(&inc);
+    if m.size() != neq || neq != cols.len() {
+        return Err(singular(s, &inc, &m, &cols));
+    }
+    // Dependency graph: equation e depends on the equation matched to each
+    // other variable it mentions.
+    let mut g: DiGraph<usize, ()> = DiGraph::with_capacity(neq, neq * 3);
+    let nodes: Vec<_> = (0..neq).map(|e| g.add_node(e)).collect();
+    for e in 0..neq {
+        for &c in &inc.rows[e] {
+            let other = m.row_of[c].expect("perfect matching");
+            if other != e {
+                g.add_edge(nodes[e], nodes[other], ());
+            }
+        }
+    }
+    // Tarjan emits each component after the components it reaches, that is
+    // after the equations it depends on: already an evaluation order.
+    let sccs = petgraph::algo::tarjan_scc(&g);
+    let mut blocks = Vec::with_capacity(sccs.len());
+    for scc in sccs {
+        let mut eqs: Vec<usize> = scc.iter().map(|&n| g[n]).collect();
+        eqs.sort_unstable();
+        let vars: Vec<VarId> = eqs.iter().map(|&e| cols[m.col_of[e].expect("matched")]).collect();
+        blocks.push(make_block(s, &eqs, &vars)?);
+    }
+    Ok(blocks)
+}
+
+fn make_block(s: &mut Builder, eqs: &[usize], vars: &[VarId]) -> Result<Block, Diagnostic> {
+    if eqs.len() == 1 {
+        let (e, v) = (eqs[0], vars[0]);
+        let eq = s.equations[e].clone();
+        if let Some(value) = symbolic::solve_equation(&mut s.arena, eq.lhs, eq.rhs, v, &mut s.functions) {
+            return Ok(Block::Explicit { var: v, value, eq: e });
+        }
+        if s.vars[v as usize].ty != crate::flat::ScalarType::Real {
+            return Err(Diagnostic::error(
+                eq.span,
+                format!("`{}` is not a Real, so this equation must give it explicitly (`{} = ...`)", s.vars[v as usize].name, s.vars[v as usize].name),
+            ));
+        }
+        let residual = eq.residual(&mut s.arena);
+        return Ok(Block::Implicit { var: v, residual, eq: e });
+    }
+    tear(s, eqs, vars)
+}
+
+/// Greedy tearing of one algebraic loop.
+fn tear(s: &mut Builder, eqs: &[usize], vars: &[VarId]) -> Result<Block, Diagnostic> {
+    let in_block: HashMap<VarId, usize> = vars.iter().enumerate().map(|(i, &v)| (v, i)).collect();
+    let residuals: Vec<ExprId> = eqs.iter().map(|&e| {
+        let eq = s.equations[e].clone();
+        eq.residual(&mut s.arena)
+    }).collect();
+    let occ: Vec<Vec<usize>> = eqs
+        .iter()
+        .map(|&e| s.eq_vars(e).into_iter().filter_map(|v| in_block.get(&v).copied()).collect())
+        .collect();
+    // Which (equation, variable) pairs can be solved explicitly, and whether
+    // every equation is linear in the block's variables.
+    let mut solvable: HashMap<(usize, usize), ExprId> = HashMap::new();
+    let mut linear = true;
+    for (k, &e) in eqs.iter().enumerate() {
+        let eq = s.equations[e].clone();
+        for &j in &occ[k] {
+            let v = vars[j];
+            let coeff = symbolic::partial(&mut s.arena, residuals[k], v, &mut s.functions).ok();
+            let coeff_free = coeff.is_some_and(|c| vars.iter().all(|&w| !symbolic::mentions(&s.arena, c, w)));
+            if !coeff_free {
+                linear = false;
+            }
+            if let Some(sol) = symbolic::solve_equation(&mut s.arena, eq.lhs, eq.rhs, v, &mut s.functions) {
+                // Prefer solutions that do not divide by an expression that may vanish:
+                // a coefficient that depends on the block's own variables is not explicit.
+                if vars.iter().filter(|&&w| w != v).all(|&w| coeff.is_none_or(|c| !symbolic::mentions(&s.arena, c, w))) {
+                    solvable.insert((k, j), sol);
+                }
+            }
+        }
+    }
+    let n = eqs.len();
+    let mut known = vec![false; n];
+    let mut used = vec![false; n];
+    let mut tear_vars = Vec::new();
+    let mut inner = Vec::new();
+    loop {
+        // Causalize every equation with exactly one unknown left that it can solve.
+        let mut progress = true;
+        while progress {
+            progress = false;
+            for k in 0..n {
+                if used[k] {
+                    continue;
+                }
+                let unknown: Vec<usize> = occ[k].iter().copied().filter(|&j| !known[j]).collect();
+                if unknown.len() == 1 && let Some(&sol) = solvable.get(&(k, unknown[0])) {
+                    let j = unknown[0];
+                    used[k] = true;
+                    known[j] = true;
+                    inner.push((vars[j], sol, eqs[k]));
+                    progress = true;
+                }
+            }
+        }
+        if known.iter().all(|&x| x) {
+            break;
+        }
+        // Tear the unknown that occurs in the most unused equations.
+        let mut count = vec![0usize; n];
+        for k in 0..n {
+            if !used[k] {
+                for &j in &occ[k] {
+                    if !known[j] {
+                        count[j] += 1;
+                    }
+                }
+            }
+        }
+        let best = (0..n)
+            .filter(|&j| !known[j])
+            .max_by_key(|&j| (count[j], s.integral[vars[j] as usize].is_none(), std::cmp::Reverse(j)))
+            .expect("some variable is unknown");
+        known[best] = true;
+        tear_vars.push(vars[best]);
+    }
+    let res: Vec<(ExprId, usize)> = (0..n).filter(|&k| !used[k]).map(|k| (residuals[k], eqs[k])).collect();
+    if res.len() != tear_vars.len() {
+        // The greedy order failed to balance; iterate on every variable instead.
+        return Ok(Block::Torn {
+            tear: vars.to_vec(),
+            inner: Vec::new(),
+            residuals: (0..n).map(|k| (residuals[k], eqs[k])).collect(),
+            linear,
+        });
+    }
+    Ok(Block::Torn {
+        tear: tear_vars,
+        inner,
+        residuals: res,
+        linear,
+    })
+}
+
+/// A diagnostic for a system that index reduction could not make regular.
+fn singular(s: &Builder, inc: &Incidence, m: &matching::Matching, cols: &[VarId]) -> Diagnostic {
+    let dm = matching::dulmage_mendelsohn(inc, m);
+    let names = |vs: &[usize]| {
+        let v: Vec<String> = vs.iter().take(6).map(|&c| format!("`{}`", s.vars[cols[c] as usize].name)).collect();
+        v.join(", ")
+    };
+    let first = dm.over_rows.first().copied().unwrap_or(0);
+    let span = s.equations.get(first).map(|e| e.span).unwrap_or_default();
+    let mut d = Diagnostic::error(
+        span,
+        format!(
+            "the model is structurally singular after index reduction: {} equation(s) over-determine {}, and {} remain undetermined",
+            dm.over_rows.len(),
+            names(&dm.over_cols),
+            names(&dm.under_cols)
+        ),
+    );
+    for &e in dm.over_rows.iter().skip(1).take(4) {
+        d = d.with_secondary(s.equations[e].span, "over-determining equation");
+    }
+    d.with_hint("check for redundant constraints (a loop of rigid joints) or a missing equation")
+}

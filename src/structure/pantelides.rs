@@ -1,0 +1,498 @@
+//! Index reduction by Pantelides' algorithm and state selection by dummy
+//! derivatives.
+//!
+//! Pantelides (1988), "The consistent initialization of differential-algebraic
+//! systems": each equation is matched to a highest-derivative unknown by an
+//! augmenting path; when none exists, the equations and variables visited by
+//! the failed search form a structurally singular subset, and every one of
+//! those equations is differentiated, every visited variable gets its
+//! derivative, and the search repeats one level higher.
+//!
+//! Mattsson & Söderlind (1993), "Index reduction in differential-algebraic
+//! equations using dummy derivatives": for the differentiated equations,
+//! level by level from the highest, choose as many highest-derivative
+//! variables as there are equations such that their Jacobian block is
+//! nonsingular; those derivatives become algebraic "dummy derivatives". The
+//! choice honours `stateSelect` (never < avoid < default < prefer < always),
+//! then `fixed = true` start values (the user's initial states), and is made
+//! nonsingular at the start values.
+
+use super::Builder;
+use crate::diag::Diagnostic;
+use crate::flat::{ExprArena, ExprId, Node, StateSelect, VarId};
+use crate::symbolic::{self, DiffRules};
+use std::collections::HashMap;
+
+pub struct Pantelides<'b> {
+    s: &'b mut Builder,
+    /// `assign[v]`: the equation matched to highest-derivative unknown `v`.
+    assign: Vec<Option<usize>>,
+    /// `derived[e]`: the equation that is the time derivative of `e`.
+    derived: Vec<Option<usize>>,
+    incidence: Vec<Vec<VarId>>,
+}
+
+/// Time differentiation of an equation of the model.
+struct TimeRules<'a> {
+    der: &'a mut dyn FnMut(VarId) -> Option<VarId>,
+    functions: &'a mut crate::symbolic::fndiff::Derivatives,
+}
+
+impl DiffRules for TimeRules<'_> {
+    fn leaf(&mut self, arena: &mut ExprArena, node: Node) -> Result<Option<ExprId>, String> {
+        Ok(match node {
+            Node::Time => Some(arena.one()),
+            Node::Var(v) => (self.der)(v).map(|d| arena.var(d)),
+            _ => None,
+        })
+    }
+    fn call(&mut self, arena: &mut ExprArena, call: u32, output: u32, ds: &[ExprId]) -> Result<ExprId, String> {
+        self.functions.call_derivative(arena, call, output, ds)
+    }
+}
+
+impl<'b> Pantelides<'b> {
+    pub fn new(s: &'b mut Builder) -> Pantelides<'b> {
+        let incidence = (0..s.equations.len()).map(|e| s.eq_vars(e)).collect();
+        let n = s.vars.len();
+        let m = s.equations.len();
+        Pantelides {
+            s,
+            assign: vec![None; n],
+            derived: vec![None; m],
+            incidence,
+        }
+    }
+
+    /// Highest-derivative unknowns only take part in the matching.
+    fn eligible(&self, v: VarId) -> bool {
+        self.s.unknown[v as usize] && self.s.der[v as usize].is_none()
+    }
+
+    /// Augmenting path from equation `start`; on failure, the equations and
+    /// variables it visited.
+    fn augment(&mut self, start: usize) -> Result<(), (Vec<usize>, Vec<VarId>)> {
+        let mut colored_eqs = vec![start];
+        let mut colored_vars: Vec<VarId> = Vec::new();
+        let mut seen_var: HashMap<VarId, ()> = HashMap::new();
+        let mut stack: Vec<(usize, usize)> = vec![(start, 0)];
+        let mut via: Vec<VarId> = Vec::new();
+        while let Some(&(e, pos)) = stack.last() {
+            // A free eligible variable ends the path.
+            let free = self.incidence[e]
+                .iter()
+                .copied()
+                .find(|&v| self.eligible(v) && self.assign_of(v).is_none() && !seen_var.contains_key(&v));
+            if let Some(v) = free {
+                let top = stack.len() - 1;
+                self.set_assign(v, stack[top].0);
+                for k in 0..top {
+                    self.set_assign(via[k], stack[k].0);
+                }
+                return Ok(());
+            }
+            let mut advanced = false;
+            let mut p = pos;
+            while p < self.incidence[e].len() {
+                let v = self.incidence[e][p];
+                p += 1;
+                if !self.eligible(v) || seen_var.contains_key(&v) {
+                    continue;
+                }
+                seen_var.insert(v, ());
+                colored_vars.push(v);
+                if let Some(next) = self.assign_of(v) {
+                    colored_eqs.push(next);
+                    stack.last_mut().expect("non-empty").1 = p;
+                    via.push(v);
+                    stack.push((next, 0));
+                    advanced = true;
+                    break;
+                }
+            }
+            if !advanced {
+                stack.pop();
+                via.pop();
+            }
+        }
+        colored_eqs.sort_unstable();
+        colored_eqs.dedup();
+        Err((colored_eqs, colored_vars))
+    }
+
+    fn assign_of(&self, v: VarId) -> Option<usize> {
+        self.assign.get(v as usize).copied().flatten()
+    }
+
+    fn set_assign(&mut self, v: VarId, e: usize) {
+        if self.assign.len() <= v as usize {
+            self.assign.resize(v as usize + 1, None);
+        }
+        self.assign[v as usize] = Some(e);
+    }
+
+    /// Differentiates equation `e`, returning the new equation's index.
+    /// Derivative variables are created only for the variables whose
+    /// derivatives survive in the result (not, say, for one that appears only
+    /// inside a relation, whose derivative is zero).
+    fn differentiate(&mut self, e: usize) -> Result<usize, Diagnostic> {
+        if let Some(d) = self.derived[e] {
+            return Ok(d);
+        }
+        const PLACEHOLDER: VarId = u32::MAX / 2;
+        let eq = self.s.equations[e].clone();
+        let residual = eq.residual(&mut self.s.arena);
+        let unknown = self.s.unknown.clone();
+        let existing = self.s.der.clone();
+        let mut fresh: Vec<VarId> = Vec::new();
+        let result = {
+            let mut der = |v: VarId| -> Option<VarId> {
+                if !unknown.get(v as usize).copied().unwrap_or(false) {
+                    return None;
+                }
+                if let Some(d) = existing[v as usize] {
+                    return Some(d);
+                }
+                let k = match fresh.iter().position(|&x| x == v) {
+                    Some(k) => k,
+                    None => {
+                        fresh.push(v);
+                        fresh.len() - 1
+                    }
+                };
+                Some(PLACEHOLDER + k as VarId)
+            };
+            let mut rules = TimeRules {
+                der: &mut der,
+                functions: &mut self.s.functions,
+            };
+            let mut memo = HashMap::new();
+            symbolic::differentiate(&mut self.s.arena, residual, &mut rules, &mut memo)
+        };
+        let d = result.map_err(|msg| {
+            Diagnostic::error(eq.span, format!("index reduction needs the derivative of this equation, which failed: {msg}"))
+        })?;
+        let used: Vec<VarId> = self.s.arena.vars_of(d).into_iter().filter(|&x| x >= PLACEHOLDER).collect();
+        let d = if used.is_empty() {
+            d
+        } else {
+            let map: HashMap<VarId, VarId> = used
+                .iter()
+                .map(|&p| (p, self.s.der_var(fresh[(p - PLACEHOLDER) as usize])))
+                .collect();
+            let mut memo = HashMap::new();
+            self.s.arena.rewrite(d, &mut memo, &mut |a, n| match n {
+                Node::Var(x) => map.get(&x).map(|&y| a.var(y)),
+                _ => None,
+            })
+        };
+        let zero = self.s.arena.zero();
+        let idx = self.s.equations.len();
+        self.s.equations.push(super::Equation {
+            lhs: d,
+            rhs: zero,
+            span: eq.span,
+            scope: eq.scope.clone(),
+            diff_of: Some(e),
+        });
+        self.derived.push(None);
+        self.derived[e] = Some(idx);
+        self.incidence.push(self.s.eq_vars(idx));
+        if self.assign.len() < self.s.vars.len() {
+            self.assign.resize(self.s.vars.len(), None);
+        }
+        Ok(idx)
+    }
+
+    /// Pantelides' algorithm over all equations.
+    pub fn run(&mut self) -> Result<(), Diagnostic> {
+        self.assign.resize(self.s.vars.len(), None);
+        let original = self.s.equations.len();
+        let limit = 4 * original + 16;
+        let mut differentiations = 0usize;
+        for k in 0..original {
+            let mut i = k;
+            loop {
+                match self.augment(i) {
+                    Ok(()) => break,
+                    Err((eqs, vars)) => {
+                        if eqs.iter().all(|&e| self.incidence[e].iter().all(|&v| !self.eligible(v))) && vars.is_empty() {
+                            // An equation with no unknown at all can never be matched:
+                            // a relation between parameters, or a structural error.
+                            let has_unknown = !self.incidence[i].is_empty();
+                            if !has_unknown {
+                                let eq = &self.s.equations[i];
+                                return Err(Diagnostic::error(eq.span, "this equation does not involve any unknown of the model")
+                                    .with_hint("an equation between parameters and constants only is not allowed; use assert(...) to check parameters"));
+                            }
+                        }
+                        differentiations += eqs.len();
+                        if differentiations > limit * 4 {
+                            let eq = &self.s.equations[k];
+                            return Err(Diagnostic::error(eq.span, "index reduction does not terminate: the system is structurally singular")
+                                .with_hint("some equations constrain only variables that other equations already determine"));
+                        }
+                        for &v in &vars {
+                            self.s.der_var(v);
+                        }
+                        let mut new_of = HashMap::new();
+                        for &e in &eqs {
+                            let d = self.differentiate(e)?;
+                            new_of.insert(e, d);
+                        }
+                        for &v in &vars {
+                            if let (Some(e), Some(dv)) = (self.assign_of(v), self.s.der[v as usize]) {
+                                if let Some(&de) = new_of.get(&e) {
+                                    self.set_assign(dv, de);
+                                }
+                            }
+                        }
+                        i = new_of[&i];
+                    }
+                }
+            }
+        }
+        let mut max_order = 0;
+        for e in 0..self.s.equations.len() {
+            let mut order = 0;
+            let mut x = e;
+            while let Some(p) = self.s.equations[x].diff_of {
+                order += 1;
+                x = p;
+            }
+            max_order = max_order.max(order);
+        }
+        self.s.summary.differentiated = self.s.equations.len() - original;
+        let has_algebraic = (0..self.s.vars.len())
+            .any(|v| self.s.unknown[v] && self.s.der[v].is_none() && self.s.integral[v].is_none());
+        self.s.summary.index = if max_order > 0 {
+            max_order + 1
+        } else if has_algebraic {
+            1
+        } else {
+            0
+        };
+        Ok(())
+    }
+
+    /// Preference of variable `w` to stay a state (higher: more).
+    fn state_preference(&self, w: VarId) -> u32 {
+        let v = &self.s.vars[w as usize];
+        let base = match v.state_select {
+            StateSelect::Never => 0,
+            StateSelect::Avoid => 2,
+            StateSelect::Default => 4,
+            StateSelect::Prefer => 8,
+            StateSelect::Always => 10,
+        };
+        base + u32::from(v.fixed == Some(true))
+    }
+
+    /// Mattsson-Söderlind selection of dummy derivatives.
+    pub fn select_dummy_derivatives(&mut self) -> Result<Vec<VarId>, Diagnostic> {
+        let start = start_point(self.s);
+        let n_eq = self.s.equations.len();
+        let order = |e: usize| {
+            let mut k = 0;
+            let mut x = e;
+            while let Some(p) = self.s.equations[x].diff_of {
+                k += 1;
+                x = p;
+            }
+            k
+        };
+        // Level 1: the highest derivatives of the differentiated equations.
+        let mut rows: Vec<usize> = (0..n_eq).filter(|&e| self.derived[e].is_none() && order(e) >= 1).collect();
+        let mut candidates: Vec<VarId> = {
+            let mut c: Vec<VarId> = rows
+                .iter()
+                .flat_map(|&e| self.incidence[e].iter().copied())
+                .filter(|&v| self.s.der[v as usize].is_none() && self.s.integral[v as usize].is_some())
+                .collect();
+            c.sort_unstable();
+            c.dedup();
+            c
+        };
+        let mut dummies = Vec::new();
+        while !rows.is_empty() {
+            let chosen = self.choose_columns(&rows, &candidates, &start)?;
+            dummies.extend(chosen.iter().copied());
+            // Next level: the equations one derivative lower that are themselves
+            // derivatives, and the variables one derivative lower.
+            rows = rows
+                .iter()
+                .filter_map(|&e| self.s.equations[e].diff_of)
+                .filter(|&e| self.s.equations[e].diff_of.is_some())
+                .collect();
+            rows.sort_unstable();
+            rows.dedup();
+            candidates = chosen
+                .iter()
+                .filter_map(|&c| self.s.integral[c as usize])
+                .filter(|&w| self.s.integral[w as usize].is_some())
+                .collect();
+        }
+        for &d in &dummies {
+            if let Some(w) = self.s.integral[d as usize]
+                && self.s.vars[w as usize].state_select == StateSelect::Always
+            {
+                let name = self.s.vars[w as usize].name.clone();
+                return Err(Diagnostic::error(
+                    self.s.vars[w as usize].span,
+                    format!("`{name}` has stateSelect = always but the constraints make it a dummy state"),
+                )
+                .with_hint("lower its stateSelect, or raise the preference of the other variables in the same constraint"));
+            }
+        }
+        Ok(dummies)
+    }
+
+    /// Picks `rows.len()` columns among `candidates` with a nonsingular
+    /// Jacobian block, least preferred states first.
+    fn choose_columns(&mut self, rows: &[usize], candidates: &[VarId], start: &[f64]) -> Result<Vec<VarId>, Diagnostic> {
+        let mut order: Vec<VarId> = candidates.to_vec();
+        order.sort_by_key(|&c| {
+            let w = self.s.integral[c as usize].unwrap_or(c);
+            (self.state_preference(w), c)
+        });
+        // Numeric Jacobian columns at the start values.
+        let residuals: Vec<ExprId> = rows
+            .iter()
+            .map(|&e| {
+                let eq = self.s.equations[e].clone();
+                eq.residual(&mut self.s.arena)
+            })
+            .collect();
+        let mut columns: Vec<(VarId, Vec<f64>, Vec<bool>)> = Vec::new();
+        for &c in &order {
+            let mut col = Vec::with_capacity(rows.len());
+            let mut structural = Vec::with_capacity(rows.len());
+            for (k, &r) in residuals.iter().enumerate() {
+                let present = self.incidence[rows[k]].contains(&c);
+                structural.push(present);
+                if !present {
+                    col.push(0.0);
+                    continue;
+                }
+                let d = symbolic::partial(&mut self.s.arena, r, c, &mut self.s.functions).map_err(|m| {
+                    Diagnostic::error(self.s.equations[rows[k]].span, format!("cannot differentiate this equation: {m}"))
+                })?;
+                let env = symbolic::eval::Env {
+                    values: start,
+                    pre: None,
+                    time: self.s.experiment.start_time.unwrap_or(0.0),
+                    functions: &self.s.functions.functions,
+                    initial: true,
+                };
+                col.push(symbolic::eval::eval(&self.s.arena, d, &env).unwrap_or(0.0));
+            }
+            columns.push((c, col, structural));
+        }
+        let need = rows.len();
+        // Greedy numeric rank by modified Gram-Schmidt.
+        let mut basis: Vec<Vec<f64>> = Vec::new();
+        let mut chosen = Vec::new();
+        let mut used = vec![false; columns.len()];
+        for (i, (c, col, _)) in columns.iter().enumerate() {
+            if chosen.len() == need {
+                break;
+            }
+            let norm0 = col.iter().map(|x| x * x).sum::<f64>().sqrt();
+            if !(norm0 > 0.0) {
+                continue;
+            }
+            let mut r = col.clone();
+            for b in &basis {
+                let dot: f64 = r.iter().zip(b).map(|(x, y)| x * y).sum();
+                for (x, y) in r.iter_mut().zip(b) {
+                    *x -= dot * y;
+                }
+            }
+            let norm = r.iter().map(|x| x * x).sum::<f64>().sqrt();
+            if norm > 1e-9 * norm0 {
+                for x in r.iter_mut() {
+                    *x /= norm;
+                }
+                basis.push(r);
+                chosen.push(*c);
+                used[i] = true;
+            }
+        }
+        // Structural completion where the start point is numerically singular
+        // (a velocity that starts at zero, say).
+        if chosen.len() < need {
+            for (i, (c, _, _)) in columns.iter().enumerate() {
+                if chosen.len() == need {
+                    break;
+                }
+                if used[i] {
+                    continue;
+                }
+                let mut trial = chosen.clone();
+                trial.push(*c);
+                if structural_rank(&columns, &trial, need) == trial.len() {
+                    chosen.push(*c);
+                    used[i] = true;
+                }
+            }
+        }
+        if chosen.len() < need {
+            let eq = &self.s.equations[rows[0]];
+            return Err(Diagnostic::error(
+                eq.span,
+                "no static choice of states exists for this constraint (dynamic state selection would be needed)",
+            )
+            .with_hint("set stateSelect = StateSelect.prefer on the variables you want as states, or reformulate the constraint"));
+        }
+        Ok(chosen)
+    }
+}
+
+fn structural_rank(columns: &[(VarId, Vec<f64>, Vec<bool>)], chosen: &[VarId], nrows: usize) -> usize {
+    let rows: Vec<Vec<usize>> = (0..nrows)
+        .map(|r| {
+            chosen
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| columns.iter().any(|(x, _, s)| x == *c && s[r]))
+                .map(|(k, _)| k)
+                .collect()
+        })
+        .collect();
+    let inc = super::matching::Incidence { rows, ncols: chosen.len() };
+    super::matching::maximum_matching(&inc).size()
+}
+
+/// Values of every variable at the start: parameters from their bindings,
+/// others from `start` (0 when none).
+pub fn start_point(s: &Builder) -> Vec<f64> {
+    let n = s.vars.len();
+    let mut values = vec![0.0; n];
+    let mut done = vec![false; n];
+    fn value_of(s: &Builder, v: usize, values: &mut Vec<f64>, done: &mut Vec<bool>, depth: usize) -> f64 {
+        if done[v] || depth > 200 {
+            return values[v];
+        }
+        done[v] = true;
+        let var = &s.vars[v];
+        let e = if var.is_parameter() { var.binding.or(var.start) } else { var.start };
+        if let Some(e) = e {
+            for dep in s.arena.vars_of(e) {
+                value_of(s, dep as usize, values, done, depth + 1);
+            }
+            let env = symbolic::eval::Env {
+                values,
+                pre: None,
+                time: 0.0,
+                functions: &s.functions.functions,
+                initial: true,
+            };
+            values[v] = symbolic::eval::eval(&s.arena, e, &env).unwrap_or(0.0);
+        }
+        values[v]
+    }
+    for v in 0..n {
+        value_of(s, v, &mut values, &mut done, 0);
+    }
+    values
+}

@@ -1,0 +1,198 @@
+//! Numeric evaluation of flat expressions and user functions, in f64.
+//!
+//! Used where a value is needed before code generation: parameter values,
+//! start values, and the Jacobian entries that guide dummy-derivative state
+//! selection. (The simulator evaluates the JIT-compiled code instead.)
+
+use crate::flat::{ExprArena, ExprId, Function, Node, Statement};
+use std::collections::HashMap;
+
+/// Values for the leaves of an expression.
+pub struct Env<'a> {
+    /// Indexed by `VarId` (in a function arena: by slot).
+    pub values: &'a [f64],
+    /// `pre(v)` values; `values` when absent.
+    pub pre: Option<&'a [f64]>,
+    pub time: f64,
+    pub functions: &'a [Function],
+    pub initial: bool,
+}
+
+/// Evaluates `e`; relations and conditions take their mathematical values.
+pub fn eval(arena: &ExprArena, e: ExprId, env: &Env) -> Result<f64, String> {
+    let mut memo: HashMap<ExprId, f64> = HashMap::new();
+    for id in arena.reachable(&[e]) {
+        let v = eval_node(arena, id, env, &memo)?;
+        memo.insert(id, v);
+    }
+    Ok(memo[&e])
+}
+
+/// Evaluation with only variable values (tests, constant folding).
+pub fn eval_simple(arena: &ExprArena, e: ExprId, values: &[f64]) -> f64 {
+    let env = Env {
+        values,
+        pre: None,
+        time: 0.0,
+        functions: &[],
+        initial: false,
+    };
+    eval(arena, e, &env).unwrap_or(f64::NAN)
+}
+
+fn b(x: bool) -> f64 {
+    if x { 1.0 } else { 0.0 }
+}
+
+fn eval_node(arena: &ExprArena, id: ExprId, env: &Env, m: &HashMap<ExprId, f64>) -> Result<f64, String> {
+    let g = |x: ExprId| m[&x];
+    let value = |v: u32| env.values.get(v as usize).copied().unwrap_or(0.0);
+    Ok(match arena.node(id) {
+        Node::Const(bits) => f64::from_bits(bits),
+        Node::Var(v) => value(v),
+        Node::Der(_) => 0.0,
+        Node::Pre(v) => env.pre.and_then(|p| p.get(v as usize).copied()).unwrap_or(value(v)),
+        Node::Time => env.time,
+        Node::Neg(a) => -g(a),
+        Node::Add(a, c) => g(a) + g(c),
+        Node::Sub(a, c) => g(a) - g(c),
+        Node::Mul(a, c) => g(a) * g(c),
+        Node::Div(a, c) => g(a) / g(c),
+        Node::Pow(a, c) => g(a).powf(g(c)),
+        Node::Not(a) => b(g(a) == 0.0),
+        Node::And(a, c) => b(g(a) != 0.0 && g(c) != 0.0),
+        Node::Or(a, c) => b(g(a) != 0.0 || g(c) != 0.0),
+        Node::Rel { op, lhs, rhs, .. } => b(op.apply(g(lhs), g(rhs))),
+        Node::If(c, a, e) => {
+            if g(c) != 0.0 {
+                g(a)
+            } else {
+                g(e)
+            }
+        }
+        Node::Call1(f, a) => f.apply(g(a)),
+        Node::Call2(f, a, c) => f.apply(g(a), g(c)),
+        Node::Initial => b(env.initial),
+        Node::Terminal => 0.0,
+        Node::Sample(..) => 0.0,
+        Node::Elem { base, len, index } => {
+            let i = g(index);
+            if i < 1.0 || i > len as f64 || i.fract() != 0.0 {
+                return Err(format!("array index {i} out of bounds 1..{len}"));
+            }
+            value(base + i as u32 - 1)
+        }
+        Node::Call { call, output } => {
+            let site = &arena.calls[call as usize];
+            let args: Vec<f64> = site.args.iter().map(|&a| g(a)).collect();
+            let outs = call_function(env.functions, site.func, &args)?;
+            outs[output as usize]
+        }
+    })
+}
+
+enum Flow {
+    Normal,
+    Break,
+    Return,
+}
+
+/// Runs user function `f` on scalarized arguments; returns its scalarized outputs.
+pub fn call_function(functions: &[Function], f: u32, args: &[f64]) -> Result<Vec<f64>, String> {
+    let func = functions
+        .get(f as usize)
+        .ok_or_else(|| format!("no function {f}"))?;
+    let mut slots = vec![0.0; func.slots.len()];
+    let mut k = 0;
+    for r in &func.inputs {
+        for s in r.clone() {
+            slots[s as usize] = *args.get(k).ok_or("too few arguments")?;
+            k += 1;
+        }
+    }
+    for &(s, e) in &func.init {
+        slots[s as usize] = eval_in(func, functions, e, &slots)?;
+    }
+    let mut budget = 100_000_000u64;
+    exec(func, functions, &func.body, &mut slots, &mut budget)?;
+    Ok(func.outputs.iter().flat_map(|r| r.clone()).map(|s| slots[s as usize]).collect())
+}
+
+fn eval_in(func: &Function, functions: &[Function], e: ExprId, slots: &[f64]) -> Result<f64, String> {
+    let env = Env {
+        values: slots,
+        pre: None,
+        time: 0.0,
+        functions,
+        initial: false,
+    };
+    eval(&func.arena, e, &env)
+}
+
+fn exec(func: &Function, fns: &[Function], body: &[Statement], slots: &mut Vec<f64>, budget: &mut u64) -> Result<Flow, String> {
+    for s in body {
+        match s {
+            Statement::Assign { slot, value } => {
+                slots[*slot as usize] = eval_in(func, fns, *value, slots)?;
+            }
+            Statement::AssignElem { base, len, index, value } => {
+                let i = eval_in(func, fns, *index, slots)?;
+                if i < 1.0 || i > *len as f64 || i.fract() != 0.0 {
+                    return Err(format!("array index {i} out of bounds 1..{len} in `{}`", func.name));
+                }
+                let v = eval_in(func, fns, *value, slots)?;
+                slots[(*base + i as u32 - 1) as usize] = v;
+            }
+            Statement::If { branches, else_ } => {
+                let mut taken = None;
+                for (c, b) in branches {
+                    if eval_in(func, fns, *c, slots)? != 0.0 {
+                        taken = Some(b);
+                        break;
+                    }
+                }
+                match exec(func, fns, taken.map(|b| b.as_slice()).unwrap_or(else_), slots, budget)? {
+                    Flow::Normal => {}
+                    other => return Ok(other),
+                }
+            }
+            Statement::While { cond, body } => {
+                while eval_in(func, fns, *cond, slots)? != 0.0 {
+                    *budget = budget.checked_sub(1).ok_or_else(|| format!("`{}`: while loop does not terminate", func.name))?;
+                    match exec(func, fns, body, slots, budget)? {
+                        Flow::Normal => {}
+                        Flow::Break => break,
+                        Flow::Return => return Ok(Flow::Return),
+                    }
+                }
+            }
+            Statement::For { slot, start, step, stop, body } => {
+                let a = eval_in(func, fns, *start, slots)?;
+                let st = eval_in(func, fns, *step, slots)?;
+                let z = eval_in(func, fns, *stop, slots)?;
+                if st == 0.0 {
+                    return Err(format!("`{}`: for-loop step is zero", func.name));
+                }
+                let mut i = a;
+                while (st > 0.0 && i <= z) || (st < 0.0 && i >= z) {
+                    *budget = budget.checked_sub(1).ok_or_else(|| format!("`{}`: for loop too long", func.name))?;
+                    slots[*slot as usize] = i;
+                    match exec(func, fns, body, slots, budget)? {
+                        Flow::Normal => {}
+                        Flow::Break => break,
+                        Flow::Return => return Ok(Flow::Return),
+                    }
+                    i += st;
+                }
+            }
+            Statement::Break => return Ok(Flow::Break),
+            Statement::Return => return Ok(Flow::Return),
+            Statement::Assert { condition, message, .. } => {
+                if eval_in(func, fns, *condition, slots)? == 0.0 {
+                    return Err(format!("assertion in `{}` failed: {message}", func.name));
+                }
+            }
+        }
+    }
+    Ok(Flow::Normal)
+}
