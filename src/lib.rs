@@ -9,6 +9,9 @@
 pub mod diag;
 pub mod flat;
 pub mod instantiate;
+pub mod jit;
+pub mod output;
+pub mod solve;
 pub mod structure;
 pub mod symbolic;
 pub mod syntax;
@@ -176,4 +179,21 @@ pub fn check_model(lib: &mut Library, model: ClassId) -> Result<String, Vec<Diag
         unknowns,
         flat.vars.iter().filter(|v| v.is_parameter()).count()
     ))
+}
+
+/// A model ready to run: its causal form and its IR program.
+pub struct Compiled {
+    pub causal: structure::Causal,
+    pub program: jit::lower::Program,
+}
+
+/// Flattens, analyses and lowers a model.
+pub fn compile(lib: &mut Library, model: ClassId) -> Result<Compiled, Vec<Diagnostic>> {
+    let flat = instantiate::flatten(lib, model)?;
+    let mut causal = structure::analyze(flat)?;
+    let program = jit::lower::lower(&mut causal).map_err(|m| vec![Diagnostic::error_nospan(format!("code generation failed: {m}"))])?;
+    if let Err(e) = jit::ir::verify(&program.entries().map(|f| f.clone()), &program.user) {
+        return Err(vec![Diagnostic::error_nospan(format!("internal error: generated code failed verification: {}", e.0))]);
+    }
+    Ok(Compiled { causal, program })
 }

@@ -35,12 +35,49 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Simulate a model and write its results (CSV or MAT by the -o extension).
+    Simulate(SimulateArgs),
     /// Show the structural analysis: index, states, dummy states, BLT blocks.
     Analyze {
         file: PathBuf,
         #[arg(long)]
         model: Option<String>,
     },
+}
+
+#[derive(clap::Args)]
+struct SimulateArgs {
+    file: PathBuf,
+    #[arg(long)]
+    model: Option<String>,
+    #[arg(long)]
+    start_time: Option<f64>,
+    #[arg(long)]
+    stop_time: Option<f64>,
+    /// Relative tolerance of the integrator (default: the experiment's, or 1e-6).
+    #[arg(long)]
+    tolerance: Option<f64>,
+    /// Output interval (default: the experiment's, or 500 intervals).
+    #[arg(long)]
+    interval: Option<f64>,
+    /// Set a parameter: -p NAME=VALUE (repeatable).
+    #[arg(short = 'p', value_name = "NAME=VALUE")]
+    params: Vec<String>,
+    /// Result file: .csv or .mat (default: MODEL_res.csv).
+    #[arg(short = 'o')]
+    output: Option<PathBuf>,
+    /// Print the final values of variables matching a pattern (`*` wildcards).
+    #[arg(long = "print", value_name = "PATTERN")]
+    print: Vec<String>,
+    /// Integrator: bdf (the default).
+    #[arg(long, default_value = "bdf")]
+    solver: String,
+    /// Print solver statistics.
+    #[arg(long)]
+    stats: bool,
+    /// Run the reference interpreter instead of compiled code.
+    #[arg(long)]
+    no_jit: bool,
 }
 
 fn main() -> ExitCode {
@@ -58,6 +95,7 @@ fn main() -> ExitCode {
         Command::Check { file, model, parse_only } => check(&file, model.as_deref(), parse_only),
         Command::Flatten { file, model, json } => flatten(&file, model.as_deref(), json),
         Command::Analyze { file, model } => analyze(&file, model.as_deref()),
+        Command::Simulate(a) => simulate(&a),
     }
 }
 
@@ -165,4 +203,118 @@ fn analyze(file: &std::path::Path, model: Option<&str>) -> ExitCode {
         }
         Err(d) => report(&lib, &d),
     }
+}
+
+/// `*` matches any run of characters.
+fn glob(pattern: &str, name: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == name;
+    }
+    let mut rest = name;
+    for (i, p) in parts.iter().enumerate() {
+        if i == 0 {
+            if !rest.starts_with(p) {
+                return false;
+            }
+            rest = &rest[p.len()..];
+        } else if i == parts.len() - 1 {
+            return rest.ends_with(p);
+        } else if let Some(pos) = rest.find(p) {
+            rest = &rest[pos + p.len()..];
+        } else {
+            return false;
+        }
+    }
+    true
+}
+
+fn simulate(a: &SimulateArgs) -> ExitCode {
+    let (mut lib, loaded) = rmoc::load(&a.file);
+    let loaded = match loaded {
+        Ok(l) => l,
+        Err(d) => return report(&lib, &d),
+    };
+    let m = match rmoc::select_model(&mut lib, &loaded, a.model.as_deref()) {
+        Ok(m) => m,
+        Err(d) => return report(&lib, &[d]),
+    };
+    if a.solver != "bdf" {
+        return report(&lib, &[Diagnostic::error_nospan(format!("unknown solver `{}`", a.solver)).with_hint("the available solver is: bdf")]);
+    }
+    let compiled = match rmoc::compile(&mut lib, m) {
+        Ok(c) => c,
+        Err(d) => return report(&lib, &d),
+    };
+    let c = &compiled.causal;
+    let e = &c.experiment;
+    let start = a.start_time.or(e.start_time).unwrap_or(0.0);
+    let stop = a.stop_time.or(e.stop_time).unwrap_or(1.0);
+    let tolerance = a.tolerance.or(e.tolerance).unwrap_or(1e-6);
+    let interval = a.interval.or(e.interval).unwrap_or((stop - start) / 500.0);
+    if !(stop >= start) || !(tolerance > 0.0) {
+        return report(&lib, &[Diagnostic::error_nospan(format!("invalid run settings: start {start}, stop {stop}, tolerance {tolerance}"))]);
+    }
+    let mut overrides = Vec::new();
+    for p in &a.params {
+        let Some((name, value)) = p.split_once('=') else {
+            return report(&lib, &[Diagnostic::error_nospan(format!("`-p {p}`: expected NAME=VALUE"))]);
+        };
+        let Ok(value) = value.trim().parse::<f64>() else {
+            return report(&lib, &[Diagnostic::error_nospan(format!("`-p {p}`: `{value}` is not a number"))]);
+        };
+        let name = name.trim();
+        let Some(v) = c.vars.iter().position(|v| v.name == name) else {
+            return report(&lib, &[Diagnostic::error_nospan(format!("`-p {p}`: the model has no parameter `{name}`"))]);
+        };
+        let var = &c.vars[v];
+        if !var.is_parameter() {
+            return report(&lib, &[Diagnostic::error(var.span, format!("`{name}` is not a parameter and cannot be set with -p")).with_hint("only parameters can be changed between runs; use a start value or a modifier")]);
+        }
+        if var.structural {
+            return report(&lib, &[Diagnostic::error(var.span, format!("`{name}` is a structural parameter (it sets an array size, a range or a branch) and cannot be changed with -p")).with_hint("change its value in the model (a modifier) instead")]);
+        }
+        overrides.push((v as u32, value));
+    }
+    let opts = rmoc::solve::Options { start, stop, tolerance, interval, overrides, max_events: 1_000_000 };
+    let interp = rmoc::solve::model::Interpreter { program: &compiled.program };
+    let backend: &dyn rmoc::solve::model::Backend = &interp;
+    let _ = a.no_jit;
+    let results = match rmoc::solve::simulate(c, &compiled.program, backend, &opts) {
+        Ok(r) => r,
+        Err(d) => return report(&lib, &d),
+    };
+    let out = a.output.clone().unwrap_or_else(|| PathBuf::from(format!("{}_res.csv", c.name.replace('.', "_"))));
+    if let Err(e) = rmoc::output::write(&results, &out) {
+        return report(&lib, &[Diagnostic::error_nospan(format!("cannot write `{}`: {e}", out.display()))]);
+    }
+    if !a.print.is_empty() {
+        let last = results.rows.last();
+        let mut width = 4;
+        let mut lines = Vec::new();
+        for (k, n) in results.names.iter().enumerate() {
+            if a.print.iter().any(|p| glob(p, n)) {
+                width = width.max(n.len());
+                lines.push((n.clone(), last.map(|r| r[k]).unwrap_or(f64::NAN)));
+            }
+        }
+        for (n, v) in &results.parameters {
+            if a.print.iter().any(|p| glob(p, n)) {
+                width = width.max(n.len());
+                lines.push((n.clone(), *v));
+            }
+        }
+        let t = results.times.last().copied().unwrap_or(start);
+        println!("{:<width$}  value at t = {t}", "name");
+        for (n, v) in lines {
+            println!("{n:<width$}  {v:.12e}");
+        }
+    }
+    if a.stats {
+        let s = &results.stats;
+        let i = &s.integrator;
+        eprintln!("steps {} (rejected {}), newton iterations {} (failures {}), rhs {}, jacobians {}, factorizations {}", i.steps, i.rejected, i.newton_iterations, i.newton_failures, i.rhs_evaluations, i.jacobians, i.factorizations);
+        eprintln!("state events {}, time events {}, event iterations {}, restarts {}, model evaluations {}", s.state_events, s.time_events, s.event_iterations, s.restarts, s.model_evaluations);
+    }
+    ExitCode::SUCCESS
 }

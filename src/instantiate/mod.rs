@@ -151,7 +151,7 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
         Ok(None) => return Err(vec![Diagnostic::error_nospan(format!("`{name}` is a builtin type, not a model"))]),
         Err(d) => return Err(vec![d]),
     };
-    let experiment = experiment_of(&def);
+    let experiment = inherited_experiment(f.lib, model, 0);
     match f.instantiate_class(model, &Modifier::default(), String::new(), None, ast::TypePrefix::default(), def.span) {
         Ok(_) => {}
         Err(d) => f.diags.push(d),
@@ -175,6 +175,32 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
         functions: f.functions,
         experiment,
     })
+}
+
+/// The `experiment` annotation of a model, or of the first base class that has
+/// one (a model that only extends a tested model keeps its run settings).
+fn inherited_experiment(lib: &mut Library, class: ClassId, depth: usize) -> flat::Experiment {
+    let Ok(Some(def)) = lib.def(class) else {
+        return flat::Experiment::default();
+    };
+    let own = experiment_of(&def);
+    if own.stop_time.is_some() || own.start_time.is_some() || own.tolerance.is_some() || own.interval.is_some() || depth > 16 {
+        return own;
+    }
+    if let ClassBody::Long(comp) = &def.body {
+        let parent = lib.entry(class).parent;
+        for e in &comp.elements {
+            if let Element::Extends(ext) = e
+                && let Ok(base) = lib.lookup(parent, &ext.base)
+            {
+                let inherited = inherited_experiment(lib, base, depth + 1);
+                if inherited.stop_time.is_some() {
+                    return inherited;
+                }
+            }
+        }
+    }
+    own
 }
 
 fn experiment_of(def: &ast::ClassDef) -> flat::Experiment {

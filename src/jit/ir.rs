@@ -1,0 +1,298 @@
+//! The intermediate representation between the causal model and machine
+//! code: small structured programs over an f64 frame.
+//!
+//! A [`Func`] reads and writes its *frame* (for a model entry, the model's
+//! value buffer; for a user function, its own slots) and has scalar *locals*
+//! for temporaries. Expressions are trees; statements are structured (`If`,
+//! `Loop`/`Break`, `Return`), so the same program is run by the reference
+//! interpreter ([`super::interp`]) and compiled by cranelift
+//! ([`super::codegen`]).
+//!
+//! The [`verify`] function is the IR's contract: every frame access in range
+//! (dynamic ones are bounds-checked at run time), every local below
+//! `n_locals`, `Break` only inside `Loop`, calls matching their callee. Code
+//! generation may assume a verified program; with the frame length checked at
+//! the entry, compiled code cannot touch memory outside its buffers.
+
+use crate::flat::{Fn1, Fn2, RelOp};
+use std::fmt::Write as _;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op1 {
+    Neg,
+    Not,
+    F(Fn1),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op2 {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Pow,
+    And,
+    Or,
+    Rel(RelOp),
+    F(Fn2),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    Const(f64),
+    Load(u32),
+    /// `frame[base + index - 1]`, with `1 <= index <= len` checked at run time.
+    LoadElem {
+        base: u32,
+        len: u32,
+        index: Box<Expr>,
+    },
+    Local(u32),
+    Un(Op1, Box<Expr>),
+    Bin(Op2, Box<Expr>, Box<Expr>),
+    /// Both branches are evaluated; the condition picks one.
+    Select(Box<Expr>, Box<Expr>, Box<Expr>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stmt {
+    Store(u32, Expr),
+    StoreElem {
+        base: u32,
+        len: u32,
+        index: Expr,
+        value: Expr,
+    },
+    Set(u32, Expr),
+    If(Expr, Vec<Stmt>, Vec<Stmt>),
+    /// Repeats until a `Break` (of this loop) or a `Return`.
+    Loop(Vec<Stmt>),
+    Break,
+    /// Ends the function with a status (0: success; negative: an error code).
+    Return(i32),
+    /// Calls user function `func`: `args` go to its input slots, its output
+    /// slots come back in `outs`. A failing callee's status is returned.
+    Call {
+        func: u32,
+        args: Vec<Expr>,
+        outs: Vec<u32>,
+    },
+    /// Solves the dense system `a x = b` (n x n, row-major in locals);
+    /// returns `fail` if the matrix is singular.
+    Solve {
+        n: u32,
+        a: Vec<u32>,
+        b: Vec<u32>,
+        x: Vec<u32>,
+        fail: i32,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct Func {
+    pub name: String,
+    pub frame_size: u32,
+    pub n_locals: u32,
+    /// Frame slots of the inputs and outputs (user functions only).
+    pub inputs: Vec<u32>,
+    pub outputs: Vec<u32>,
+    pub body: Vec<Stmt>,
+}
+
+/// Status codes returned by compiled code. An error carries a kind and an
+/// index (the BLT block, the function) so the solver can name the culprit.
+pub mod status {
+    pub const OK: i32 = 0;
+    pub const NEWTON: i32 = 1;
+    pub const SINGULAR: i32 = 2;
+    pub const NAN: i32 = 3;
+    pub const ASSERT: i32 = 4;
+    pub const INDEX: i32 = 5;
+    pub const FRAME: i32 = 6;
+    pub const TERMINATE: i32 = 7;
+
+    pub fn encode(kind: i32, index: u32) -> i32 {
+        -(kind * 1_000_000 + index as i32)
+    }
+    pub fn decode(code: i32) -> (i32, u32) {
+        let c = -code;
+        (c / 1_000_000, (c % 1_000_000) as u32)
+    }
+}
+
+#[derive(Debug)]
+pub struct VerifyError(pub String);
+
+/// Checks a program (model entries and user functions) against the IR's rules.
+pub fn verify(funcs: &[Func], user: &[Func]) -> Result<(), VerifyError> {
+    for f in funcs.iter().chain(user) {
+        verify_body(f, &f.body, user, 0)?;
+        for &s in f.inputs.iter().chain(&f.outputs) {
+            if s >= f.frame_size {
+                return Err(VerifyError(format!("{}: parameter slot {s} outside frame {}", f.name, f.frame_size)));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn verify_expr(f: &Func, e: &Expr) -> Result<(), VerifyError> {
+    match e {
+        Expr::Const(_) => Ok(()),
+        Expr::Load(s) => {
+            if *s >= f.frame_size {
+                return Err(VerifyError(format!("{}: load of slot {s} outside frame {}", f.name, f.frame_size)));
+            }
+            Ok(())
+        }
+        Expr::LoadElem { base, len, index } => {
+            if base + len > f.frame_size {
+                return Err(VerifyError(format!("{}: array {base}+{len} outside frame", f.name)));
+            }
+            verify_expr(f, index)
+        }
+        Expr::Local(l) => {
+            if *l >= f.n_locals {
+                return Err(VerifyError(format!("{}: local {l} >= {}", f.name, f.n_locals)));
+            }
+            Ok(())
+        }
+        Expr::Un(_, a) => verify_expr(f, a),
+        Expr::Bin(_, a, b) => {
+            verify_expr(f, a)?;
+            verify_expr(f, b)
+        }
+        Expr::Select(c, a, b) => {
+            verify_expr(f, c)?;
+            verify_expr(f, a)?;
+            verify_expr(f, b)
+        }
+    }
+}
+
+fn verify_body(f: &Func, body: &[Stmt], user: &[Func], loops: usize) -> Result<(), VerifyError> {
+    let local = |l: u32| {
+        if l >= f.n_locals {
+            Err(VerifyError(format!("{}: local {l} >= {}", f.name, f.n_locals)))
+        } else {
+            Ok(())
+        }
+    };
+    for s in body {
+        match s {
+            Stmt::Store(slot, e) => {
+                if *slot >= f.frame_size {
+                    return Err(VerifyError(format!("{}: store to slot {slot} outside frame", f.name)));
+                }
+                verify_expr(f, e)?;
+            }
+            Stmt::StoreElem { base, len, index, value } => {
+                if base + len > f.frame_size {
+                    return Err(VerifyError(format!("{}: array store outside frame", f.name)));
+                }
+                verify_expr(f, index)?;
+                verify_expr(f, value)?;
+            }
+            Stmt::Set(l, e) => {
+                local(*l)?;
+                verify_expr(f, e)?;
+            }
+            Stmt::If(c, a, b) => {
+                verify_expr(f, c)?;
+                verify_body(f, a, user, loops)?;
+                verify_body(f, b, user, loops)?;
+            }
+            Stmt::Loop(b) => verify_body(f, b, user, loops + 1)?,
+            Stmt::Break => {
+                if loops == 0 {
+                    return Err(VerifyError(format!("{}: break outside a loop", f.name)));
+                }
+            }
+            Stmt::Return(_) => {}
+            Stmt::Call { func, args, outs } => {
+                let callee = user
+                    .get(*func as usize)
+                    .ok_or_else(|| VerifyError(format!("{}: call of unknown function {func}", f.name)))?;
+                if args.len() != callee.inputs.len() || outs.len() != callee.outputs.len() {
+                    return Err(VerifyError(format!("{}: call of {} with wrong arity", f.name, callee.name)));
+                }
+                for a in args {
+                    verify_expr(f, a)?;
+                }
+                for &o in outs {
+                    local(o)?;
+                }
+            }
+            Stmt::Solve { n, a, b, x, .. } => {
+                let n = *n as usize;
+                if a.len() != n * n || b.len() != n || x.len() != n {
+                    return Err(VerifyError(format!("{}: solve with inconsistent sizes", f.name)));
+                }
+                for &l in a.iter().chain(b).chain(x) {
+                    local(l)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Text form, for debugging and snapshot tests.
+pub fn display(f: &Func) -> String {
+    let mut s = format!("func {} (frame {}, locals {})\n", f.name, f.frame_size, f.n_locals);
+    fn expr(e: &Expr) -> String {
+        match e {
+            Expr::Const(c) => crate::flat::expr::format_number(*c),
+            Expr::Load(s) => format!("[{s}]"),
+            Expr::LoadElem { base, len, index } => format!("[{base}+{}:{len}]", expr(index)),
+            Expr::Local(l) => format!("%{l}"),
+            Expr::Un(op, a) => format!("{op:?}({})", expr(a)),
+            Expr::Bin(op, a, b) => format!("{op:?}({}, {})", expr(a), expr(b)),
+            Expr::Select(c, a, b) => format!("select({}, {}, {})", expr(c), expr(a), expr(b)),
+        }
+    }
+    fn body(b: &[Stmt], ind: usize, s: &mut String) {
+        let pad = " ".repeat(ind);
+        for st in b {
+            match st {
+                Stmt::Store(slot, e) => {
+                    let _ = writeln!(s, "{pad}[{slot}] = {}", expr(e));
+                }
+                Stmt::StoreElem { base, len, index, value } => {
+                    let _ = writeln!(s, "{pad}[{base}+{}:{len}] = {}", expr(index), expr(value));
+                }
+                Stmt::Set(l, e) => {
+                    let _ = writeln!(s, "{pad}%{l} = {}", expr(e));
+                }
+                Stmt::If(c, a, e) => {
+                    let _ = writeln!(s, "{pad}if {} {{", expr(c));
+                    body(a, ind + 2, s);
+                    let _ = writeln!(s, "{pad}}} else {{");
+                    body(e, ind + 2, s);
+                    let _ = writeln!(s, "{pad}}}");
+                }
+                Stmt::Loop(b) => {
+                    let _ = writeln!(s, "{pad}loop {{");
+                    body(b, ind + 2, s);
+                    let _ = writeln!(s, "{pad}}}");
+                }
+                Stmt::Break => {
+                    let _ = writeln!(s, "{pad}break");
+                }
+                Stmt::Return(c) => {
+                    let _ = writeln!(s, "{pad}return {c}");
+                }
+                Stmt::Call { func, args, outs } => {
+                    let a: Vec<String> = args.iter().map(expr).collect();
+                    let o: Vec<String> = outs.iter().map(|l| format!("%{l}")).collect();
+                    let _ = writeln!(s, "{pad}({}) = call f{func}({})", o.join(", "), a.join(", "));
+                }
+                Stmt::Solve { n, .. } => {
+                    let _ = writeln!(s, "{pad}solve {n}x{n}");
+                }
+            }
+        }
+    }
+    body(&f.body, 2, &mut s);
+    s
+}

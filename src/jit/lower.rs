@@ -1,0 +1,1113 @@
+//! Lowering of the causal model to IR: the entry functions the solvers call
+//! and the user functions they use.
+//!
+//! All model values live in one f64 buffer laid out by [`Layout`]. The entry
+//! points, each an IR [`Func`] over that buffer:
+//! - `parameters`: parameter values from their bindings (except overridden ones);
+//! - `starts`: start values of all other variables;
+//! - `ode`: the BLT blocks: every non-state unknown, including the state
+//!   derivatives, from time, states, parameters and discrete variables;
+//! - `tangent`: the directional derivative of `ode` for a direction of the
+//!   states (one column of the Jacobian df/dx per call);
+//! - `zero_crossings`: `lhs - rhs` of every event relation;
+//! - `conditions` and `actions`: when-clause conditions, and the statements
+//!   of the active branches;
+//! - `initial_residuals`, `asserts`, `residuals`.
+//!
+//! Event relations are frozen between events: in the normal mode they read
+//! their stored truth value; in event mode (`MODE = 1`) they are evaluated and
+//! the value stored (Cellier & Kofman, ch. 9, "discontinuity handling").
+
+use super::ir::{Expr, Func, Op1, Op2, Stmt, status};
+use crate::flat::{self, ExprArena, ExprId, Fn1, Node, RelOp, VarId, WhenStatement};
+use crate::structure::{Block, Causal, Role};
+use crate::symbolic::{self, DiffRules};
+use std::collections::HashMap;
+
+/// Fixed slots at the start of the buffer.
+pub const TIME: u32 = 0;
+pub const MODE: u32 = 1;
+pub const INITIAL: u32 = 2;
+pub const TERMINAL: u32 = 3;
+pub const TERMINATE: u32 = 4;
+const HEADER: u32 = 8;
+
+/// Where each kind of value lives in the model buffer.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Layout {
+    pub n_vars: u32,
+    pub vars: u32,
+    pub pre: u32,
+    pub tangent: u32,
+    pub rel: u32,
+    pub n_rel: u32,
+    pub zc: u32,
+    pub cond: u32,
+    pub active: u32,
+    pub n_branches: u32,
+    pub sample: u32,
+    pub sample_param: u32,
+    pub n_samples: u32,
+    pub override_flag: u32,
+    pub residual: u32,
+    pub n_residuals: u32,
+    pub init_res: u32,
+    pub n_init_res: u32,
+    pub assert: u32,
+    pub n_asserts: u32,
+    pub len: u32,
+}
+
+impl Layout {
+    pub fn var(&self, v: VarId) -> u32 {
+        self.vars + v
+    }
+    pub fn pre(&self, v: VarId) -> u32 {
+        self.pre + v
+    }
+    pub fn tan(&self, v: VarId) -> u32 {
+        self.tangent + v
+    }
+}
+
+/// An event relation: its truth value is frozen between events.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Relation {
+    pub op: RelOp,
+    /// Whether it depends on time or continuous variables (needs a zero crossing).
+    pub crossing: bool,
+    pub expr: ExprId,
+}
+
+/// One `when`/`elsewhen` branch.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Branch {
+    pub clause: usize,
+    pub index: usize,
+    /// States this branch may reinitialize.
+    pub reinits: Vec<VarId>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Program {
+    pub layout: Layout,
+    pub parameters: Func,
+    pub starts: Func,
+    pub ode: Func,
+    pub tangent: Func,
+    pub zero_crossings: Func,
+    pub conditions: Func,
+    pub actions: Func,
+    pub initial_residuals: Func,
+    pub asserts: Func,
+    pub residuals: Func,
+    pub user: Vec<Func>,
+    pub relations: Vec<Relation>,
+    pub branches: Vec<Branch>,
+}
+
+impl Program {
+    pub fn entries(&self) -> [&Func; 10] {
+        [
+            &self.parameters,
+            &self.starts,
+            &self.ode,
+            &self.tangent,
+            &self.zero_crossings,
+            &self.conditions,
+            &self.actions,
+            &self.initial_residuals,
+            &self.asserts,
+            &self.residuals,
+        ]
+    }
+}
+
+/// Lowers a causal model. Fails only if a derivative needed for a Jacobian
+/// cannot be formed (it names the equation).
+pub fn lower(c: &mut Causal) -> Result<Program, String> {
+    let n_vars = c.vars.len() as u32;
+    // Event relations, in a stable order.
+    let mut relations: Vec<Relation> = Vec::new();
+    let mut rel_index: HashMap<ExprId, u32> = HashMap::new();
+    let mut samples: Vec<ExprId> = Vec::new();
+    let mut sample_index: HashMap<ExprId, u32> = HashMap::new();
+    let roots = model_roots(c);
+    for id in c.arena.reachable(&roots) {
+        match c.arena.node(id) {
+            Node::Rel { op, event: true, lhs, rhs } => {
+                let crossing = !matches!(op, RelOp::Eq | RelOp::Ne) && (depends_on_time(c, lhs) || depends_on_time(c, rhs));
+                rel_index.insert(id, relations.len() as u32);
+                relations.push(Relation { op, crossing, expr: id });
+            }
+            Node::Sample(..) => {
+                sample_index.insert(id, samples.len() as u32);
+                samples.push(id);
+            }
+            _ => {}
+        }
+    }
+    let branches: Vec<Branch> = c
+        .whens
+        .iter()
+        .enumerate()
+        .flat_map(|(ci, w)| {
+            w.branches.iter().enumerate().map(move |(bi, (_, stmts))| Branch {
+                clause: ci,
+                index: bi,
+                reinits: stmts
+                    .iter()
+                    .filter_map(|s| match s {
+                        WhenStatement::Reinit { var, .. } => Some(*var),
+                        _ => None,
+                    })
+                    .collect(),
+            })
+        })
+        .collect();
+    let n_rel = relations.len() as u32;
+    let n_br = branches.len() as u32;
+    let n_samples = samples.len() as u32;
+    let mut l = Layout {
+        n_vars,
+        vars: HEADER,
+        ..Layout::default()
+    };
+    l.pre = l.vars + n_vars;
+    l.tangent = l.pre + n_vars;
+    l.rel = l.tangent + n_vars;
+    l.n_rel = n_rel;
+    l.zc = l.rel + n_rel;
+    l.cond = l.zc + n_rel;
+    l.active = l.cond + n_br;
+    l.n_branches = n_br;
+    l.sample = l.active + n_br;
+    l.sample_param = l.sample + n_samples;
+    l.n_samples = n_samples;
+    l.override_flag = l.sample_param + 2 * n_samples;
+    l.residual = l.override_flag + n_vars;
+    l.n_residuals = c.equations.len() as u32;
+    l.init_res = l.residual + l.n_residuals;
+    l.n_init_res = c.initial_equations.len() as u32;
+    l.assert = l.init_res + l.n_init_res;
+    l.n_asserts = c.asserts.len() as u32;
+    l.len = l.assert + l.n_asserts;
+
+    let ctx = Shared {
+        layout: l.clone(),
+        rel_index,
+        sample_index,
+        fn_outputs: fn_outputs(&c.functions.functions),
+        function_frame: false,
+    };
+
+    // parameters
+    let mut p = Lowerer::new(&ctx, "parameters");
+    for v in parameter_order(c) {
+        let Some(b) = c.vars[v as usize].binding else { continue };
+        let mut inner = Lowerer::new(&ctx, "");
+        inner.n_locals = p.n_locals;
+        let e = inner.expr(&c.arena, b);
+        inner.stmts.push(Stmt::Store(l.var(v), e));
+        p.n_locals = inner.n_locals;
+        let cond = Expr::Bin(Op2::Rel(RelOp::Eq), Box::new(Expr::Load(l.override_flag + v)), Box::new(Expr::Const(0.0)));
+        p.stmts.push(Stmt::If(cond, inner.stmts, vec![]));
+    }
+    for (k, &s) in samples.iter().enumerate() {
+        if let Node::Sample(a, b) = c.arena.node(s) {
+            let ea = p.expr(&c.arena, a);
+            p.stmts.push(Stmt::Store(l.sample_param + 2 * k as u32, ea));
+            let eb = p.expr(&c.arena, b);
+            p.stmts.push(Stmt::Store(l.sample_param + 2 * k as u32 + 1, eb));
+        }
+    }
+    let parameters = p.finish(&l);
+
+    // starts
+    let mut s = Lowerer::new(&ctx, "starts");
+    for v in 0..n_vars {
+        let var = &c.vars[v as usize];
+        if var.is_parameter() || c.roles[v as usize] == Role::Alias {
+            continue;
+        }
+        if let Some(st) = var.start {
+            let e = s.expr(&c.arena, st);
+            s.stmts.push(Stmt::Store(l.var(v), e));
+        }
+    }
+    let starts = s.finish(&l);
+
+    // ode
+    let mut o = Lowerer::new(&ctx, "ode");
+    let blocks = c.blocks.clone();
+    for (bi, b) in blocks.iter().enumerate() {
+        o.block(c, b, bi as u32)?;
+    }
+    let ode = o.finish(&l);
+
+    // tangent
+    let mut t = Lowerer::new(&ctx, "tangent");
+    for (bi, b) in blocks.iter().enumerate() {
+        t.block_tangent(c, b, bi as u32)?;
+    }
+    let tangent = t.finish(&l);
+    // Derivative functions made for the tangent code are lowered last.
+    let user = lower_functions(&c.functions.functions);
+
+    // zero crossings
+    let mut z = Lowerer::new(&ctx, "zero_crossings");
+    for (k, r) in relations.iter().enumerate() {
+        if !r.crossing {
+            continue;
+        }
+        let Node::Rel { lhs, rhs, .. } = c.arena.node(r.expr) else { continue };
+        let a = z.expr(&c.arena, lhs);
+        let b = z.expr(&c.arena, rhs);
+        z.stmts.push(Stmt::Store(l.zc + k as u32, Expr::Bin(Op2::Sub, Box::new(a), Box::new(b))));
+    }
+    let zero_crossings = z.finish(&l);
+
+    // when conditions and actions
+    let mut cd = Lowerer::new(&ctx, "conditions");
+    let mut act = Lowerer::new(&ctx, "actions");
+    let mut bidx = 0u32;
+    let whens = c.whens.clone();
+    for w in &whens {
+        for (cond, stmts) in &w.branches {
+            let e = cd.expr(&c.arena, *cond);
+            cd.stmts.push(Stmt::Store(l.cond + bidx, e));
+            let mut body = Lowerer::new(&ctx, "");
+            body.n_locals = act.n_locals;
+            // Simultaneous assignment: all right-hand sides first.
+            let mut pending = Vec::new();
+            for st in stmts {
+                match st {
+                    WhenStatement::Assign { var, value, .. } | WhenStatement::Reinit { var, value, .. } => {
+                        let e = body.expr(&c.arena, *value);
+                        let tmp = body.local();
+                        body.stmts.push(Stmt::Set(tmp, e));
+                        pending.push((*var, tmp));
+                    }
+                    WhenStatement::Assert(a) => {
+                        let e = body.expr(&c.arena, a.condition);
+                        if a.level == flat::AssertLevel::Error {
+                            body.stmts.push(Stmt::If(e, vec![], vec![Stmt::Return(status::encode(status::ASSERT, bidx))]));
+                        }
+                    }
+                    WhenStatement::Terminate { .. } => body.stmts.push(Stmt::Store(TERMINATE, Expr::Const(bidx as f64 + 1.0))),
+                }
+            }
+            for (var, tmp) in pending {
+                body.stmts.push(Stmt::Store(l.var(var), Expr::Local(tmp)));
+            }
+            act.n_locals = body.n_locals;
+            let active = Expr::Bin(Op2::Rel(RelOp::Ne), Box::new(Expr::Load(l.active + bidx)), Box::new(Expr::Const(0.0)));
+            act.stmts.push(Stmt::If(active, body.stmts, vec![]));
+            bidx += 1;
+        }
+    }
+    let conditions = cd.finish(&l);
+    let actions = act.finish(&l);
+
+    // initial residuals, asserts, residuals
+    let mut ir = Lowerer::new(&ctx, "initial_residuals");
+    for (k, e) in c.initial_equations.iter().enumerate() {
+        let r = c.arena.sub(e.lhs, e.rhs);
+        let x = ir.expr(&c.arena, r);
+        ir.stmts.push(Stmt::Store(l.init_res + k as u32, x));
+    }
+    let initial_residuals = ir.finish(&l);
+    let mut asr = Lowerer::new(&ctx, "asserts");
+    for (k, a) in c.asserts.iter().enumerate() {
+        let x = asr.expr(&c.arena, a.condition);
+        asr.stmts.push(Stmt::Store(l.assert + k as u32, x));
+    }
+    let asserts = asr.finish(&l);
+    let mut rs = Lowerer::new(&ctx, "residuals");
+    for k in 0..c.equations.len() {
+        let eq = c.equations[k].clone();
+        let r = eq.residual(&mut c.arena);
+        let x = rs.expr(&c.arena, r);
+        rs.stmts.push(Stmt::Store(l.residual + k as u32, x));
+    }
+    let residuals = rs.finish(&l);
+
+    Ok(Program {
+        layout: l,
+        parameters,
+        starts,
+        ode,
+        tangent,
+        zero_crossings,
+        conditions,
+        actions,
+        initial_residuals,
+        asserts,
+        residuals,
+        user,
+        relations,
+        branches,
+    })
+}
+
+/// Every expression root of the model's run-time code.
+fn model_roots(c: &Causal) -> Vec<ExprId> {
+    let mut roots = Vec::new();
+    for b in &c.blocks {
+        match b {
+            Block::Explicit { value, .. } => roots.push(*value),
+            Block::Implicit { residual, .. } => roots.push(*residual),
+            Block::Torn { inner, residuals, .. } => {
+                roots.extend(inner.iter().map(|x| x.1));
+                roots.extend(residuals.iter().map(|x| x.0));
+            }
+        }
+    }
+    for w in &c.whens {
+        for (cond, stmts) in &w.branches {
+            roots.push(*cond);
+            for s in stmts {
+                match s {
+                    WhenStatement::Assign { value, .. } | WhenStatement::Reinit { value, .. } => roots.push(*value),
+                    WhenStatement::Assert(a) => roots.push(a.condition),
+                    WhenStatement::Terminate { .. } => {}
+                }
+            }
+        }
+    }
+    for a in &c.asserts {
+        roots.push(a.condition);
+    }
+    for e in &c.initial_equations {
+        roots.push(e.lhs);
+        roots.push(e.rhs);
+    }
+    for v in &c.vars {
+        roots.extend(v.binding);
+    }
+    roots
+}
+
+/// Whether an expression can change continuously (mentions time, a state or
+/// another continuous unknown).
+fn depends_on_time(c: &Causal, e: ExprId) -> bool {
+    c.arena.reachable(&[e]).into_iter().any(|id| match c.arena.node(id) {
+        Node::Time => true,
+        Node::Var(v) => matches!(c.roles[v as usize], Role::State | Role::Algebraic) && c.vars[v as usize].ty == flat::ScalarType::Real,
+        _ => false,
+    })
+}
+
+/// Parameters in an order where each binding's dependencies come first.
+fn parameter_order(c: &Causal) -> Vec<VarId> {
+    let n = c.vars.len();
+    let mut state = vec![0u8; n];
+    let mut out = Vec::new();
+    fn visit(c: &Causal, v: VarId, state: &mut [u8], out: &mut Vec<VarId>) {
+        if state[v as usize] != 0 {
+            return;
+        }
+        state[v as usize] = 1;
+        if let Some(b) = c.vars[v as usize].binding {
+            for d in c.arena.vars_of(b) {
+                if c.vars[d as usize].is_parameter() {
+                    visit(c, d, state, out);
+                }
+            }
+        }
+        state[v as usize] = 2;
+        out.push(v);
+    }
+    for v in 0..n as VarId {
+        if c.vars[v as usize].is_parameter() {
+            visit(c, v, &mut state, &mut out);
+        }
+    }
+    out
+}
+
+struct Shared {
+    layout: Layout,
+    rel_index: HashMap<ExprId, u32>,
+    sample_index: HashMap<ExprId, u32>,
+    /// Scalarized output count of each user function.
+    fn_outputs: Vec<usize>,
+    /// In a user function, `Var(i)` is frame slot `i` (no model layout).
+    function_frame: bool,
+}
+
+/// Builds one IR function from arena expressions, sharing subexpressions.
+struct Lowerer<'s> {
+    sh: &'s Shared,
+    name: String,
+    stmts: Vec<Stmt>,
+    n_locals: u32,
+    memo: HashMap<ExprId, Expr>,
+    calls: HashMap<u32, Vec<u32>>,
+}
+
+/// In tangent code, `Var(TANGENT + v)` stands for the tangent of `v`.
+const TANGENT: VarId = u32::MAX / 4;
+
+impl<'s> Lowerer<'s> {
+    fn new(sh: &'s Shared, name: &str) -> Lowerer<'s> {
+        Lowerer {
+            sh,
+            name: name.to_string(),
+            stmts: Vec::new(),
+            n_locals: 0,
+            memo: HashMap::new(),
+            calls: HashMap::new(),
+        }
+    }
+
+    fn finish(mut self, l: &Layout) -> Func {
+        self.stmts.push(Stmt::Return(status::OK));
+        Func {
+            name: self.name,
+            frame_size: l.len,
+            n_locals: self.n_locals,
+            inputs: vec![],
+            outputs: vec![],
+            body: self.stmts,
+        }
+    }
+
+    fn local(&mut self) -> u32 {
+        self.n_locals += 1;
+        self.n_locals - 1
+    }
+
+    /// Lowers `body` into a separate statement list whose shared values do
+    /// not escape (a loop body, a lazy branch).
+    fn scoped(&mut self, f: impl FnOnce(&mut Self)) -> Vec<Stmt> {
+        let saved_stmts = std::mem::take(&mut self.stmts);
+        let saved_memo = self.memo.clone();
+        let saved_calls = self.calls.clone();
+        f(self);
+        self.memo = saved_memo;
+        self.calls = saved_calls;
+        std::mem::replace(&mut self.stmts, saved_stmts)
+    }
+
+    fn expr(&mut self, a: &ExprArena, id: ExprId) -> Expr {
+        // Nodes used more than once below `id` are computed once into a local.
+        let order = a.reachable(&[id]);
+        let mut uses: HashMap<ExprId, u32> = HashMap::new();
+        for &n in &order {
+            for ch in a.children(n) {
+                *uses.entry(ch).or_default() += 1;
+            }
+        }
+        self.expr_rec(a, id, &uses)
+    }
+
+    fn expr_rec(&mut self, a: &ExprArena, id: ExprId, uses: &HashMap<ExprId, u32>) -> Expr {
+        if let Some(e) = self.memo.get(&id) {
+            return e.clone();
+        }
+        let l = &self.sh.layout;
+        let n = a.node(id);
+        let e = match n {
+            Node::Const(b) => return Expr::Const(f64::from_bits(b)),
+            Node::Var(v) if self.sh.function_frame => return Expr::Load(v),
+            Node::Var(v) if v >= TANGENT => return Expr::Load(l.tan(v - TANGENT)),
+            Node::Var(v) => return Expr::Load(l.var(v)),
+            Node::Pre(v) => return Expr::Load(l.pre(v)),
+            Node::Time => return Expr::Load(TIME),
+            Node::Initial => return Expr::Load(INITIAL),
+            Node::Terminal => return Expr::Load(TERMINAL),
+            Node::Der(v) => return Expr::Load(l.var(v)),
+            Node::Sample(..) => {
+                let k = self.sh.sample_index.get(&id).copied().unwrap_or(0);
+                return Expr::Load(l.sample + k);
+            }
+            Node::Neg(x) => Expr::Un(Op1::Neg, Box::new(self.expr_rec(a, x, uses))),
+            Node::Not(x) => Expr::Un(Op1::Not, Box::new(self.expr_rec(a, x, uses))),
+            Node::Call1(f, x) => Expr::Un(Op1::F(f), Box::new(self.expr_rec(a, x, uses))),
+            Node::Add(x, y) => self.bin(a, Op2::Add, x, y, uses),
+            Node::Sub(x, y) => self.bin(a, Op2::Sub, x, y, uses),
+            Node::Mul(x, y) => self.bin(a, Op2::Mul, x, y, uses),
+            Node::Div(x, y) => self.bin(a, Op2::Div, x, y, uses),
+            Node::Pow(x, y) => self.bin(a, Op2::Pow, x, y, uses),
+            Node::And(x, y) => self.bin(a, Op2::And, x, y, uses),
+            Node::Or(x, y) => self.bin(a, Op2::Or, x, y, uses),
+            Node::Call2(f, x, y) => self.bin(a, Op2::F(f), x, y, uses),
+            Node::Rel { op, lhs, rhs, event } => {
+                let live = self.bin(a, Op2::Rel(op), lhs, rhs, uses);
+                match (event, self.sh.rel_index.get(&id)) {
+                    (true, Some(&k)) => {
+                        // Frozen between events, evaluated and stored at events.
+                        let t = self.local();
+                        let slot = l.rel + k;
+                        let is_event = Expr::Bin(Op2::Rel(RelOp::Ne), Box::new(Expr::Load(MODE)), Box::new(Expr::Const(0.0)));
+                        self.stmts.push(Stmt::If(
+                            is_event,
+                            vec![Stmt::Set(t, live), Stmt::Store(slot, Expr::Local(t))],
+                            vec![Stmt::Set(t, Expr::Load(slot))],
+                        ));
+                        self.memo.insert(id, Expr::Local(t));
+                        return Expr::Local(t);
+                    }
+                    _ => live,
+                }
+            }
+            Node::If(c, x, y) => {
+                let cond = self.expr_rec(a, c, uses);
+                if has_call(a, x) || has_call(a, y) {
+                    // Lazy: only the taken branch runs (a function may be
+                    // undefined, or costly, where its branch is not taken).
+                    let t = self.local();
+                    let then = self.scoped(|s| {
+                        let v = s.expr_rec(a, x, uses);
+                        s.stmts.push(Stmt::Set(t, v));
+                    });
+                    let els = self.scoped(|s| {
+                        let v = s.expr_rec(a, y, uses);
+                        s.stmts.push(Stmt::Set(t, v));
+                    });
+                    self.stmts.push(Stmt::If(cond, then, els));
+                    self.memo.insert(id, Expr::Local(t));
+                    return Expr::Local(t);
+                }
+                let xa = self.expr_rec(a, x, uses);
+                let ya = self.expr_rec(a, y, uses);
+                Expr::Select(Box::new(cond), Box::new(xa), Box::new(ya))
+            }
+            Node::Call { call, output } => {
+                let outs = match self.calls.get(&call) {
+                    Some(o) => o.clone(),
+                    None => {
+                        let site = a.calls[call as usize].clone();
+                        let args: Vec<Expr> = site.args.iter().map(|&x| self.expr_rec(a, x, uses)).collect();
+                        let nout = self.sh_function_outputs(site.func);
+                        let outs: Vec<u32> = (0..nout).map(|_| self.local()).collect();
+                        self.stmts.push(Stmt::Call {
+                            func: site.func,
+                            args,
+                            outs: outs.clone(),
+                        });
+                        self.calls.insert(call, outs.clone());
+                        outs
+                    }
+                };
+                return Expr::Local(outs[output as usize]);
+            }
+            Node::Elem { base, len, index } => Expr::LoadElem {
+                base,
+                len,
+                index: Box::new(self.expr_rec(a, index, uses)),
+            },
+        };
+        if uses.get(&id).copied().unwrap_or(0) > 1 {
+            let t = self.local();
+            self.stmts.push(Stmt::Set(t, e));
+            self.memo.insert(id, Expr::Local(t));
+            return Expr::Local(t);
+        }
+        e
+    }
+
+    fn sh_function_outputs(&self, f: u32) -> usize {
+        self.sh.fn_outputs.get(f as usize).copied().unwrap_or(1)
+    }
+
+    fn bin(&mut self, a: &ExprArena, op: Op2, x: ExprId, y: ExprId, uses: &HashMap<ExprId, u32>) -> Expr {
+        let xa = self.expr_rec(a, x, uses);
+        let ya = self.expr_rec(a, y, uses);
+        Expr::Bin(op, Box::new(xa), Box::new(ya))
+    }
+}
+
+fn has_call(a: &ExprArena, e: ExprId) -> bool {
+    a.reachable(&[e]).into_iter().any(|id| matches!(a.node(id), Node::Call { .. }))
+}
+
+fn fn_outputs(fs: &[flat::Function]) -> Vec<usize> {
+    fs.iter().map(|f| f.outputs.iter().map(|r| r.len()).sum()).collect()
+}
+
+/// Directional derivative rules: the tangent of every time-varying variable
+/// not in `exclude` is its tangent slot; parameters and discrete variables
+/// have none.
+struct Directional<'a> {
+    exclude: &'a [VarId],
+    roles: &'a [Role],
+    functions: &'a mut crate::symbolic::fndiff::Derivatives,
+}
+
+impl DiffRules for Directional<'_> {
+    fn leaf(&mut self, arena: &mut ExprArena, node: Node) -> Result<Option<ExprId>, String> {
+        Ok(match node {
+            Node::Var(v) if !self.exclude.contains(&v) && matches!(self.roles[v as usize], Role::State | Role::Algebraic) => {
+                Some(arena.var(TANGENT + v))
+            }
+            _ => None,
+        })
+    }
+    fn call(&mut self, arena: &mut ExprArena, call: u32, output: u32, ds: &[ExprId]) -> Result<ExprId, String> {
+        self.functions.call_derivative(arena, call, output, ds)
+    }
+}
+
+fn directional(c: &mut Causal, e: ExprId, exclude: &[VarId]) -> Result<ExprId, String> {
+    let mut memo = HashMap::new();
+    let mut rules = Directional {
+        exclude,
+        roles: &c.roles,
+        functions: &mut c.functions,
+    };
+    symbolic::differentiate(&mut c.arena, e, &mut rules, &mut memo)
+}
+
+/// Symbolic partial derivatives of `e` with respect to each of `vars` it mentions.
+fn partials(c: &mut Causal, e: ExprId, vars: &[VarId]) -> Result<Vec<(VarId, ExprId)>, String> {
+    let mentioned = c.arena.vars_of(e);
+    let mut out = Vec::new();
+    for &w in vars {
+        if mentioned.binary_search(&w).is_ok() {
+            let d = symbolic::partial(&mut c.arena, e, w, &mut c.functions)?;
+            if !c.arena.is_const(d, 0.0) {
+                out.push((w, d));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Σ coefficient * tangent over the terms whose tangent is not zero.
+fn combine(terms: Vec<(Expr, Expr)>) -> Expr {
+    let mut acc: Option<Expr> = None;
+    for (coef, t) in terms {
+        if t == Expr::Const(0.0) {
+            continue;
+        }
+        let term = if t == Expr::Const(1.0) {
+            coef
+        } else {
+            Expr::Bin(Op2::Mul, Box::new(coef), Box::new(t))
+        };
+        acc = Some(match acc {
+            None => term,
+            Some(a) => Expr::Bin(Op2::Add, Box::new(a), Box::new(term)),
+        });
+    }
+    acc.unwrap_or(Expr::Const(0.0))
+}
+
+fn abs(e: Expr) -> Expr {
+    Expr::Un(Op1::F(Fn1::Abs), Box::new(e))
+}
+
+fn bin(op: Op2, a: Expr, b: Expr) -> Expr {
+    Expr::Bin(op, Box::new(a), Box::new(b))
+}
+
+/// Precomputed symbolic pieces of a torn block.
+struct TornParts {
+    /// For each inner assignment: partials w.r.t. earlier block variables.
+    inner_partials: Vec<Vec<(VarId, ExprId)>>,
+    /// For each residual: partials w.r.t. all block variables.
+    res_partials: Vec<Vec<(VarId, ExprId)>>,
+}
+
+fn torn_parts(c: &mut Causal, tear: &[VarId], inner: &[(VarId, ExprId, usize)], residuals: &[(ExprId, usize)]) -> Result<TornParts, String> {
+    let mut block: Vec<VarId> = tear.to_vec();
+    let mut inner_partials = Vec::new();
+    for (u, e, _) in inner {
+        inner_partials.push(partials(c, *e, &block)?);
+        block.push(*u);
+    }
+    let mut res_partials = Vec::new();
+    for (r, _) in residuals {
+        res_partials.push(partials(c, *r, &block)?);
+    }
+    Ok(TornParts { inner_partials, res_partials })
+}
+
+/// Newton's convergence test for one variable: |dx| <= 1e-12 |x| + 1e-15 nominal.
+fn converged(slot: u32, dx: u32, nominal: f64, rel: f64) -> Expr {
+    let tol = bin(
+        Op2::Add,
+        bin(Op2::Mul, Expr::Const(rel), abs(Expr::Load(slot))),
+        Expr::Const(rel * 1e-3 * nominal),
+    );
+    bin(Op2::Rel(RelOp::Le), abs(Expr::Local(dx)), tol)
+}
+
+fn nominal_of(c: &Causal, v: VarId) -> f64 {
+    c.vars[v as usize]
+        .nominal
+        .and_then(|e| c.arena.as_const(e))
+        .map(f64::abs)
+        .filter(|x| *x > 0.0)
+        .unwrap_or(1.0)
+}
+
+const MAX_NEWTON: f64 = 50.0;
+
+impl Lowerer<'_> {
+    fn block(&mut self, c: &mut Causal, b: &Block, bi: u32) -> Result<(), String> {
+        let l = self.sh.layout.clone();
+        match b {
+            Block::Explicit { var, value, .. } => {
+                let e = self.expr(&c.arena, *value);
+                self.stmts.push(Stmt::Store(l.var(*var), e));
+            }
+            Block::Implicit { var, residual, .. } => {
+                let d = symbolic::partial(&mut c.arena, *residual, *var, &mut c.functions)?;
+                let nominal = nominal_of(c, *var);
+                let it = self.local();
+                self.stmts.push(Stmt::Set(it, Expr::Const(0.0)));
+                let arena = &c.arena;
+                let body = self.scoped(|s| {
+                    let r = s.expr(arena, *residual);
+                    let j = s.expr(arena, d);
+                    let dx = s.local();
+                    s.stmts.push(Stmt::Set(dx, bin(Op2::Div, r, j)));
+                    s.newton_tail(&[(l.var(*var), dx, nominal)], it, bi);
+                });
+                self.stmts.push(Stmt::Loop(body));
+            }
+            Block::Torn { tear, inner, residuals, linear } => {
+                let parts = torn_parts(c, tear, inner, residuals)?;
+                let m = tear.len();
+                let arena = &c.arena;
+                let noms: Vec<f64> = tear.iter().map(|&t| nominal_of(c, t)).collect();
+                let it = self.local();
+                self.stmts.push(Stmt::Set(it, Expr::Const(0.0)));
+                let step = |s: &mut Self| {
+                    for (u, e, _) in inner {
+                        let x = s.expr(arena, *e);
+                        s.stmts.push(Stmt::Store(l.var(*u), x));
+                    }
+                    let r: Vec<u32> = residuals
+                        .iter()
+                        .map(|(e, _)| {
+                            let x = s.expr(arena, *e);
+                            let t = s.local();
+                            s.stmts.push(Stmt::Set(t, x));
+                            t
+                        })
+                        .collect();
+                    let a = s.block_jacobian(arena, tear, inner, &parts);
+                    let dx: Vec<u32> = (0..m).map(|_| s.local()).collect();
+                    if m == 1 {
+                        s.stmts.push(Stmt::Set(dx[0], bin(Op2::Div, Expr::Local(r[0]), Expr::Local(a[0]))));
+                    } else {
+                        s.stmts.push(Stmt::Solve {
+                            n: m as u32,
+                            a,
+                            b: r,
+                            x: dx.clone(),
+                            fail: status::encode(status::SINGULAR, bi),
+                        });
+                    }
+                    dx
+                };
+                if *linear {
+                    // One exact step, then the inner assignments at the solution.
+                    let body = self.scoped(|s| {
+                        let dx = step(s);
+                        for (k, &t) in tear.iter().enumerate() {
+                            s.stmts.push(Stmt::Store(l.var(t), bin(Op2::Sub, Expr::Load(l.var(t)), Expr::Local(dx[k]))));
+                        }
+                    });
+                    self.stmts.extend(body);
+                } else {
+                    let body = self.scoped(|s| {
+                        let dx = step(s);
+                        let vars: Vec<(u32, u32, f64)> = tear.iter().enumerate().map(|(k, &t)| (l.var(t), dx[k], noms[k])).collect();
+                        s.newton_tail(&vars, it, bi);
+                    });
+                    self.stmts.push(Stmt::Loop(body));
+                }
+                let fin = self.scoped(|s| {
+                    for (u, e, _) in inner {
+                        let x = s.expr(arena, *e);
+                        s.stmts.push(Stmt::Store(l.var(*u), x));
+                    }
+                });
+                self.stmts.extend(fin);
+            }
+        }
+        Ok(())
+    }
+
+    /// Update `x -= dx` for each variable, then stop on convergence, fail on
+    /// NaN or after too many iterations.
+    fn newton_tail(&mut self, vars: &[(u32, u32, f64)], it: u32, bi: u32) {
+        let mut all_conv: Option<Expr> = None;
+        let mut bad: Option<Expr> = None;
+        for &(slot, dx, nominal) in vars {
+            self.stmts.push(Stmt::Store(slot, bin(Op2::Sub, Expr::Load(slot), Expr::Local(dx))));
+            let conv = converged(slot, dx, nominal, 1e-12);
+            all_conv = Some(match all_conv {
+                None => conv,
+                Some(a) => bin(Op2::And, a, conv),
+            });
+            // NaN fails `x == x`.
+            let nan = bin(Op2::Rel(RelOp::Ne), Expr::Load(slot), Expr::Load(slot));
+            bad = Some(match bad {
+                None => nan,
+                Some(b) => bin(Op2::Or, b, nan),
+            });
+        }
+        if let Some(b) = bad {
+            self.stmts.push(Stmt::If(b, vec![Stmt::Return(status::encode(status::NAN, bi))], vec![]));
+        }
+        if let Some(cv) = all_conv {
+            self.stmts.push(Stmt::If(cv, vec![Stmt::Break], vec![]));
+        }
+        self.stmts.push(Stmt::Set(it, bin(Op2::Add, Expr::Local(it), Expr::Const(1.0))));
+        // After many iterations accept a looser tolerance (round-off limits the
+        // last digits), else fail.
+        let mut loose: Option<Expr> = None;
+        for &(slot, dx, nominal) in vars {
+            let conv = converged(slot, dx, nominal, 1e-8);
+            loose = Some(match loose {
+                None => conv,
+                Some(a) => bin(Op2::And, a, conv),
+            });
+        }
+        let limit = bin(Op2::Rel(RelOp::Ge), Expr::Local(it), Expr::Const(MAX_NEWTON));
+        self.stmts.push(Stmt::If(
+            limit,
+            vec![Stmt::If(
+                loose.unwrap_or(Expr::Const(0.0)),
+                vec![Stmt::Break],
+                vec![Stmt::Return(status::encode(status::NEWTON, bi))],
+            )],
+            vec![],
+        ));
+    }
+
+    /// The total derivative of the residuals with respect to the tearing
+    /// variables, through the inner assignments (forward mode, one tearing
+    /// variable at a time). Returns the m x m matrix, row-major, in locals.
+    fn block_jacobian(&mut self, a: &ExprArena, tear: &[VarId], inner: &[(VarId, ExprId, usize)], parts: &TornParts) -> Vec<u32> {
+        let m = tear.len();
+        let mut jac = vec![0u32; m * m];
+        for j in 0..m {
+            let mut tang: HashMap<VarId, Expr> = HashMap::new();
+            for (k, &t) in tear.iter().enumerate() {
+                tang.insert(t, Expr::Const(if k == j { 1.0 } else { 0.0 }));
+            }
+            for (k, (u, _, _)) in inner.iter().enumerate() {
+                let terms: Vec<(Expr, Expr)> = parts.inner_partials[k]
+                    .iter()
+                    .map(|&(w, d)| (self.expr(a, d), tang.get(&w).cloned().unwrap_or(Expr::Const(0.0))))
+                    .collect();
+                let e = combine(terms);
+                let t = self.local();
+                self.stmts.push(Stmt::Set(t, e));
+                tang.insert(*u, Expr::Local(t));
+            }
+            for i in 0..m {
+                let terms: Vec<(Expr, Expr)> = parts.res_partials[i]
+                    .iter()
+                    .map(|&(w, d)| (self.expr(a, d), tang.get(&w).cloned().unwrap_or(Expr::Const(0.0))))
+                    .collect();
+                let e = combine(terms);
+                let t = self.local();
+                self.stmts.push(Stmt::Set(t, e));
+                jac[i * m + j] = t;
+            }
+        }
+        jac
+    }
+
+    /// Tangent code of one block: the directional derivative of its
+    /// variables given the tangents of everything computed before it.
+    fn block_tangent(&mut self, c: &mut Causal, b: &Block, bi: u32) -> Result<(), String> {
+        let l = self.sh.layout.clone();
+        match b {
+            Block::Explicit { var, value, .. } => {
+                let d = directional(c, *value, &[])?;
+                let e = self.expr(&c.arena, d);
+                self.stmts.push(Stmt::Store(l.tan(*var), e));
+            }
+            Block::Implicit { var, residual, .. } => {
+                let dout = directional(c, *residual, &[*var])?;
+                let dr = symbolic::partial(&mut c.arena, *residual, *var, &mut c.functions)?;
+                let q = c.arena.div(dout, dr);
+                let neg = c.arena.neg(q);
+                let e = self.expr(&c.arena, neg);
+                self.stmts.push(Stmt::Store(l.tan(*var), e));
+            }
+            Block::Torn { tear, inner, residuals, .. } => {
+                let block: Vec<VarId> = tear.iter().copied().chain(inner.iter().map(|x| x.0)).collect();
+                let parts = torn_parts(c, tear, inner, residuals)?;
+                let inner_out: Vec<ExprId> = inner.iter().map(|(_, e, _)| directional(c, *e, &block)).collect::<Result<_, _>>()?;
+                let res_out: Vec<ExprId> = residuals.iter().map(|(e, _)| directional(c, *e, &block)).collect::<Result<_, _>>()?;
+                let a = &c.arena;
+                let m = tear.len();
+                // Tangents with the tearing variables held: the outside's effect.
+                let mut tang: HashMap<VarId, Expr> = tear.iter().map(|&t| (t, Expr::Const(0.0))).collect();
+                for (k, (u, _, _)) in inner.iter().enumerate() {
+                    let mut terms: Vec<(Expr, Expr)> = parts.inner_partials[k]
+                        .iter()
+                        .map(|&(w, d)| (self.expr(a, d), tang.get(&w).cloned().unwrap_or(Expr::Const(0.0))))
+                        .collect();
+                    terms.push((self.expr(a, inner_out[k]), Expr::Const(1.0)));
+                    let e = combine(terms);
+                    let t = self.local();
+                    self.stmts.push(Stmt::Set(t, e));
+                    tang.insert(*u, Expr::Local(t));
+                }
+                let r0: Vec<u32> = (0..m)
+                    .map(|i| {
+                        let mut terms: Vec<(Expr, Expr)> = parts.res_partials[i]
+                            .iter()
+                            .map(|&(w, d)| (self.expr(a, d), tang.get(&w).cloned().unwrap_or(Expr::Const(0.0))))
+                            .collect();
+                        terms.push((self.expr(a, res_out[i]), Expr::Const(1.0)));
+                        let e = combine(terms);
+                        let t = self.local();
+                        self.stmts.push(Stmt::Set(t, bin(Op2::Sub, Expr::Const(0.0), e)));
+                        t
+                    })
+                    .collect();
+                let jac = self.block_jacobian(a, tear, inner, &parts);
+                let dt: Vec<u32> = (0..m).map(|_| self.local()).collect();
+                if m == 1 {
+                    self.stmts.push(Stmt::Set(dt[0], bin(Op2::Div, Expr::Local(r0[0]), Expr::Local(jac[0]))));
+                } else {
+                    self.stmts.push(Stmt::Solve {
+                        n: m as u32,
+                        a: jac,
+                        b: r0,
+                        x: dt.clone(),
+                        fail: status::encode(status::SINGULAR, bi),
+                    });
+                }
+                let mut tang: HashMap<VarId, Expr> = HashMap::new();
+                for (k, &t) in tear.iter().enumerate() {
+                    self.stmts.push(Stmt::Store(l.tan(t), Expr::Local(dt[k])));
+                    tang.insert(t, Expr::Local(dt[k]));
+                }
+                for (k, (u, _, _)) in inner.iter().enumerate() {
+                    let mut terms: Vec<(Expr, Expr)> = parts.inner_partials[k]
+                        .iter()
+                        .map(|&(w, d)| (self.expr(a, d), tang.get(&w).cloned().unwrap_or(Expr::Const(0.0))))
+                        .collect();
+                    terms.push((self.expr(a, inner_out[k]), Expr::Const(1.0)));
+                    let e = combine(terms);
+                    let t = self.local();
+                    self.stmts.push(Stmt::Set(t, e));
+                    self.stmts.push(Stmt::Store(l.tan(*u), Expr::Local(t)));
+                    tang.insert(*u, Expr::Local(t));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// User functions (and the derivative functions made from them) as IR.
+fn lower_functions(fs: &[flat::Function]) -> Vec<Func> {
+    let outs = fn_outputs(fs);
+    fs.iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let sh = Shared {
+                layout: Layout::default(),
+                rel_index: HashMap::new(),
+                sample_index: HashMap::new(),
+                fn_outputs: outs.clone(),
+                function_frame: true,
+            };
+            let mut lw = Lowerer::new(&sh, &f.name);
+            for &(slot, e) in &f.init {
+                let x = lw.statement_expr(&f.arena, e);
+                lw.stmts.push(Stmt::Store(slot, x));
+            }
+            let body = lw.fn_statements(&f.arena, &f.body, i as u32);
+            lw.stmts.extend(body);
+            lw.stmts.push(Stmt::Return(status::OK));
+            Func {
+                name: f.name.clone(),
+                frame_size: f.slots.len() as u32,
+                n_locals: lw.n_locals,
+                inputs: f.inputs.iter().flat_map(|r| r.clone()).collect(),
+                outputs: f.outputs.iter().flat_map(|r| r.clone()).collect(),
+                body: lw.stmts,
+            }
+        })
+        .collect()
+}
+
+impl Lowerer<'_> {
+    /// An expression of a function body: slots change between statements,
+    /// so nothing is shared across statements.
+    fn statement_expr(&mut self, a: &ExprArena, e: ExprId) -> Expr {
+        self.memo.clear();
+        self.calls.clear();
+        self.expr(a, e)
+    }
+
+    fn fn_statements(&mut self, a: &ExprArena, body: &[flat::Statement], fi: u32) -> Vec<Stmt> {
+        self.scoped(|s| {
+            for st in body {
+                match st {
+                    flat::Statement::Assign { slot, value } => {
+                        let x = s.statement_expr(a, *value);
+                        s.stmts.push(Stmt::Store(*slot, x));
+                    }
+                    flat::Statement::AssignElem { base, len, index, value } => {
+                        let i = s.statement_expr(a, *index);
+                        let v = s.expr(a, *value);
+                        s.stmts.push(Stmt::StoreElem { base: *base, len: *len, index: i, value: v });
+                    }
+                    flat::Statement::If { branches, else_ } => {
+                        let mut tail = s.fn_statements(a, else_, fi);
+                        for (c, b) in branches.iter().rev() {
+                            let cond = s.statement_expr(a, *c);
+                            let then = s.fn_statements(a, b, fi);
+                            tail = vec![Stmt::If(cond, then, tail)];
+                        }
+                        s.stmts.extend(tail);
+                    }
+                    flat::Statement::While { cond, body } => {
+                        let inner = s.scoped(|t| {
+                            let c = t.statement_expr(a, *cond);
+                            t.stmts.push(Stmt::If(c, vec![], vec![Stmt::Break]));
+                            let b = t.fn_statements(a, body, fi);
+                            t.stmts.extend(b);
+                        });
+                        s.stmts.push(Stmt::Loop(inner));
+                    }
+                    flat::Statement::For { slot, start, step, stop, body } => {
+                        let x = s.statement_expr(a, *start);
+                        s.stmts.push(Stmt::Store(*slot, x));
+                        let st_l = s.local();
+                        let x = s.statement_expr(a, *step);
+                        s.stmts.push(Stmt::Set(st_l, x));
+                        let sp_l = s.local();
+                        let x = s.statement_expr(a, *stop);
+                        s.stmts.push(Stmt::Set(sp_l, x));
+                        let slot = *slot;
+                        let inner = s.scoped(|t| {
+                            // Stop when past the end in the direction of the step.
+                            let up = bin(Op2::Rel(RelOp::Gt), Expr::Local(st_l), Expr::Const(0.0));
+                            let past_up = bin(Op2::Rel(RelOp::Gt), Expr::Load(slot), Expr::Local(sp_l));
+                            let past_down = bin(Op2::Rel(RelOp::Lt), Expr::Load(slot), Expr::Local(sp_l));
+                            let past = Expr::Select(Box::new(up), Box::new(past_up), Box::new(past_down));
+                            t.stmts.push(Stmt::If(past, vec![Stmt::Break], vec![]));
+                            let b = t.fn_statements(a, body, fi);
+                            t.stmts.extend(b);
+                            t.stmts.push(Stmt::Store(slot, bin(Op2::Add, Expr::Load(slot), Expr::Local(st_l))));
+                        });
+                        s.stmts.push(Stmt::Loop(inner));
+                    }
+                    flat::Statement::Break => s.stmts.push(Stmt::Break),
+                    flat::Statement::Return => s.stmts.push(Stmt::Return(status::OK)),
+                    flat::Statement::Assert { condition, .. } => {
+                        let c = s.statement_expr(a, *condition);
+                        s.stmts.push(Stmt::If(c, vec![], vec![Stmt::Return(status::encode(status::ASSERT, fi))]));
+                    }
+                }
+            }
+        })
+    }
+}

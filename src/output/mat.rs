@@ -1,0 +1,103 @@
+//! MAT v4 results in the layout Dymola and OpenModelica write.
+//!
+//! Matrices, each a level-4 MAT record (header of five little-endian i32:
+//! type, rows, columns, imaginary flag, name length with NUL; the name; the
+//! data column-major): `Aclass` (4 strings: "Atrajectory", "1.1", "",
+//! "binTrans"), `name` and `description` (the variable names and texts,
+//! stored transposed as in binTrans files), `dataInfo` (4 x nvars: which
+//! data matrix, signed column, interpolation, extrapolation), `data_1`
+//! (parameters at start and end time) and `data_2` (trajectories, one column
+//! per output time, time first).
+
+use crate::solve::Results;
+use std::io::Write;
+use std::path::Path;
+
+fn header(w: &mut impl Write, ty: i32, rows: usize, cols: usize, name: &str) -> std::io::Result<()> {
+    w.write_all(&ty.to_le_bytes())?;
+    w.write_all(&(rows as i32).to_le_bytes())?;
+    w.write_all(&(cols as i32).to_le_bytes())?;
+    w.write_all(&0i32.to_le_bytes())?;
+    w.write_all(&((name.len() + 1) as i32).to_le_bytes())?;
+    w.write_all(name.as_bytes())?;
+    w.write_all(&[0])
+}
+
+/// A char matrix of strings padded with NULs; `transposed` stores one string
+/// per column (binTrans).
+fn strings(w: &mut impl Write, name: &str, items: &[String], transposed: bool) -> std::io::Result<()> {
+    let width = items.iter().map(|s| s.len()).max().unwrap_or(0).max(1);
+    // Type 51: text, stored as u8.
+    if transposed {
+        header(w, 51, width, items.len(), name)?;
+        for s in items {
+            let mut b = s.as_bytes().to_vec();
+            b.resize(width, 0);
+            w.write_all(&b)?;
+        }
+    } else {
+        header(w, 51, items.len(), width, name)?;
+        for j in 0..width {
+            for s in items {
+                w.write_all(&[*s.as_bytes().get(j).unwrap_or(&b' ')])?;
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn write(r: &Results, path: &Path) -> std::io::Result<()> {
+    let f = std::fs::File::create(path)?;
+    let mut w = std::io::BufWriter::new(f);
+    let aclass = ["Atrajectory", "1.1", "", "binTrans"].map(String::from);
+    strings(&mut w, "Aclass", &aclass, false)?;
+    let mut names = vec!["time".to_string()];
+    names.extend(r.parameters.iter().map(|p| p.0.clone()));
+    names.extend(r.names.iter().cloned());
+    let mut descr = vec!["Simulation time [s]".to_string()];
+    descr.extend(r.parameters.iter().map(|_| String::new()));
+    for (k, d) in r.descriptions.iter().enumerate() {
+        let mut s = d.clone().unwrap_or_default();
+        if let Some(u) = &r.units[k] {
+            s = format!("{s} [{u}]");
+        }
+        descr.push(s);
+    }
+    strings(&mut w, "name", &names, true)?;
+    strings(&mut w, "description", &descr, true)?;
+    // dataInfo: 4 x nvars int32, column-major (one column per variable).
+    let nvars = names.len();
+    header(&mut w, 20, 4, nvars, "dataInfo")?;
+    let mut info: Vec<[i32; 4]> = vec![[0, 1, 0, -1]];
+    for k in 0..r.parameters.len() {
+        info.push([1, (k + 2) as i32, 0, 0]);
+    }
+    for k in 0..r.names.len() {
+        info.push([2, (k + 2) as i32, 0, -1]);
+    }
+    for col in &info {
+        for v in col {
+            w.write_all(&v.to_le_bytes())?;
+        }
+    }
+    // data_1: parameters at start and end (2 columns, stored transposed:
+    // rows = 1 + nparams, cols = 2).
+    let t0 = r.times.first().copied().unwrap_or(0.0);
+    let t1 = r.times.last().copied().unwrap_or(t0);
+    header(&mut w, 0, 1 + r.parameters.len(), 2, "data_1")?;
+    for t in [t0, t1] {
+        w.write_all(&t.to_le_bytes())?;
+        for p in &r.parameters {
+            w.write_all(&p.1.to_le_bytes())?;
+        }
+    }
+    // data_2: trajectories, rows = 1 + nout, one column per time point.
+    header(&mut w, 0, 1 + r.names.len(), r.times.len(), "data_2")?;
+    for (t, row) in r.times.iter().zip(&r.rows) {
+        w.write_all(&t.to_le_bytes())?;
+        for v in row {
+            w.write_all(&v.to_le_bytes())?;
+        }
+    }
+    w.flush()
+}

@@ -1,0 +1,645 @@
+//! Simulation: consistent initialization, BDF integration, state and time
+//! events, and the result table.
+//!
+//! The driver integrates the states with [`bdf::Bdf`] between events. After
+//! each step it evaluates the zero-crossing functions at the new point; a
+//! relation whose live value differs from its frozen value has crossed, and
+//! the crossing is located on the step's dense output by the Illinois
+//! variant of regula falsi (Dowell & Jarratt 1971). At the event the relations
+//! are re-evaluated and when-clauses fire, iterating until the discrete
+//! variables reach a fixed point (MLS 8.6); the BDF history restarts after.
+
+pub mod bdf;
+pub mod init;
+pub mod model;
+
+use crate::diag::Diagnostic;
+use crate::jit::ir::status;
+use crate::jit::lower::{self, Layout, Program};
+use crate::structure::{Block, Causal, Role};
+use bdf::{Bdf, Dense, EvalFail, StepError};
+use model::{Backend, Entry, ModelOde};
+
+/// Run settings (defaults come from the `experiment` annotation).
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub start: f64,
+    pub stop: f64,
+    pub tolerance: f64,
+    pub interval: f64,
+    /// Parameter values set on the command line: (variable, value).
+    pub overrides: Vec<(u32, f64)>,
+    pub max_events: usize,
+}
+
+/// Where an output column's value comes from.
+#[derive(Clone, Copy, Debug)]
+pub enum Source {
+    Slot(u32),
+    Negated(u32),
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Results {
+    pub names: Vec<String>,
+    pub units: Vec<Option<String>>,
+    pub descriptions: Vec<Option<String>>,
+    pub times: Vec<f64>,
+    pub rows: Vec<Vec<f64>>,
+    /// Parameter names and values (constant over the run).
+    pub parameters: Vec<(String, f64)>,
+    pub stats: RunStats,
+}
+
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct RunStats {
+    pub integrator: bdf::Stats,
+    pub state_events: u64,
+    pub time_events: u64,
+    pub event_iterations: u64,
+    pub restarts: u64,
+    pub model_evaluations: u64,
+}
+
+impl Results {
+    pub fn column(&self, name: &str) -> Option<usize> {
+        self.names.iter().position(|n| n == name)
+    }
+}
+
+/// The columns of the result: every variable of the model except
+/// parameters and internal ones, aliases included.
+pub fn output_columns(c: &Causal, l: &Layout) -> Vec<(String, Source, usize)> {
+    let mut out = Vec::new();
+    for (v, var) in c.vars.iter().enumerate() {
+        if var.name.starts_with('$') || var.name.starts_with("der($") {
+            continue;
+        }
+        match c.roles[v] {
+            Role::Parameter | Role::Constant => {}
+            Role::Alias => {
+                if let Some(a) = c.aliases.iter().find(|a| a.var == v as u32) {
+                    let s = l.var(a.of);
+                    out.push((var.name.clone(), if a.negated { Source::Negated(s) } else { Source::Slot(s) }, v));
+                }
+            }
+            _ => {
+                // Derivative variables only for states (der(x) of the integrator).
+                if var.name.starts_with("der(") && !c.state_ders.contains(&(v as u32)) {
+                    continue;
+                }
+                out.push((var.name.clone(), Source::Slot(l.var(v as u32)), v));
+            }
+        }
+    }
+    out
+}
+
+/// State of one run.
+struct Run<'a> {
+    c: &'a Causal,
+    p: &'a Program,
+    backend: &'a dyn Backend,
+    buf: Vec<f64>,
+    columns: Vec<(String, Source, usize)>,
+    results: Results,
+    cond_pre: Vec<bool>,
+    /// Variables whose `pre` follows them during event iteration.
+    discrete: Vec<u32>,
+    stats: RunStats,
+    next_sample: Vec<f64>,
+}
+
+impl<'a> Run<'a> {
+    fn l(&self) -> &Layout {
+        &self.p.layout
+    }
+
+    fn call(&mut self, e: Entry) -> Result<(), Diagnostic> {
+        self.stats.model_evaluations += 1;
+        let code = self.backend.run(e, &mut self.buf);
+        if code == status::OK {
+            Ok(())
+        } else {
+            Err(self.status_error(code, e))
+        }
+    }
+
+    /// A diagnostic for a failure code of the generated code.
+    fn status_error(&self, code: i32, e: Entry) -> Diagnostic {
+        let t = self.buf[lower::TIME as usize];
+        status_diagnostic(self.c, self.p, code, e, t)
+    }
+
+    fn record(&mut self, t: f64) {
+        let row: Vec<f64> = self
+            .columns
+            .iter()
+            .map(|(_, s, _)| match s {
+                Source::Slot(k) => self.buf[*k as usize],
+                Source::Negated(k) => -self.buf[*k as usize],
+            })
+            .collect();
+        // Two rows at one time (an event's left and right limits) are kept;
+        // an exact repeat is not.
+        if let (Some(&lt), Some(lr)) = (self.results.times.last(), self.results.rows.last())
+            && lt == t
+            && *lr == row
+        {
+            return;
+        }
+        self.results.times.push(t);
+        self.results.rows.push(row);
+    }
+
+    fn state_slots(&self) -> (Vec<u32>, Vec<u32>, Vec<u32>, Vec<u32>) {
+        let l = self.l();
+        (
+            self.c.states.iter().map(|&s| l.var(s)).collect(),
+            self.c.state_ders.iter().map(|&s| l.var(s)).collect(),
+            self.c.states.iter().map(|&s| l.tan(s)).collect(),
+            self.c.state_ders.iter().map(|&s| l.tan(s)).collect(),
+        )
+    }
+
+    fn states(&self) -> Vec<f64> {
+        self.c.states.iter().map(|&s| self.buf[self.l().var(s) as usize]).collect()
+    }
+
+    fn set_states(&mut self, t: f64, x: &[f64]) {
+        self.buf[lower::TIME as usize] = t;
+        let slots: Vec<u32> = self.c.states.iter().map(|&s| self.l().var(s)).collect();
+        for (s, v) in slots.into_iter().zip(x) {
+            self.buf[s as usize] = *v;
+        }
+    }
+
+    /// Values at (t, x) with frozen relations, for output.
+    fn evaluate_at(&mut self, t: f64, x: &[f64]) -> Result<(), Diagnostic> {
+        self.set_states(t, x);
+        self.buf[lower::MODE as usize] = 0.0;
+        self.call(Entry::Ode)
+    }
+
+    fn check_asserts(&mut self) -> Result<(), Diagnostic> {
+        if self.c.asserts.is_empty() {
+            return Ok(());
+        }
+        self.call(Entry::Asserts)?;
+        let base = self.l().assert as usize;
+        for (k, a) in self.c.asserts.iter().enumerate() {
+            if self.buf[base + k] == 0.0 {
+                let t = self.buf[lower::TIME as usize];
+                if a.level == crate::flat::AssertLevel::Error {
+                    return Err(Diagnostic::error(a.span, format!("assertion failed at t = {t}: {}", a.message))
+                        .with_label("this assert")
+                        .with_note("the simulation stopped; no result file was written"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Relations that must be re-evaluated: live value differs from frozen.
+    fn crossed(&mut self) -> Result<Vec<usize>, Diagnostic> {
+        if self.p.relations.iter().all(|r| !r.crossing) {
+            return Ok(vec![]);
+        }
+        self.call(Entry::ZeroCrossings)?;
+        let l = self.l().clone();
+        let mut out = Vec::new();
+        for (k, r) in self.p.relations.iter().enumerate() {
+            if !r.crossing {
+                continue;
+            }
+            let g = self.buf[(l.zc + k as u32) as usize];
+            let live = r.op.apply(g, 0.0);
+            let frozen = self.buf[(l.rel + k as u32) as usize] != 0.0;
+            if live != frozen {
+                out.push(k);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Finds the first time in (a, b] at which relation `k` differs from its
+    /// frozen value, on the dense output.
+    fn locate(&mut self, dense: &Dense, k: usize) -> Result<f64, Diagnostic> {
+        let l = self.l().clone();
+        let op = self.p.relations[k].op;
+        let frozen = self.buf[(l.rel + k as u32) as usize] != 0.0;
+        let n = self.c.states.len();
+        let mut x = vec![0.0; n];
+        let mut g_at = |run: &mut Self, t: f64| -> Result<f64, Diagnostic> {
+            dense.eval(t, &mut x);
+            run.evaluate_at(t, &x)?;
+            run.call(Entry::ZeroCrossings)?;
+            Ok(run.buf[(l.zc + k as u32) as usize])
+        };
+        let (mut a, mut b) = (dense.t_old, dense.t);
+        let mut ga = g_at(self, a)?;
+        let mut gb = g_at(self, b)?;
+        let tol = 4.0 * f64::EPSILON * a.abs().max(b.abs()).max(1.0);
+        let mut side = 0i32;
+        for _ in 0..200 {
+            if b - a <= tol {
+                break;
+            }
+            // Illinois: regula falsi, halving the weight of a retained end.
+            let mut tc = if ga != gb { (a * gb - b * ga) / (gb - ga) } else { 0.5 * (a + b) };
+            if !(tc > a && tc < b) {
+                tc = 0.5 * (a + b);
+            }
+            let gc = g_at(self, tc)?;
+            if op.apply(gc, 0.0) == frozen {
+                a = tc;
+                ga = gc;
+                if side == -1 {
+                    gb *= 0.5;
+                }
+                side = -1;
+            } else {
+                b = tc;
+                gb = gc;
+                if side == 1 {
+                    ga *= 0.5;
+                }
+                side = 1;
+            }
+        }
+        Ok(b)
+    }
+
+    /// Event iteration at the current time: re-evaluate relations, fire
+    /// when-clauses, until the discrete variables settle. Returns whether a
+    /// state was reinitialized.
+    fn event_iteration(&mut self, initial: bool) -> Result<bool, Diagnostic> {
+        let l = self.l().clone();
+        self.buf[lower::MODE as usize] = 1.0;
+        // pre(v) is the left limit for every variable.
+        for v in 0..l.n_vars {
+            self.buf[l.pre(v) as usize] = self.buf[l.var(v) as usize];
+        }
+        let mut reinit = false;
+        let mut last_changed: Vec<u32> = Vec::new();
+        for iter in 0..100 {
+            self.stats.event_iterations += 1;
+            self.call(Entry::Ode)?;
+            self.call(Entry::Conditions)?;
+            let nb = self.p.branches.len();
+            let cond: Vec<bool> = (0..nb).map(|b| self.buf[(l.cond + b as u32) as usize] != 0.0).collect();
+            // The first branch of each when-clause whose condition became true.
+            let mut any = false;
+            let mut fired_clause = vec![false; self.c.whens.len()];
+            for b in 0..nb {
+                let br = &self.p.branches[b];
+                let rising = if initial { cond[b] && self.branch_initial(b) } else { cond[b] && !self.cond_pre[b] };
+                let fires = rising && !fired_clause[br.clause];
+                self.buf[(l.active + b as u32) as usize] = if fires { 1.0 } else { 0.0 };
+                if fires {
+                    fired_clause[br.clause] = true;
+                    any = true;
+                    if !br.reinits.is_empty() {
+                        reinit = true;
+                    }
+                }
+            }
+            if any {
+                self.call(Entry::Actions)?;
+                if self.buf[lower::TERMINATE as usize] != 0.0 {
+                    self.cond_pre = cond;
+                    return Ok(reinit);
+                }
+            }
+            self.cond_pre = cond;
+            // Discrete variables changed since the last iteration?
+            let changed: Vec<u32> = self
+                .discrete
+                .iter()
+                .copied()
+                .filter(|&v| self.buf[l.var(v) as usize] != self.buf[l.pre(v) as usize])
+                .collect();
+            for &v in &self.discrete {
+                self.buf[l.pre(v) as usize] = self.buf[l.var(v) as usize];
+            }
+            if !any && changed.is_empty() {
+                self.call(Entry::Ode)?;
+                self.buf[lower::MODE as usize] = 0.0;
+                return Ok(reinit);
+            }
+            let _ = iter;
+            last_changed = changed;
+        }
+        let names: Vec<String> = last_changed.iter().take(5).map(|&v| format!("`{}`", self.c.vars[v as usize].name)).collect();
+        let t = self.buf[lower::TIME as usize];
+        let span = self.c.whens.first().map(|w| w.span).unwrap_or_default();
+        Err(Diagnostic::error(span, format!("event iteration does not settle at t = {t}: {} keep changing", names.join(", ")))
+            .with_hint("a when-clause or relation flips back and forth at the same instant; check for circular discrete assignments"))
+    }
+
+    fn branch_initial(&self, b: usize) -> bool {
+        let br = &self.p.branches[b];
+        let (cond, _) = &self.c.whens[br.clause].branches[br.index];
+        self.c
+            .arena
+            .reachable(&[*cond])
+            .into_iter()
+            .any(|id| matches!(self.c.arena.node(id), crate::flat::Node::Initial))
+    }
+}
+
+/// Names the block, equations and variables behind a failure code.
+pub fn status_diagnostic(c: &Causal, p: &Program, code: i32, e: Entry, t: f64) -> Diagnostic {
+    let (kind, idx) = status::decode(code);
+    let block_info = |bi: u32| -> (Option<crate::syntax::ast::Span>, String) {
+        match c.blocks.get(bi as usize) {
+            Some(b) => {
+                let eqs: Vec<usize> = match b {
+                    Block::Explicit { eq, .. } | Block::Implicit { eq, .. } => vec![*eq],
+                    Block::Torn { inner, residuals, .. } => inner.iter().map(|x| x.2).chain(residuals.iter().map(|x| x.1)).collect(),
+                };
+                let vars: Vec<String> = b.vars().iter().take(6).map(|&v| format!("`{}`", c.vars[v as usize].name)).collect();
+                (eqs.first().map(|&e| c.equations[e].span), vars.join(", "))
+            }
+            None => (None, String::new()),
+        }
+    };
+    let d = match kind {
+        status::NEWTON | status::NAN | status::SINGULAR if matches!(e, Entry::Ode | Entry::Tangent) => {
+            let (span, vars) = block_info(idx);
+            let what = match kind {
+                status::NEWTON => "Newton's method did not converge",
+                status::NAN => "Newton's method produced NaN",
+                _ => "the linear system is singular",
+            };
+            let msg = format!("at t = {t}: {what} while solving for {vars}");
+            match span {
+                Some(s) => Diagnostic::error(s, msg).with_label("in the block of this equation"),
+                None => Diagnostic::error_nospan(msg),
+            }
+            .with_hint("check the start values of these variables (they are the first guess) and that the equations have a solution here")
+        }
+        status::ASSERT if e == Entry::Actions => {
+            let span = p.branches.get(idx as usize).map(|b| c.whens[b.clause].span);
+            let msg = format!("assertion failed at t = {t} in a when-clause");
+            match span {
+                Some(s) => Diagnostic::error(s, msg),
+                None => Diagnostic::error_nospan(msg),
+            }
+        }
+        status::ASSERT => {
+            let f = c.functions.functions.get(idx as usize);
+            let msg = format!("assertion in function `{}` failed at t = {t}", f.map(|f| f.name.as_str()).unwrap_or("?"));
+            match f {
+                Some(f) => Diagnostic::error(f.span, msg),
+                None => Diagnostic::error_nospan(msg),
+            }
+        }
+        status::INDEX => Diagnostic::error_nospan(format!("array index out of bounds in a function at t = {t}")),
+        _ => Diagnostic::error_nospan(format!("model evaluation failed at t = {t} (code {code})")),
+    };
+    d.with_note("the simulation stopped; no result file was written")
+}
+
+/// Runs a simulation.
+pub fn simulate(c: &Causal, p: &Program, backend: &dyn Backend, opts: &Options) -> Result<Results, Vec<Diagnostic>> {
+    simulate_inner(c, p, backend, opts).map_err(|d| vec![d])
+}
+
+fn simulate_inner(c: &Causal, p: &Program, backend: &dyn Backend, opts: &Options) -> Result<Results, Diagnostic> {
+    let l = p.layout.clone();
+    let columns = output_columns(c, &l);
+    let discrete: Vec<u32> = (0..c.vars.len() as u32)
+        .filter(|&v| {
+            let var = &c.vars[v as usize];
+            c.roles[v as usize] == Role::Discrete
+                || (c.roles[v as usize] == Role::Algebraic && var.ty != crate::flat::ScalarType::Real)
+        })
+        .collect();
+    let mut run = Run {
+        c,
+        p,
+        backend,
+        buf: vec![0.0; l.len as usize],
+        results: Results {
+            names: columns.iter().map(|x| x.0.clone()).collect(),
+            units: columns.iter().map(|x| c.vars[x.2].unit.clone()).collect(),
+            descriptions: columns.iter().map(|x| c.vars[x.2].description.clone()).collect(),
+            ..Results::default()
+        },
+        columns,
+        cond_pre: vec![false; p.branches.len()],
+        discrete,
+        stats: RunStats::default(),
+        next_sample: Vec::new(),
+    };
+    for &(v, val) in &opts.overrides {
+        run.buf[l.var(v) as usize] = val;
+        run.buf[(l.override_flag + v) as usize] = 1.0;
+    }
+    run.buf[lower::TIME as usize] = opts.start;
+    run.call(Entry::Parameters)?;
+    run.call(Entry::Starts)?;
+    run.results.parameters = (0..c.vars.len())
+        .filter(|&v| matches!(c.roles[v], Role::Parameter) && !c.vars[v].name.starts_with('$'))
+        .map(|v| (c.vars[v].name.clone(), run.buf[l.var(v as u32) as usize]))
+        .collect();
+    init::initialize(&mut run, opts)?;
+    // Sample times.
+    run.next_sample = (0..l.n_samples)
+        .map(|k| {
+            let start = run.buf[(l.sample_param + 2 * k) as usize];
+            let interval = run.buf[(l.sample_param + 2 * k + 1) as usize];
+            let mut t = start;
+            if interval > 0.0 && t < opts.start {
+                t += ((opts.start - t) / interval).ceil() * interval;
+            }
+            t
+        })
+        .collect();
+    run.check_asserts()?;
+    run.record(opts.start);
+    integrate(&mut run, opts)?;
+    // terminal()
+    run.buf[lower::TERMINAL as usize] = 1.0;
+    let _ = run.event_iteration(false);
+    let mut results = std::mem::take(&mut run.results);
+    results.stats = run.stats;
+    Ok(results)
+}
+
+fn output_grid(opts: &Options) -> Vec<f64> {
+    let span = opts.stop - opts.start;
+    let n = if opts.interval > 0.0 { (span / opts.interval).round().max(1.0) as usize } else { 500 };
+    let n = n.min(10_000_000);
+    (1..=n).map(|k| if k == n { opts.stop } else { opts.start + span * k as f64 / n as f64 }).collect()
+}
+
+fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
+    let grid = output_grid(opts);
+    let mut next_out = 0usize;
+    let n = run.c.states.len();
+    let (ss, ds, ts, tds) = run.state_slots();
+    let atol: Vec<f64> = run
+        .c
+        .states
+        .iter()
+        .map(|&s| {
+            let nominal = run.c.vars[s as usize].nominal.and_then(|e| run.c.arena.as_const(e)).map(f64::abs).unwrap_or(1.0);
+            opts.tolerance * nominal
+        })
+        .collect();
+    let mut t = opts.start;
+    let mut recent_events: Vec<f64> = Vec::new();
+    let mut bdf: Option<Bdf> = None;
+    let max_step = (opts.stop - opts.start).abs().max(f64::MIN_POSITIVE);
+    while t < opts.stop {
+        let t_time_event = run.next_sample.iter().copied().fold(opts.stop, f64::min).max(t);
+        let x0 = run.states();
+        // Advance: one BDF step, or for a model without states a jump to the
+        // next output time.
+        let dense = if n == 0 {
+            let target = grid.get(next_out).copied().unwrap_or(opts.stop).min(t_time_event).max(t);
+            let target = if target <= t { t_time_event } else { target };
+            Dense::constant(t, target, Vec::new())
+        } else {
+            if bdf.is_none() {
+                let buf = std::mem::take(&mut run.buf);
+                let mut buf = buf;
+                let mut ode = ModelOde {
+                    backend: run.backend,
+                    layout: &run.p.layout,
+                    buf: &mut buf,
+                    state_slots: ss.clone(),
+                    der_slots: ds.clone(),
+                    tangent_state_slots: ts.clone(),
+                    tangent_der_slots: tds.clone(),
+                    evaluations: 0,
+                };
+                ode.buf[lower::MODE as usize] = 0.0;
+                let b = Bdf::new(&mut ode, t, &x0, t_time_event, opts.tolerance, atol.clone(), max_step, None);
+                run.stats.model_evaluations += ode.evaluations;
+                run.buf = buf;
+                match b {
+                    Ok(mut b) => {
+                        run.stats.integrator.add(&b.stats);
+                        b.stats = bdf::Stats::default();
+                        bdf = Some(b)
+                    }
+                    Err(EvalFail(code)) => return Err(run.status_error(code, Entry::Ode)),
+                }
+            }
+            let b = bdf.as_mut().expect("started");
+            b.t_bound = t_time_event;
+            let mut buf = std::mem::take(&mut run.buf);
+            let mut ode = ModelOde {
+                backend: run.backend,
+                layout: &run.p.layout,
+                buf: &mut buf,
+                state_slots: ss.clone(),
+                der_slots: ds.clone(),
+                tangent_state_slots: ts.clone(),
+                tangent_der_slots: tds.clone(),
+                evaluations: 0,
+            };
+            ode.buf[lower::MODE as usize] = 0.0;
+            let r = b.step(&mut ode);
+            run.stats.model_evaluations += ode.evaluations;
+            run.stats.integrator.add(&b.stats);
+            b.stats = bdf::Stats::default();
+            run.buf = buf;
+            if let Err(StepError::TooSmallStep { t, h, last_failure }) = r {
+                run.buf[lower::TIME as usize] = t;
+                let mut d = match last_failure {
+                    Some(EvalFail(code)) => run.status_error(code, Entry::Ode),
+                    None => Diagnostic::error_nospan(format!("the step size fell to {h:e} at t = {t}: the integrator cannot proceed")),
+                };
+                d = d.with_note(format!("step size {h:e} at t = {t}"));
+                return Err(d.with_hint("the model may be singular here, or stiffer than the tolerance allows; try --tolerance"));
+            }
+            b.dense()
+        };
+        let t_new = dense.t;
+        // State events.
+        let mut x = vec![0.0; n];
+        dense.eval(t_new, &mut x);
+        run.evaluate_at(t_new, &x)?;
+        let crossed = run.crossed()?;
+        let mut t_event = None;
+        for k in crossed {
+            let te = run.locate(&dense, k)?;
+            t_event = Some(t_event.map_or(te, |a: f64| a.min(te)));
+        }
+        let t_end = t_event.unwrap_or(t_new);
+        // Outputs up to the end of this step (or the event).
+        while next_out < grid.len() && grid[next_out] <= t_end {
+            let to = grid[next_out];
+            if !(t_event.is_some() && to == t_end) {
+                dense.eval(to, &mut x);
+                run.evaluate_at(to, &x)?;
+                run.record(to);
+            }
+            next_out += 1;
+        }
+        let time_event = t_event.is_none() && t_new >= t_time_event && run.next_sample.iter().any(|&s| s <= t_new);
+        if let Some(te) = t_event {
+            run.stats.state_events += 1;
+            dense.eval(te, &mut x);
+            run.evaluate_at(te, &x)?;
+            run.record(te);
+            run.event_iteration(false)?;
+            run.record(te);
+            t = te;
+            bdf = None;
+            run.stats.restarts += 1;
+            // Chattering: many events in a vanishing time span.
+            recent_events.push(te);
+            if recent_events.len() > 50 {
+                recent_events.remove(0);
+                let span = te - recent_events[0];
+                if span <= 1e-9 * (1.0 + te.abs()) {
+                    return Err(Diagnostic::error_nospan(format!(
+                        "chattering: 50 events within {span:e} s at t = {te}"
+                    ))
+                    .with_hint("a relation switches back and forth without time passing; add hysteresis or use noEvent where no event is needed"));
+                }
+            }
+            if run.stats.state_events as usize > opts.max_events {
+                return Err(Diagnostic::error_nospan(format!("more than {} events; stopping at t = {te}", opts.max_events)));
+            }
+        } else if time_event {
+            run.stats.time_events += 1;
+            let l = run.p.layout.clone();
+            run.record(t_new);
+            for k in 0..run.next_sample.len() {
+                let hit = run.next_sample[k] <= t_new;
+                run.buf[(l.sample + k as u32) as usize] = if hit { 1.0 } else { 0.0 };
+            }
+            run.event_iteration(false)?;
+            for k in 0..run.next_sample.len() {
+                if run.buf[(l.sample + k as u32) as usize] != 0.0 {
+                    let interval = run.buf[(l.sample_param + 2 * k as u32 + 1) as usize];
+                    run.next_sample[k] = if interval > 0.0 { run.next_sample[k] + interval } else { f64::INFINITY };
+                }
+                run.buf[(l.sample + k as u32) as usize] = 0.0;
+            }
+            // Conditions like sample() are false again right after the event.
+            run.buf[lower::MODE as usize] = 1.0;
+            run.call(Entry::Ode)?;
+            run.call(Entry::Conditions)?;
+            run.cond_pre = (0..run.p.branches.len()).map(|b| run.buf[(l.cond + b as u32) as usize] != 0.0).collect();
+            run.buf[lower::MODE as usize] = 0.0;
+            run.record(t_new);
+            t = t_new;
+            bdf = None;
+            run.stats.restarts += 1;
+        } else {
+            t = t_new;
+        }
+        run.check_asserts()?;
+        if run.buf[lower::TERMINATE as usize] != 0.0 {
+            break;
+        }
+    }
+    Ok(())
+}

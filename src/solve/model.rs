@@ -1,0 +1,123 @@
+//! The compiled model as the solvers see it: a value buffer and entry points.
+
+use super::bdf::{EvalFail, OdeProblem};
+use crate::jit::interp;
+use crate::jit::ir::{Func, status};
+use crate::jit::lower::{self, Layout, Program};
+use faer::Mat;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Entry {
+    Parameters,
+    Starts,
+    Ode,
+    Tangent,
+    ZeroCrossings,
+    Conditions,
+    Actions,
+    InitialResiduals,
+    Asserts,
+    Residuals,
+}
+
+/// Something that runs the model's entry points on a buffer: the JIT, or the
+/// reference interpreter.
+pub trait Backend {
+    fn run(&self, entry: Entry, buf: &mut [f64]) -> i32;
+}
+
+pub fn entry_func(p: &Program, e: Entry) -> &Func {
+    match e {
+        Entry::Parameters => &p.parameters,
+        Entry::Starts => &p.starts,
+        Entry::Ode => &p.ode,
+        Entry::Tangent => &p.tangent,
+        Entry::ZeroCrossings => &p.zero_crossings,
+        Entry::Conditions => &p.conditions,
+        Entry::Actions => &p.actions,
+        Entry::InitialResiduals => &p.initial_residuals,
+        Entry::Asserts => &p.asserts,
+        Entry::Residuals => &p.residuals,
+    }
+}
+
+/// The IR interpreter as a backend.
+pub struct Interpreter<'p> {
+    pub program: &'p Program,
+}
+
+impl Backend for Interpreter<'_> {
+    fn run(&self, entry: Entry, buf: &mut [f64]) -> i32 {
+        interp::run(entry_func(self.program, entry), buf, &self.program.user)
+    }
+}
+
+/// The model's continuous part as an ODE in its states, for the BDF.
+pub struct ModelOde<'a> {
+    pub backend: &'a dyn Backend,
+    pub layout: &'a Layout,
+    pub buf: &'a mut Vec<f64>,
+    /// Buffer slots of the states and of their derivatives.
+    pub state_slots: Vec<u32>,
+    pub der_slots: Vec<u32>,
+    pub tangent_state_slots: Vec<u32>,
+    pub tangent_der_slots: Vec<u32>,
+    pub evaluations: u64,
+}
+
+impl ModelOde<'_> {
+    pub fn load(&mut self, t: f64, x: &[f64]) {
+        self.buf[lower::TIME as usize] = t;
+        for (&s, &v) in self.state_slots.iter().zip(x) {
+            self.buf[s as usize] = v;
+        }
+    }
+
+    /// Evaluates all algebraic variables at (t, x).
+    pub fn eval(&mut self, t: f64, x: &[f64]) -> Result<(), EvalFail> {
+        self.load(t, x);
+        self.evaluations += 1;
+        let code = self.backend.run(Entry::Ode, self.buf);
+        if code != status::OK {
+            return Err(EvalFail(code));
+        }
+        Ok(())
+    }
+}
+
+impl OdeProblem for ModelOde<'_> {
+    fn n(&self) -> usize {
+        self.state_slots.len()
+    }
+
+    fn rhs(&mut self, t: f64, x: &[f64], dx: &mut [f64]) -> Result<(), EvalFail> {
+        self.eval(t, x)?;
+        for (d, &s) in dx.iter_mut().zip(&self.der_slots) {
+            *d = self.buf[s as usize];
+        }
+        Ok(())
+    }
+
+    fn jacobian(&mut self, t: f64, x: &[f64], jac: &mut Mat<f64>) -> Result<(), EvalFail> {
+        self.eval(t, x)?;
+        let t0 = self.layout.tangent as usize;
+        let n = self.layout.n_vars as usize;
+        for v in &mut self.buf[t0..t0 + n] {
+            *v = 0.0;
+        }
+        for j in 0..self.state_slots.len() {
+            if j > 0 {
+                self.buf[self.tangent_state_slots[j - 1] as usize] = 0.0;
+            }
+            self.buf[self.tangent_state_slots[j] as usize] = 1.0;
+            let code = self.backend.run(Entry::Tangent, self.buf);
+            if code != status::OK {
+                return Err(EvalFail(code));
+            }
+            for (i, &s) in self.tangent_der_slots.iter().enumerate() {
+                jac[(i, j)] = self.buf[s as usize];
+            }
+        }
+        Ok(())
+    }
+}
