@@ -278,8 +278,16 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
     }
     let opts = rmoc::solve::Options { start, stop, tolerance, interval, overrides, max_events: 1_000_000 };
     let interp = rmoc::solve::model::Interpreter { program: &compiled.program };
-    let backend: &dyn rmoc::solve::model::Backend = &interp;
-    let _ = a.no_jit;
+    let jit;
+    let backend: &dyn rmoc::solve::model::Backend = if a.no_jit {
+        &interp
+    } else {
+        jit = match rmoc::jit::codegen::compile(&compiled.program) {
+            Ok(j) => j,
+            Err(e) => return report(&lib, &[Diagnostic::error_nospan(format!("code generation failed: {e}")).with_hint("--no-jit runs the model with the interpreter")]),
+        };
+        &jit
+    };
     let results = match rmoc::solve::simulate(c, &compiled.program, backend, &opts) {
         Ok(r) => r,
         Err(d) => return report(&lib, &d),

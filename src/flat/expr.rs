@@ -183,8 +183,20 @@ impl Fn2 {
     pub fn apply(self, a: f64, b: f64) -> f64 {
         match self {
             Fn2::Atan2 => a.atan2(b),
-            Fn2::Min => a.min(b),
-            Fn2::Max => a.max(b),
+            Fn2::Min => {
+                if a < b {
+                    a
+                } else {
+                    b
+                }
+            }
+            Fn2::Max => {
+                if a > b {
+                    a
+                } else {
+                    b
+                }
+            }
             Fn2::Mod => a - (a / b).floor() * b,
             Fn2::Rem => a - (a / b).trunc() * b,
             Fn2::Div => (a / b).trunc(),
@@ -430,7 +442,7 @@ impl ExprArena {
 
     pub fn pow(&mut self, a: ExprId, b: ExprId) -> ExprId {
         match (self.as_const(a), self.as_const(b)) {
-            (Some(x), Some(y)) => self.constant(x.powf(y)),
+            (Some(x), Some(y)) => self.constant(pow(x, y)),
             (_, Some(y)) if y == 1.0 => a,
             (_, Some(y)) if y == 0.0 => self.one(),
             _ => self.intern(Node::Pow(a, b)),
@@ -826,6 +838,17 @@ impl ExprArena {
                 out.push(']');
             }
         }
+    }
+}
+
+/// `x^y`, the one definition shared by constant folding, the interpreter and
+/// compiled code: small whole exponents by repeated multiplication (exact for
+/// negative bases, and what users expect of `x^2`), others by `powf`.
+pub fn pow(x: f64, y: f64) -> f64 {
+    if y == y.trunc() && y.abs() <= 64.0 {
+        x.powi(y as i32)
+    } else {
+        x.powf(y)
     }
 }
 

@@ -977,7 +977,7 @@ impl<'l> Flattener<'l> {
             Node::Sub(a, b) => self.const_value_memo(a, span, memo)? - self.const_value_memo(b, span, memo)?,
             Node::Mul(a, b) => self.const_value_memo(a, span, memo)? * self.const_value_memo(b, span, memo)?,
             Node::Div(a, b) => self.const_value_memo(a, span, memo)? / self.const_value_memo(b, span, memo)?,
-            Node::Pow(a, b) => self.const_value_memo(a, span, memo)?.powf(self.const_value_memo(b, span, memo)?),
+            Node::Pow(a, b) => crate::flat::expr::pow(self.const_value_memo(a, span, memo)?, self.const_value_memo(b, span, memo)?),
             Node::And(a, b) => f64::from(self.const_value_memo(a, span, memo)? != 0.0 && self.const_value_memo(b, span, memo)? != 0.0),
             Node::Or(a, b) => f64::from(self.const_value_memo(a, span, memo)? != 0.0 || self.const_value_memo(b, span, memo)? != 0.0),
             Node::Rel { op, lhs, rhs, .. } => {

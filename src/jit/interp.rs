@@ -33,7 +33,7 @@ pub fn apply2(op: Op2, x: f64, y: f64) -> f64 {
         Op2::Sub => x - y,
         Op2::Mul => x * y,
         Op2::Div => x / y,
-        Op2::Pow => x.powf(y),
+        Op2::Pow => crate::flat::expr::pow(x, y),
         Op2::And => b(x != 0.0 && y != 0.0),
         Op2::Or => b(x != 0.0 || y != 0.0),
         Op2::Rel(r) => b(r.apply(x, y)),

@@ -121,3 +121,22 @@ impl OdeProblem for ModelOde<'_> {
         Ok(())
     }
 }
+
+/// Compiled code as a backend.
+impl Backend for crate::jit::codegen::Jit {
+    fn run(&self, entry: Entry, buf: &mut [f64]) -> i32 {
+        let k = match entry {
+            Entry::Parameters => 0,
+            Entry::Starts => 1,
+            Entry::Ode => 2,
+            Entry::Tangent => 3,
+            Entry::ZeroCrossings => 4,
+            Entry::Conditions => 5,
+            Entry::Actions => 6,
+            Entry::InitialResiduals => 7,
+            Entry::Asserts => 8,
+            Entry::Residuals => 9,
+        };
+        crate::jit::codegen::Jit::run(self, k, buf)
+    }
+}

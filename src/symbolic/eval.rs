@@ -58,7 +58,7 @@ fn eval_node(arena: &ExprArena, id: ExprId, env: &Env, m: &HashMap<ExprId, f64>)
         Node::Sub(a, c) => g(a) - g(c),
         Node::Mul(a, c) => g(a) * g(c),
         Node::Div(a, c) => g(a) / g(c),
-        Node::Pow(a, c) => g(a).powf(g(c)),
+        Node::Pow(a, c) => crate::flat::expr::pow(g(a), g(c)),
         Node::Not(a) => b(g(a) == 0.0),
         Node::And(a, c) => b(g(a) != 0.0 && g(c) != 0.0),
         Node::Or(a, c) => b(g(a) != 0.0 || g(c) != 0.0),

@@ -1,0 +1,573 @@
+//! Machine code for the IR, by cranelift, in process.
+//!
+//! Every IR function becomes a native function: a model entry has the C
+//! signature `fn(frame: *mut f64, len: u64) -> i32` and first checks that the
+//! frame is at least as long as the program's layout (the ABI bounds check;
+//! within the function every constant slot is below that length, which the IR
+//! verifier guarantees, and every computed index is checked before use); a
+//! user function has `fn(frame: *mut f64) -> i32`, its frame being a stack
+//! slot of its caller. Math functions without a cranelift instruction are
+//! calls of Rust's libm routines, registered as JIT symbols, so compiled code
+//! and the interpreter compute the very same values.
+
+use super::ir::{Expr, Func, Op1, Op2, Stmt, status};
+use super::lower::Program;
+use crate::flat::{Fn1, Fn2, RelOp};
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{self, AbiParam, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, types};
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{FuncId, Linkage, Module};
+use std::collections::HashMap;
+
+type EntryFn = unsafe extern "C" fn(*mut f64, u64) -> i32;
+
+/// The compiled program. Holds the code memory for as long as it lives.
+pub struct Jit {
+    _module: JITModule,
+    entries: Vec<(String, EntryFn, u32)>,
+}
+
+// The compiled functions only touch the frame they are given.
+unsafe impl Send for Jit {}
+unsafe impl Sync for Jit {}
+
+impl Jit {
+    /// Runs entry `k` (in the order of [`Program::entries`]) on `frame`.
+    pub fn run(&self, k: usize, frame: &mut [f64]) -> i32 {
+        let (_, f, _) = self.entries[k];
+        // Safety: the function checks `frame.len()` against its frame size
+        // before any access, and only touches `frame`.
+        unsafe { f(frame.as_mut_ptr(), frame.len() as u64) }
+    }
+}
+
+macro_rules! libm1 {
+    ($($name:ident => $e:expr),* $(,)?) => {
+        $(extern "C" fn $name(x: f64) -> f64 { let f: fn(f64) -> f64 = $e; f(x) })*
+    };
+}
+
+libm1! {
+    rmoc_sin => f64::sin,
+    rmoc_cos => f64::cos,
+    rmoc_tan => f64::tan,
+    rmoc_asin => f64::asin,
+    rmoc_acos => f64::acos,
+    rmoc_atan => f64::atan,
+    rmoc_sinh => f64::sinh,
+    rmoc_cosh => f64::cosh,
+    rmoc_tanh => f64::tanh,
+    rmoc_exp => f64::exp,
+    rmoc_log => f64::ln,
+    rmoc_log10 => f64::log10,
+}
+
+extern "C" fn rmoc_pow(x: f64, y: f64) -> f64 {
+    crate::jit::interp::apply2(Op2::Pow, x, y)
+}
+
+extern "C" fn rmoc_atan2(y: f64, x: f64) -> f64 {
+    y.atan2(x)
+}
+
+/// `a x = b` for an n x n row-major `a`; the solution replaces `b`.
+/// Returns 1 on success, 0 for a singular matrix.
+extern "C" fn rmoc_solve(n: u64, a: *mut f64, b: *mut f64) -> i32 {
+    let n = n as usize;
+    // Safety: the generated code passes stack slots of exactly n*n and n f64.
+    let (a, b) = unsafe { (std::slice::from_raw_parts_mut(a, n * n), std::slice::from_raw_parts_mut(b, n)) };
+    i32::from(crate::jit::interp::solve_dense(n, a, b))
+}
+
+fn symbol_of(f: Fn1) -> Option<(&'static str, *const u8)> {
+    Some(match f {
+        Fn1::Sin => ("rmoc_sin", rmoc_sin as *const u8),
+        Fn1::Cos => ("rmoc_cos", rmoc_cos as *const u8),
+        Fn1::Tan => ("rmoc_tan", rmoc_tan as *const u8),
+        Fn1::Asin => ("rmoc_asin", rmoc_asin as *const u8),
+        Fn1::Acos => ("rmoc_acos", rmoc_acos as *const u8),
+        Fn1::Atan => ("rmoc_atan", rmoc_atan as *const u8),
+        Fn1::Sinh => ("rmoc_sinh", rmoc_sinh as *const u8),
+        Fn1::Cosh => ("rmoc_cosh", rmoc_cosh as *const u8),
+        Fn1::Tanh => ("rmoc_tanh", rmoc_tanh as *const u8),
+        Fn1::Exp => ("rmoc_exp", rmoc_exp as *const u8),
+        Fn1::Log => ("rmoc_log", rmoc_log as *const u8),
+        Fn1::Log10 => ("rmoc_log10", rmoc_log10 as *const u8),
+        _ => return None,
+    })
+}
+
+/// Compiles a verified program.
+pub fn compile(p: &Program) -> Result<Jit, String> {
+    let mut flags = settings::builder();
+    let set = |f: &mut settings::Builder, k: &str, v: &str| f.set(k, v).map_err(|e| format!("cranelift setting {k}: {e}"));
+    set(&mut flags, "use_colocated_libcalls", "false")?;
+    set(&mut flags, "is_pic", "false")?;
+    set(&mut flags, "opt_level", "speed")?;
+    let isa = cranelift_native::builder()
+        .map_err(|e| format!("this machine is not supported by the JIT: {e}"))?
+        .finish(settings::Flags::new(flags))
+        .map_err(|e| format!("cranelift: {e}"))?;
+    let mut jb = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
+    for f in Fn1::ALL {
+        if let Some((n, ptr)) = symbol_of(f) {
+            jb.symbol(n, ptr);
+        }
+    }
+    jb.symbol("rmoc_pow", rmoc_pow as *const u8);
+    jb.symbol("rmoc_atan2", rmoc_atan2 as *const u8);
+    jb.symbol("rmoc_solve", rmoc_solve as *const u8);
+    let mut module = JITModule::new(jb);
+    let ptr = module.target_config().pointer_type();
+
+    // Imported math functions.
+    let mut sig1 = module.make_signature();
+    sig1.params.push(AbiParam::new(types::F64));
+    sig1.returns.push(AbiParam::new(types::F64));
+    let mut sig2 = sig1.clone();
+    sig2.params.push(AbiParam::new(types::F64));
+    let mut imports: HashMap<&'static str, FuncId> = HashMap::new();
+    for f in Fn1::ALL {
+        if let Some((n, _)) = symbol_of(f) {
+            let id = module.declare_function(n, Linkage::Import, &sig1).map_err(|e| e.to_string())?;
+            imports.insert(n, id);
+        }
+    }
+    for n in ["rmoc_pow", "rmoc_atan2"] {
+        let id = module.declare_function(n, Linkage::Import, &sig2).map_err(|e| e.to_string())?;
+        imports.insert(n, id);
+    }
+    let mut solve_sig = module.make_signature();
+    solve_sig.params.push(AbiParam::new(types::I64));
+    solve_sig.params.push(AbiParam::new(ptr));
+    solve_sig.params.push(AbiParam::new(ptr));
+    solve_sig.returns.push(AbiParam::new(types::I32));
+    let solve_id = module.declare_function("rmoc_solve", Linkage::Import, &solve_sig).map_err(|e| e.to_string())?;
+    imports.insert("rmoc_solve", solve_id);
+
+    // User functions: fn(frame) -> i32.
+    let mut user_sig = module.make_signature();
+    user_sig.params.push(AbiParam::new(ptr));
+    user_sig.returns.push(AbiParam::new(types::I32));
+    let mut user_ids = Vec::new();
+    for (i, f) in p.user.iter().enumerate() {
+        let id = module
+            .declare_function(&format!("user{i}_{}", sanitize(&f.name)), Linkage::Local, &user_sig)
+            .map_err(|e| e.to_string())?;
+        user_ids.push(id);
+    }
+    let mut entry_sig = module.make_signature();
+    entry_sig.params.push(AbiParam::new(ptr));
+    entry_sig.params.push(AbiParam::new(types::I64));
+    entry_sig.returns.push(AbiParam::new(types::I32));
+    let mut entry_ids = Vec::new();
+    for f in p.entries() {
+        let id = module.declare_function(&f.name, Linkage::Export, &entry_sig).map_err(|e| e.to_string())?;
+        entry_ids.push(id);
+    }
+
+    let mut ctx = module.make_context();
+    let mut fctx = FunctionBuilderContext::new();
+    let env = Env {
+        imports: &imports,
+        user_ids: &user_ids,
+        user: &p.user,
+    };
+    for (i, f) in p.user.iter().enumerate() {
+        ctx.func.signature = user_sig.clone();
+        build(&mut module, &mut ctx.func, &mut fctx, f, false, &env)?;
+        module.define_function(user_ids[i], &mut ctx).map_err(|e| format!("{}: {e:?}", f.name))?;
+        module.clear_context(&mut ctx);
+    }
+    for (k, f) in p.entries().iter().enumerate() {
+        ctx.func.signature = entry_sig.clone();
+        build(&mut module, &mut ctx.func, &mut fctx, f, true, &env)?;
+        module.define_function(entry_ids[k], &mut ctx).map_err(|e| format!("{}: {e:?}", f.name))?;
+        module.clear_context(&mut ctx);
+    }
+    module.finalize_definitions().map_err(|e| e.to_string())?;
+    let entries = p
+        .entries()
+        .iter()
+        .zip(&entry_ids)
+        .map(|(f, &id)| {
+            let code = module.get_finalized_function(id);
+            // Safety: the function was defined with `entry_sig`, which is
+            // `extern "C" fn(*mut f64, u64) -> i32` on this target.
+            let fp: EntryFn = unsafe { std::mem::transmute::<*const u8, EntryFn>(code) };
+            (f.name.clone(), fp, f.frame_size)
+        })
+        .collect();
+    Ok(Jit { _module: module, entries })
+}
+
+fn sanitize(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
+}
+
+struct Env<'a> {
+    imports: &'a HashMap<&'static str, FuncId>,
+    user_ids: &'a [FuncId],
+    user: &'a [Func],
+}
+
+struct Gen<'a, 'b> {
+    b: FunctionBuilder<'b>,
+    module: &'a mut JITModule,
+    env: &'a Env<'a>,
+    frame: ir::Value,
+    locals: Vec<Variable>,
+    loop_exits: Vec<ir::Block>,
+    func_refs: HashMap<FuncId, ir::FuncRef>,
+}
+
+fn build(
+    module: &mut JITModule,
+    func: &mut ir::Function,
+    fctx: &mut FunctionBuilderContext,
+    f: &Func,
+    entry: bool,
+    env: &Env,
+) -> Result<(), String> {
+    let mut b = FunctionBuilder::new(func, fctx);
+    let start = b.create_block();
+    b.append_block_params_for_function_params(start);
+    b.switch_to_block(start);
+    b.seal_block(start);
+    let frame = b.block_params(start)[0];
+    if entry {
+        // ABI bounds check: the frame must hold the whole layout.
+        let len = b.block_params(start)[1];
+        let ok = b.ins().icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, len, f.frame_size as i64);
+        let body = b.create_block();
+        let bad = b.create_block();
+        b.ins().brif(ok, body, &[], bad, &[]);
+        b.switch_to_block(bad);
+        b.seal_block(bad);
+        let code = b.ins().iconst(types::I32, status::encode(status::FRAME, 0) as i64);
+        b.ins().return_(&[code]);
+        b.switch_to_block(body);
+        b.seal_block(body);
+    }
+    let mut locals = Vec::with_capacity(f.n_locals as usize);
+    let zero = b.ins().f64const(0.0);
+    for _ in 0..f.n_locals {
+        let v = b.declare_var(types::F64);
+        b.def_var(v, zero);
+        locals.push(v);
+    }
+    let mut g = Gen {
+        b,
+        module,
+        env,
+        frame,
+        locals,
+        loop_exits: Vec::new(),
+        func_refs: HashMap::new(),
+    };
+    g.stmts(&f.body)?;
+    // Whatever block is current (possibly unreachable) gets a terminator.
+    let ok = g.b.ins().iconst(types::I32, 0);
+    g.b.ins().return_(&[ok]);
+    g.b.seal_all_blocks();
+    let cfg = g.module.target_config();
+    g.b.finalize(cfg);
+    Ok(())
+}
+
+impl Gen<'_, '_> {
+    fn flags() -> MemFlagsData {
+        MemFlagsData::trusted()
+    }
+
+    fn func_ref(&mut self, id: FuncId) -> ir::FuncRef {
+        if let Some(&r) = self.func_refs.get(&id) {
+            return r;
+        }
+        let r = self.module.declare_func_in_func(id, self.b.func);
+        self.func_refs.insert(id, r);
+        r
+    }
+
+    fn call_import(&mut self, name: &str, args: &[ir::Value]) -> ir::Value {
+        let id = self.env.imports[name];
+        let r = self.func_ref(id);
+        let call = self.b.ins().call(r, args);
+        self.b.inst_results(call)[0]
+    }
+
+    fn bool_to_f64(&mut self, c: ir::Value) -> ir::Value {
+        let one = self.b.ins().f64const(1.0);
+        let zero = self.b.ins().f64const(0.0);
+        self.b.ins().select(c, one, zero)
+    }
+
+    fn truth(&mut self, v: ir::Value) -> ir::Value {
+        let zero = self.b.ins().f64const(0.0);
+        self.b.ins().fcmp(FloatCC::NotEqual, v, zero)
+    }
+
+    /// Leaves the current block after a terminator: code that follows is
+    /// unreachable but must still go somewhere.
+    fn fresh_block(&mut self) {
+        let nb = self.b.create_block();
+        self.b.switch_to_block(nb);
+    }
+
+    fn ret(&mut self, code: i32) {
+        let c = self.b.ins().iconst(types::I32, code as i64);
+        self.b.ins().return_(&[c]);
+        self.fresh_block();
+    }
+
+    /// Returns `code` when `bad` (an i8 truth value) holds.
+    fn fail_if(&mut self, bad: ir::Value, code: i32) {
+        let fail = self.b.create_block();
+        let cont = self.b.create_block();
+        self.b.ins().brif(bad, fail, &[], cont, &[]);
+        self.b.switch_to_block(fail);
+        let c = self.b.ins().iconst(types::I32, code as i64);
+        self.b.ins().return_(&[c]);
+        self.b.switch_to_block(cont);
+    }
+
+    fn elem_addr(&mut self, base: u32, len: u32, index: &Expr) -> Result<ir::Value, String> {
+        let i = self.expr(index)?;
+        let one = self.b.ins().f64const(1.0);
+        let lenf = self.b.ins().f64const(len as f64);
+        let ge = self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, i, one);
+        let le = self.b.ins().fcmp(FloatCC::LessThanOrEqual, i, lenf);
+        let ok = self.b.ins().band(ge, le);
+        let bad = self.b.ins().bnot(ok);
+        let bad = self.b.ins().band_imm_u(bad, 1);
+        self.fail_if(bad, status::encode(status::INDEX, 0));
+        let k = self.b.ins().fcvt_to_sint_sat(types::I64, i);
+        let k = self.b.ins().iadd_imm_s(k, base as i64 - 1);
+        let off = self.b.ins().imul_imm_s(k, 8);
+        Ok(self.b.ins().iadd(self.frame, off))
+    }
+
+    fn expr(&mut self, e: &Expr) -> Result<ir::Value, String> {
+        Ok(match e {
+            Expr::Const(c) => self.b.ins().f64const(*c),
+            Expr::Load(s) => self.b.ins().load(types::F64, Self::flags(), self.frame, (*s as i32) * 8),
+            Expr::LoadElem { base, len, index } => {
+                let addr = self.elem_addr(*base, *len, index)?;
+                self.b.ins().load(types::F64, Self::flags(), addr, 0)
+            }
+            Expr::Local(l) => self.b.use_var(self.locals[*l as usize]),
+            Expr::Un(op, a) => {
+                let x = self.expr(a)?;
+                match op {
+                    Op1::Neg => self.b.ins().fneg(x),
+                    Op1::Not => {
+                        let zero = self.b.ins().f64const(0.0);
+                        let c = self.b.ins().fcmp(FloatCC::Equal, x, zero);
+                        self.bool_to_f64(c)
+                    }
+                    Op1::F(f) => match f {
+                        Fn1::Abs => self.b.ins().fabs(x),
+                        Fn1::Sqrt => self.b.ins().sqrt(x),
+                        Fn1::Floor | Fn1::Integer => self.b.ins().floor(x),
+                        Fn1::Ceil => self.b.ins().ceil(x),
+                        Fn1::Sign => {
+                            let zero = self.b.ins().f64const(0.0);
+                            let one = self.b.ins().f64const(1.0);
+                            let mone = self.b.ins().f64const(-1.0);
+                            let gt = self.b.ins().fcmp(FloatCC::GreaterThan, x, zero);
+                            let lt = self.b.ins().fcmp(FloatCC::LessThan, x, zero);
+                            let neg = self.b.ins().select(lt, mone, zero);
+                            self.b.ins().select(gt, one, neg)
+                        }
+                        other => {
+                            let (name, _) = symbol_of(*other).ok_or_else(|| format!("no symbol for {other:?}"))?;
+                            self.call_import(name, &[x])
+                        }
+                    },
+                }
+            }
+            Expr::Bin(op, a, c) => {
+                let x = self.expr(a)?;
+                let y = self.expr(c)?;
+                match op {
+                    Op2::Add => self.b.ins().fadd(x, y),
+                    Op2::Sub => self.b.ins().fsub(x, y),
+                    Op2::Mul => self.b.ins().fmul(x, y),
+                    Op2::Div => self.b.ins().fdiv(x, y),
+                    Op2::Pow => self.call_import("rmoc_pow", &[x, y]),
+                    Op2::And | Op2::Or => {
+                        let tx = self.truth(x);
+                        let ty = self.truth(y);
+                        let c = if *op == Op2::And { self.b.ins().band(tx, ty) } else { self.b.ins().bor(tx, ty) };
+                        self.bool_to_f64(c)
+                    }
+                    Op2::Rel(r) => {
+                        let cc = match r {
+                            RelOp::Lt => FloatCC::LessThan,
+                            RelOp::Le => FloatCC::LessThanOrEqual,
+                            RelOp::Gt => FloatCC::GreaterThan,
+                            RelOp::Ge => FloatCC::GreaterThanOrEqual,
+                            RelOp::Eq => FloatCC::Equal,
+                            RelOp::Ne => FloatCC::NotEqual,
+                        };
+                        let c = self.b.ins().fcmp(cc, x, y);
+                        self.bool_to_f64(c)
+                    }
+                    Op2::F(f) => match f {
+                        Fn2::Atan2 => self.call_import("rmoc_atan2", &[x, y]),
+                        Fn2::Min => {
+                            let c = self.b.ins().fcmp(FloatCC::LessThan, x, y);
+                            self.b.ins().select(c, x, y)
+                        }
+                        Fn2::Max => {
+                            let c = self.b.ins().fcmp(FloatCC::GreaterThan, x, y);
+                            self.b.ins().select(c, x, y)
+                        }
+                        Fn2::Mod => {
+                            let q = self.b.ins().fdiv(x, y);
+                            let f = self.b.ins().floor(q);
+                            let m = self.b.ins().fmul(f, y);
+                            self.b.ins().fsub(x, m)
+                        }
+                        Fn2::Rem => {
+                            let q = self.b.ins().fdiv(x, y);
+                            let f = self.b.ins().trunc(q);
+                            let m = self.b.ins().fmul(f, y);
+                            self.b.ins().fsub(x, m)
+                        }
+                        Fn2::Div => {
+                            let q = self.b.ins().fdiv(x, y);
+                            self.b.ins().trunc(q)
+                        }
+                    },
+                }
+            }
+            Expr::Select(c, a, d) => {
+                let cv = self.expr(c)?;
+                let av = self.expr(a)?;
+                let dv = self.expr(d)?;
+                let t = self.truth(cv);
+                self.b.ins().select(t, av, dv)
+            }
+        })
+    }
+
+    fn stack(&mut self, n: usize) -> ir::StackSlot {
+        self.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, (8 * n.max(1)) as u32, 3))
+    }
+
+    fn stmts(&mut self, body: &[Stmt]) -> Result<(), String> {
+        for s in body {
+            self.stmt(s)?;
+        }
+        Ok(())
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> Result<(), String> {
+        match s {
+            Stmt::Store(slot, e) => {
+                let v = self.expr(e)?;
+                self.b.ins().store(Self::flags(), v, self.frame, (*slot as i32) * 8);
+            }
+            Stmt::StoreElem { base, len, index, value } => {
+                let addr = self.elem_addr(*base, *len, index)?;
+                let v = self.expr(value)?;
+                self.b.ins().store(Self::flags(), v, addr, 0);
+            }
+            Stmt::Set(l, e) => {
+                let v = self.expr(e)?;
+                self.b.def_var(self.locals[*l as usize], v);
+            }
+            Stmt::If(c, t, e) => {
+                let cv = self.expr(c)?;
+                let cond = self.truth(cv);
+                let tb = self.b.create_block();
+                let eb = self.b.create_block();
+                let join = self.b.create_block();
+                self.b.ins().brif(cond, tb, &[], eb, &[]);
+                self.b.switch_to_block(tb);
+                self.stmts(t)?;
+                self.b.ins().jump(join, &[]);
+                self.b.switch_to_block(eb);
+                self.stmts(e)?;
+                self.b.ins().jump(join, &[]);
+                self.b.switch_to_block(join);
+            }
+            Stmt::Loop(body) => {
+                let head = self.b.create_block();
+                let exit = self.b.create_block();
+                self.b.ins().jump(head, &[]);
+                self.b.switch_to_block(head);
+                self.loop_exits.push(exit);
+                self.stmts(body)?;
+                self.loop_exits.pop();
+                self.b.ins().jump(head, &[]);
+                self.b.switch_to_block(exit);
+            }
+            Stmt::Break => {
+                let exit = *self.loop_exits.last().ok_or("break outside loop")?;
+                self.b.ins().jump(exit, &[]);
+                self.fresh_block();
+            }
+            Stmt::Return(code) => self.ret(*code),
+            Stmt::Call { func, args, outs } => {
+                let callee = &self.env.user[*func as usize];
+                let slot = self.stack(callee.frame_size as usize);
+                let base = self.b.ins().stack_addr(types::I64, slot, 0);
+                // Zero the callee's frame: its locals start at 0 as in the interpreter.
+                let zero = self.b.ins().f64const(0.0);
+                for k in 0..callee.frame_size {
+                    self.b.ins().store(Self::flags(), zero, base, (k * 8) as i32);
+                }
+                let inputs = callee.inputs.clone();
+                let outputs = callee.outputs.clone();
+                for (a, &slot_in) in args.iter().zip(&inputs) {
+                    let v = self.expr(a)?;
+                    self.b.ins().store(Self::flags(), v, base, (slot_in * 8) as i32);
+                }
+                let id = self.env.user_ids[*func as usize];
+                let r = self.func_ref(id);
+                let call = self.b.ins().call(r, &[base]);
+                let code = self.b.inst_results(call)[0];
+                // A failing callee's status is passed on.
+                let bad = self.b.ins().icmp_imm_s(IntCC::NotEqual, code, 0);
+                let fail = self.b.create_block();
+                let cont = self.b.create_block();
+                self.b.ins().brif(bad, fail, &[], cont, &[]);
+                self.b.switch_to_block(fail);
+                self.b.ins().return_(&[code]);
+                self.b.switch_to_block(cont);
+                for (&o, &slot_out) in outs.iter().zip(&outputs) {
+                    let v = self.b.ins().load(types::F64, Self::flags(), base, (slot_out * 8) as i32);
+                    self.b.def_var(self.locals[o as usize], v);
+                }
+            }
+            Stmt::Solve { n, a, b, x, fail } => {
+                let n = *n as usize;
+                let sa = self.stack(n * n);
+                let sb = self.stack(n);
+                for (k, &l) in a.iter().enumerate() {
+                    let v = self.b.use_var(self.locals[l as usize]);
+                    self.b.ins().stack_store(types::I64, v, sa, (k * 8) as i32);
+                }
+                for (k, &l) in b.iter().enumerate() {
+                    let v = self.b.use_var(self.locals[l as usize]);
+                    self.b.ins().stack_store(types::I64, v, sb, (k * 8) as i32);
+                }
+                let pa = self.b.ins().stack_addr(types::I64, sa, 0);
+                let pb = self.b.ins().stack_addr(types::I64, sb, 0);
+                let nn = self.b.ins().iconst(types::I64, n as i64);
+                let ok = self.call_import("rmoc_solve", &[nn, pa, pb]);
+                let bad = self.b.ins().icmp_imm_s(IntCC::Equal, ok, 0);
+                self.fail_if(bad, *fail);
+                for (k, &l) in x.iter().enumerate() {
+                    let v = self.b.ins().stack_load(types::I64, types::F64, sb, (k * 8) as i32);
+                    self.b.def_var(self.locals[l as usize], v);
+                }
+            }
+        }
+        Ok(())
+    }
+}
