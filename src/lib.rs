@@ -172,6 +172,23 @@ pub fn check_model(lib: &mut Library, model: ClassId) -> Result<String, Vec<Diag
         return Err(diags);
     }
     let unknowns = structure::balance::unknowns(&flat).len();
+    // A closed model (no connectors of its own) is analysed as `simulate` would.
+    if flat.top_connectors.is_empty() {
+        let summary = (flat.name.clone(), flat.equations.len(), flat.vars.iter().filter(|v| v.is_parameter()).count());
+        let causal = structure::analyze(flat)?;
+        if let Some(d) = structure::initial_balance(&causal) {
+            return Err(vec![d]);
+        }
+        return Ok(format!(
+            "{}: ok ({} equations, {} unknowns, {} parameters; index {}, {} states)",
+            summary.0,
+            summary.1,
+            unknowns,
+            summary.2,
+            causal.summary.index,
+            causal.states.len()
+        ));
+    }
     Ok(format!(
         "{}: ok ({} equations, {} unknowns, {} parameters)",
         flat.name,
@@ -191,6 +208,9 @@ pub struct Compiled {
 pub fn compile(lib: &mut Library, model: ClassId) -> Result<Compiled, Vec<Diagnostic>> {
     let flat = instantiate::flatten(lib, model)?;
     let mut causal = structure::analyze(flat)?;
+    if let Some(d) = structure::initial_balance(&causal) {
+        return Err(vec![d]);
+    }
     let program = jit::lower::lower(&mut causal).map_err(|m| vec![Diagnostic::error_nospan(format!("code generation failed: {m}"))])?;
     if let Err(e) = jit::ir::verify(&program.entries().map(|f| f.clone()), &program.user) {
         return Err(vec![Diagnostic::error_nospan(format!("internal error: generated code failed verification: {}", e.0))]);

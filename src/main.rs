@@ -81,6 +81,19 @@ struct SimulateArgs {
 }
 
 fn main() -> ExitCode {
+    // Deeply nested expressions recurse in the parser and the flattener; a
+    // large stack keeps "very long" from becoming "crash".
+    let worker = std::thread::Builder::new().stack_size(512 << 20).spawn(run);
+    match worker.map(|h| h.join()) {
+        Ok(Ok(code)) => code,
+        _ => {
+            eprintln!("error: internal failure (please report this model)");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -119,6 +132,9 @@ fn check(file: &std::path::Path, model: Option<&str>, parse_only: bool) -> ExitC
         Ok(l) => l,
         Err(d) => return report(&lib, &d),
     };
+    if loaded.classes.is_empty() {
+        return report(&lib, &[Diagnostic::error_nospan(format!("`{}` defines no class", file.display())).with_hint("a model file holds at least one `model ... end ...;`")]);
+    }
     if parse_only {
         println!("{}: parsed {} class(es)", file.display(), loaded.classes.len());
         return ExitCode::SUCCESS;

@@ -119,13 +119,40 @@ impl<'l> Flattener<'l> {
                     return Err(Diagnostic::error(eq.span, "`when` is not allowed in an initial equation section"));
                 }
                 let mut out = Vec::new();
+                let mut assigned: Vec<Vec<VarId>> = Vec::new();
                 for (cond, body) in branches {
                     let c = self.when_condition(cond, ctx)?;
                     let mut stmts = Vec::new();
                     for e in body {
                         self.when_statement(e, ctx, &mut stmts)?;
                     }
+                    let mut vs: Vec<VarId> = stmts
+                        .iter()
+                        .filter_map(|s| match s {
+                            WhenStatement::Assign { var, .. } => Some(*var),
+                            _ => None,
+                        })
+                        .collect();
+                    vs.sort_unstable();
+                    vs.dedup();
+                    assigned.push(vs);
                     out.push((c, stmts));
+                }
+                // Every branch of a when-equation defines the same variables (MLS 8.3.5).
+                if let Some(first) = assigned.first() {
+                    for (k, other) in assigned.iter().enumerate().skip(1) {
+                        if other != first {
+                            let diff: Vec<String> = first
+                                .iter()
+                                .filter(|v| !other.contains(v))
+                                .chain(other.iter().filter(|v| !first.contains(v)))
+                                .map(|&v| format!("`{}`", self.vars[v as usize].name))
+                                .collect();
+                            return Err(Diagnostic::error(branches[k].0.span, format!("the branches of this when-equation assign different variables: {}", diff.join(", ")))
+                                .with_label("this elsewhen branch")
+                                .with_hint("in a when-equation every branch must assign the same variables; assign the others to `pre(v)`"));
+                        }
+                    }
                 }
                 self.whens.push(flat::WhenClause { branches: out, span: eq.span });
                 Ok(())

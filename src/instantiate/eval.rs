@@ -925,7 +925,11 @@ impl<'l> Flattener<'l> {
                     }
                     None => {
                         let n = self.vars[*v as usize].name.clone();
-                        return Err(Diagnostic::error(r.span, format!("constant `{n}` has no value")));
+                        let decl = self.vars[*v as usize].span;
+                        return Err(Diagnostic::error(decl, format!("constant `{n}` has no value"))
+                            .with_label("declared without a value")
+                            .with_secondary(r.span, "used here")
+                            .with_hint(format!("give it a value: `constant Real {n} = ...;`")));
                     }
                 }
             } else {

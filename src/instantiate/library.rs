@@ -623,7 +623,10 @@ impl Library {
     fn unknown_class(&mut self, scope: Option<ClassId>, id: &ast::Ident) -> Diagnostic {
         let mut d = Diagnostic::error(id.span, format!("unknown class `{}`", id.name))
             .with_label("no class of this name is visible here");
-        if let Some(s) = self.suggest_class(scope, &id.name) {
+        let keyword = closest(&id.name, crate::syntax::parser::KEYWORDS.iter().copied()).filter(|k| id.name.len() >= 4 && *k != id.name);
+        if let Some(k) = keyword {
+            d = d.with_hint(format!("`{}` is read as a type name here; did you mean the keyword `{k}`?", id.name));
+        } else if let Some(s) = self.suggest_class(scope, &id.name) {
             d = d.with_hint(format!("did you mean `{s}`?"));
         } else {
             d = d.with_hint(
@@ -655,15 +658,18 @@ impl Library {
 /// The candidate closest to `name` by edit distance, if close enough to be a
 /// likely typo.
 pub fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<String> {
-    let mut best: Option<(usize, &str)> = None;
+    // Ties go to the candidate sharing the longest prefix (`sinn` -> `sin`, not `sign`).
+    let prefix = |c: &str| name.chars().zip(c.chars()).take_while(|(a, b)| a == b).count();
+    let mut best: Option<(usize, usize, &str)> = None;
     for c in candidates {
         let d = edit_distance(&name.to_lowercase(), &c.to_lowercase());
         let limit = (name.len().max(c.len()) + 1) / 3;
-        if d <= limit && best.is_none_or(|(bd, _)| d < bd) {
-            best = Some((d, c));
+        let p = prefix(c);
+        if d <= limit && best.is_none_or(|(bd, bp, _)| d < bd || (d == bd && p > bp)) {
+            best = Some((d, p, c));
         }
     }
-    best.map(|(_, c)| c.to_string())
+    best.map(|(_, _, c)| c.to_string())
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {

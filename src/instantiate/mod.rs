@@ -116,6 +116,10 @@ pub struct Flattener<'l> {
     diags: Vec<Diagnostic>,
     depth: usize,
     aux_count: usize,
+    /// Classes being instantiated, outermost first (a class on it twice is recursive).
+    class_stack: Vec<ClassId>,
+    /// Where each parameter's binding was written.
+    binding_spans: HashMap<VarId, Span>,
     /// Variables with a declaration equation (`Real E = ...`).
     bound_by_equation: std::collections::HashSet<VarId>,
 }
@@ -143,6 +147,8 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
         diags: Vec::new(),
         depth: 0,
         aux_count: 0,
+        class_stack: Vec::new(),
+        binding_spans: HashMap::new(),
         bound_by_equation: Default::default(),
     };
     let name = f.lib.entry(model).full_name.clone();
@@ -292,7 +298,7 @@ impl<'l> Flattener<'l> {
             let parent = self.lib.entry(class).parent;
             let scope = Scope { inst, class: parent };
             if let Some(cm) = &s.modification {
-                let inner = Modifier::from_class_mod(cm, scope);
+                let inner = Modifier::from_class_mod(cm, scope)?;
                 modifier = merge(&modifier, &inner);
             }
             if !s.dims.is_empty() {
@@ -355,9 +361,10 @@ impl<'l> Flattener<'l> {
                         None => self.lib.lookup(parent, &ext.base)?,
                     };
                     let ext_mod = match &ext.modification {
-                        Some(cm) => Modifier::from_class_mod(cm, own_scope),
+                        Some(cm) => Modifier::from_class_mod(cm, own_scope)?,
                         None => Modifier::default(),
                     };
+                    modifier::check_final(m, &ext_mod, &ext.base.dotted())?;
                     let resolved = self.resolve_short(base, merge(m, &ext_mod), inst)?;
                     if self.lib.builtin(resolved.class).is_some() {
                         return self.err(ext.span, "extending a predefined type is only allowed in a short class definition (`type T = Real(...)`)");
@@ -392,6 +399,7 @@ impl<'l> Flattener<'l> {
                             .with_secondary(c.name.span, "declared here")
                             .with_hint(format!("declare it as `replaceable {} {}`", c.type_name.dotted(), c.name.name)));
                         }
+                        self.check_redeclare_subtype(class, c, nc, r)?;
                         let mut decl = (**nc).clone();
                         decl.prefix = merge_prefix(c.prefix, nc.prefix);
                         if decl.dims.is_empty() {
@@ -402,7 +410,7 @@ impl<'l> Flattener<'l> {
                         if let Some(cb) = &c.constrainedby
                             && let Some(cm) = &cb.modification
                         {
-                            outer = merge(&outer, &Modifier::from_class_mod(cm, own_scope));
+                            outer = merge(&outer, &Modifier::from_class_mod(cm, own_scope)?);
                         }
                         out.components.push(PendingComp {
                             decl: Rc::new(decl),
@@ -433,6 +441,42 @@ impl<'l> Flattener<'l> {
             out.algorithms.push((Rc::new(alg.clone()), Some(class)));
         }
         Ok(out)
+    }
+
+    /// The public components of a class (its interface), with inherited ones.
+    fn interface_names(&mut self, class: ClassId) -> Result<Vec<String>, Diagnostic> {
+        let resolved = self.resolve_short(class, Modifier::default(), None)?;
+        if self.lib.builtin(resolved.class).is_some() {
+            return Ok(Vec::new());
+        }
+        let contents = self.contents(resolved.class, &Modifier::default(), None, 0)?;
+        Ok(contents.components.iter().filter(|c| !c.decl.protected).map(|c| c.decl.name.name.clone()).collect())
+    }
+
+    /// A redeclared component's class must have every public element of the
+    /// constraining class (the `constrainedby` class, else the original type).
+    fn check_redeclare_subtype(&mut self, scope: ClassId, old: &ast::Component, new: &ast::Component, r: &modifier::Redecl) -> Result<(), Diagnostic> {
+        let constraint_name = old.constrainedby.as_ref().map(|cb| &cb.base).unwrap_or(&old.type_name);
+        let constraint = self.lib.lookup(Some(scope), constraint_name)?;
+        let new_class = self.lib.lookup(r.scope.class, &new.type_name)?;
+        let need = self.interface_names(constraint)?;
+        let have = self.interface_names(new_class)?;
+        let missing: Vec<String> = need.iter().filter(|n| !have.contains(n)).map(|n| format!("`{n}`")).collect();
+        if !missing.is_empty() {
+            return Err(Diagnostic::error(
+                new.type_name.span,
+                format!(
+                    "`{}` cannot replace `{}`: it lacks {} of the constraining class `{}`",
+                    new.type_name.dotted(),
+                    old.name.name,
+                    missing.join(", "),
+                    constraint_name.dotted()
+                ),
+            )
+            .with_label("not a subtype of the constraining class")
+            .with_secondary(constraint_name.span, "constraining class"));
+        }
+        Ok(())
     }
 
     /// Every name a modifier sets must be an element of the class.
@@ -485,7 +529,11 @@ impl<'l> Flattener<'l> {
         self.depth += 1;
         if self.depth > 100 {
             self.depth -= 1;
-            return self.err(span, format!("component `{path}` contains itself (recursive model structure)"));
+            let cname = self.lib.entry(class).full_name.clone();
+            let short: Vec<&str> = path.split('.').take(4).collect();
+            return Err(Diagnostic::error(span, format!("recursive model structure: a `{cname}` contains itself (component `{}...`)", short.join(".")))
+                .with_label("this component's class leads back to itself")
+                .with_hint("a class name may resolve to a different class than intended here; qualify it (e.g. `SI.Torque`)"));
         }
         let r = self.instantiate_class_inner(class, m, path, parent, prefix, span);
         self.depth -= 1;
@@ -505,6 +553,29 @@ impl<'l> Flattener<'l> {
             return self.primitive(b, m, path, prefix, span).map(CompNode::Var);
         }
         let def = self.lib.def(class)?.expect("non-builtin class has a definition");
+        if self.class_stack.contains(&class) {
+            let comp = path.rsplit('.').next().unwrap_or(&path).to_string();
+            return Err(Diagnostic::error(span, format!("`{}` contains itself through component `{comp}`", def.name.name))
+                .with_label("a component of its own class")
+                .with_hint("a model cannot contain an instance of itself (the structure would be infinite)"));
+        }
+        self.class_stack.push(class);
+        let r = self.instantiate_model(class, &def, m, path, parent, prefix, span);
+        self.class_stack.pop();
+        r
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn instantiate_model(
+        &mut self,
+        class: ClassId,
+        def: &ast::ClassDef,
+        m: &Modifier,
+        path: String,
+        parent: Option<InstId>,
+        prefix: ast::TypePrefix,
+        span: Span,
+    ) -> Result<CompNode, Diagnostic> {
         match def.kind {
             ClassKind::Function => {
                 return self.err(span, format!("`{}` is a function and cannot be used as a component type", def.name.name));
@@ -600,7 +671,14 @@ impl<'l> Flattener<'l> {
             }
         }
         let type_class = self.component_class(Some(inst), pc.type_scope, &decl.type_name)?;
-        let decl_mod = Modifier::from_modification(decl.modification.as_ref(), pc.decl_scope);
+        let decl_mod = Modifier::from_modification(decl.modification.as_ref(), pc.decl_scope)?;
+        if decl.final_
+            && let Some(b) = &pc.outer.binding
+        {
+            return Err(Diagnostic::error(b.expr.span, format!("`{}` is declared final and cannot be modified", decl.name.name))
+                .with_label("modification of a final element")
+                .with_secondary(decl.name.span, "declared final here"));
+        }
         modifier::check_final(&pc.outer, &decl_mod, &decl.name.name)?;
         let m = if pc.redeclared {
             merge(&pc.outer, &decl_mod)
@@ -689,7 +767,14 @@ impl<'l> Flattener<'l> {
         if dims.is_empty() {
             return self.instantiate_class(resolved.class, &resolved.modifier, path.to_string(), parent, prefix, span);
         }
-        let total: usize = dims.iter().product();
+        const MAX_ELEMENTS: usize = 10_000_000;
+        let total = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).filter(|&t| t <= MAX_ELEMENTS);
+        let Some(total) = total else {
+            let shown: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+            return Err(Diagnostic::error(span, format!("array `{path}` of size [{}] is too large", shown.join(", ")))
+                .with_label("too many elements")
+                .with_hint(format!("rmoc scalarizes arrays; at most {MAX_ELEMENTS} elements are supported")));
+        };
         let mut elems = Vec::with_capacity(total);
         for flat_index in 0..total {
             let idx = unflatten_index(flat_index, dims);
@@ -817,6 +902,9 @@ impl<'l> Flattener<'l> {
         self.connection_equations();
         self.classify_discrete();
         self.bind_top_level_inputs();
+        if let Err(d) = self.check_parameter_cycles() {
+            self.diags.push(d);
+        }
     }
 
     fn apply_attributes(&mut self, pa: &PendingAttrs) -> Result<(), Diagnostic> {
@@ -828,7 +916,8 @@ impl<'l> Flattener<'l> {
             };
             match s.name.as_str() {
                 "start" | "nominal" | "min" | "max" => {
-                    let e = self.eval_binding_scalar(b, &format!("{name}.{}", s.name))?;
+                    let ty = if s.name == "start" { self.vars[v as usize].ty } else { ScalarType::Real };
+                    let e = self.eval_binding_scalar(b, &format!("{name}.{}", s.name), ty)?;
                     let var = &mut self.vars[v as usize];
                     match s.name.as_str() {
                         "start" => var.start = Some(e),
@@ -838,7 +927,7 @@ impl<'l> Flattener<'l> {
                     }
                 }
                 "fixed" => {
-                    let e = self.eval_binding_scalar(b, &format!("{name}.fixed"))?;
+                    let e = self.eval_binding_scalar(b, &format!("{name}.fixed"), ScalarType::Boolean)?;
                     let val = self.const_value(e, b.expr.span)?;
                     self.vars[v as usize].fixed = Some(val != 0.0);
                 }
@@ -871,9 +960,9 @@ impl<'l> Flattener<'l> {
         if pa.equation
             && let Some(b) = &pa.modifier.binding
         {
-            let ctx = eval::Ctx::model(b.scope);
-            let val = self.eval_expr(&b.expr, &ctx)?;
-            let val = eval::select(&val, &b.index, b.expr.span)?;
+            let ty = self.vars[v as usize].ty;
+            let e = self.eval_binding_scalar(b, &name, ty)?;
+            let val = eval::Value::scalar(eval::Ty::Real, e);
             let lhs = self.arena.var(v);
             if !val.dims.is_empty() {
                 return self.err(
@@ -910,8 +999,10 @@ impl<'l> Flattener<'l> {
             return self.err(b.expr.span, format!("the value of `{name}` depends on itself"));
         }
         self.evaluating.push(v);
+        self.binding_spans.insert(v, b.expr.span);
         let name = self.vars[v as usize].name.clone();
-        let r = self.eval_binding_scalar(&b, &name);
+        let ty = self.vars[v as usize].ty;
+        let r = self.eval_binding_scalar(&b, &name, ty);
         self.evaluating.pop();
         let e = r?;
         self.pending_binding.remove(&v);
@@ -919,7 +1010,8 @@ impl<'l> Flattener<'l> {
         Ok(Some(e))
     }
 
-    fn eval_binding_scalar(&mut self, b: &Binding, what: &str) -> Result<flat::ExprId, Diagnostic> {
+    /// A scalar binding of type `ty` (Boolean values only for Booleans).
+    fn eval_binding_scalar(&mut self, b: &Binding, what: &str, ty: ScalarType) -> Result<flat::ExprId, Diagnostic> {
         let ctx = eval::Ctx::model(b.scope);
         let val = self.eval_expr(&b.expr, &ctx)?;
         let val = eval::select(&val, &b.index, b.expr.span)?;
@@ -928,6 +1020,23 @@ impl<'l> Flattener<'l> {
                 b.expr.span,
                 format!("`{what}` is a scalar but is given a value of size {}", eval::shape_text(&val.dims)),
             );
+        }
+        let got_bool = val.ty == eval::Ty::Boolean;
+        let want_bool = ty == ScalarType::Boolean;
+        if got_bool != want_bool {
+            let want = match ty {
+                ScalarType::Real => "Real",
+                ScalarType::Integer => "Integer",
+                ScalarType::Boolean => "Boolean",
+            };
+            let got = if got_bool { "Boolean" } else { "number" };
+            return Err(Diagnostic::error(b.expr.span, format!("type mismatch: `{what}` is {want} but is given a {got}"))
+                .with_label(format!("a {got}"))
+                .with_hint(if want_bool { "write `true` or `false`, or a condition" } else { "write a number, or `if cond then 1 else 0`" }));
+        }
+        if ty == ScalarType::Integer && val.ty == eval::Ty::Real && let Some(c) = self.arena.as_const(val.elems[0]) && c.fract() != 0.0 {
+            return Err(Diagnostic::error(b.expr.span, format!("type mismatch: `{what}` is Integer but is given {c}"))
+                .with_hint("use `integer(x)` to round down, or declare it Real"));
         }
         Ok(val.elems[0])
     }
@@ -999,6 +1108,56 @@ impl<'l> Flattener<'l> {
         };
         memo.insert(e, v);
         Ok(v)
+    }
+
+    /// A parameter whose binding depends on itself (directly or through others)
+    /// has no value.
+    fn check_parameter_cycles(&self) -> Result<(), Diagnostic> {
+        let n = self.vars.len();
+        let mut state = vec![0u8; n];
+        let mut path: Vec<VarId> = Vec::new();
+        fn visit(f: &Flattener, v: VarId, state: &mut [u8], path: &mut Vec<VarId>) -> Option<Vec<VarId>> {
+            match state[v as usize] {
+                2 => return None,
+                1 => {
+                    let k = path.iter().position(|&x| x == v).unwrap_or(0);
+                    return Some(path[k..].to_vec());
+                }
+                _ => {}
+            }
+            state[v as usize] = 1;
+            path.push(v);
+            if let Some(b) = f.vars[v as usize].binding {
+                for d in f.arena.vars_of(b) {
+                    if f.vars[d as usize].is_parameter()
+                        && let Some(c) = visit(f, d, state, path)
+                    {
+                        return Some(c);
+                    }
+                }
+            }
+            path.pop();
+            state[v as usize] = 2;
+            None
+        }
+        for v in 0..n as VarId {
+            if self.vars[v as usize].is_parameter()
+                && let Some(cycle) = visit(self, v, &mut state, &mut path)
+            {
+                let first = cycle[0];
+                let names: Vec<String> = cycle.iter().chain(std::iter::once(&first)).map(|&x| format!("`{}`", self.vars[x as usize].name)).collect();
+                let span = self.binding_spans.get(&first).copied().unwrap_or(self.vars[first as usize].span);
+                let msg = if cycle.len() == 1 {
+                    format!("the value of `{}` depends on itself", self.vars[first as usize].name)
+                } else {
+                    format!("the values of these parameters depend on each other: {}", names.join(" -> "))
+                };
+                return Err(Diagnostic::error(span, msg)
+                    .with_label("circular binding")
+                    .with_hint("give one of them a value that does not depend on the others"));
+            }
+        }
+        Ok(())
     }
 
     /// Names of the top-level model's own connectors: a model with any is a

@@ -66,12 +66,12 @@ impl Modifier {
     }
 
     /// From the text after a declared name: `(start = 1) = 2`.
-    pub fn from_modification(m: Option<&ast::Modification>, scope: Scope) -> Modifier {
+    pub fn from_modification(m: Option<&ast::Modification>, scope: Scope) -> Result<Modifier, Diagnostic> {
         let Some(m) = m else {
-            return Modifier::default();
+            return Ok(Modifier::default());
         };
         let mut out = match &m.class_mod {
-            Some(cm) => Modifier::from_class_mod(cm, scope),
+            Some(cm) => Modifier::from_class_mod(cm, scope)?,
             None => Modifier::default(),
         };
         if let Some(b) = &m.binding {
@@ -82,11 +82,11 @@ impl Modifier {
             });
         }
         out.span = Some(m.span);
-        out
+        Ok(out)
     }
 
     /// From a class modification `(a = 1, b.c = 2, redeclare ...)`.
-    pub fn from_class_mod(cm: &ast::ClassMod, scope: Scope) -> Modifier {
+    pub fn from_class_mod(cm: &ast::ClassMod, scope: Scope) -> Result<Modifier, Diagnostic> {
         let mut out = Modifier {
             span: Some(cm.span),
             ..Modifier::default()
@@ -100,7 +100,7 @@ impl Modifier {
                     modification,
                     span,
                 } => {
-                    let mut inner = Modifier::from_modification(modification.as_ref(), scope);
+                    let mut inner = Modifier::from_modification(modification.as_ref(), scope)?;
                     inner.each = *each;
                     inner.final_ = *final_;
                     // `a.b.c = 1` nests as a(b(c = 1)).
@@ -121,7 +121,7 @@ impl Modifier {
                         name: parts[0].name.clone(),
                         modifier: inner,
                         span: parts[0].span,
-                    });
+                    })?;
                 }
                 ast::ModArg::Redeclare {
                     element, span, ..
@@ -132,17 +132,24 @@ impl Modifier {
                 }),
             }
         }
-        out
+        Ok(out)
     }
 
-    fn add_sub(&mut self, s: SubMod) {
+    fn add_sub(&mut self, s: SubMod) -> Result<(), Diagnostic> {
         if let Some(existing) = self.subs.iter_mut().find(|x| x.name == s.name) {
-            // `a(x = 1), a(y = 2)` written separately: combine, the later text wins.
+            // `a(x = 1), a(y = 2)` written separately combine; the same value
+            // set twice is an error (MLS 7.2.6).
+            if s.modifier.binding.is_some() && existing.modifier.binding.is_some() {
+                return Err(Diagnostic::error(s.span, format!("`{}` is modified twice in the same modification", s.name))
+                    .with_secondary(existing.span, "first modified here")
+                    .with_hint("remove one of the two modifications"));
+            }
             let merged = merge(&s.modifier, &existing.modifier);
             existing.modifier = merged;
         } else {
             self.subs.push(s);
         }
+        Ok(())
     }
 
     pub fn sub(&self, name: &str) -> Option<&SubMod> {
@@ -209,17 +216,15 @@ pub fn merge(outer: &Modifier, inner: &Modifier) -> Modifier {
 /// Checks that an outer modifier does not change a `final` inner one.
 pub fn check_final(outer: &Modifier, inner: &Modifier, name: &str) -> Result<(), Diagnostic> {
     if inner.final_
-        && let (Some(ob), Some(_)) = (&outer.binding, &inner.binding)
+        && let (Some(ob), Some(ib)) = (&outer.binding, &inner.binding)
     {
-        return Err(Diagnostic::error(
-            ob.expr.span,
-            format!("`{name}` is final and cannot be modified"),
-        )
-        .with_label("modification of a final element"));
+        return Err(Diagnostic::error(ob.expr.span, format!("`{name}` is final and cannot be modified"))
+            .with_label("modification of a final element")
+            .with_secondary(ib.expr.span, "made final here"));
     }
     for s in &outer.subs {
         if let Some(i) = inner.sub(&s.name) {
-            check_final(&s.modifier, &i.modifier, &format!("{name}.{}", s.name))?;
+            check_final(&s.modifier, &i.modifier, &s.name)?;
         }
     }
     Ok(())

@@ -8,7 +8,7 @@
 
 use super::matching::{self, Incidence};
 use crate::diag::Diagnostic;
-use crate::flat::{FlatModel, Node, VarId, Variability};
+use crate::flat::{FlatModel, Node, VarId};
 use std::collections::HashMap;
 
 /// The unknowns of the continuous system: variables that are neither
@@ -18,9 +18,7 @@ pub fn unknowns(flat: &FlatModel) -> Vec<VarId> {
     (0..flat.vars.len() as VarId)
         .filter(|v| {
             let var = &flat.vars[*v as usize];
-            !var.is_parameter()
-                && assigned.binary_search(v).is_err()
-                && !(var.variability == Variability::Discrete && var.ty == crate::flat::ScalarType::Real)
+            !var.is_parameter() && assigned.binary_search(v).is_err()
         })
         .collect()
 }
@@ -66,6 +64,29 @@ pub fn check(flat: &FlatModel) -> Vec<Diagnostic> {
     let inc = incidence(flat, &cols);
     let neq = flat.equations.len();
     let nunk = unknowns.len();
+    // An equation without any unknown cannot determine anything.
+    for (e, row) in inc.rows.iter().enumerate() {
+        if row.is_empty() {
+            let eq = &flat.equations[e];
+            let mut mentioned = flat.exprs.vars_of(eq.lhs);
+            mentioned.extend(flat.exprs.vars_of(eq.rhs));
+            mentioned.sort_unstable();
+            mentioned.dedup();
+            let known: Vec<String> = mentioned
+                .into_iter()
+                .map(|v| {
+                    let var = &flat.vars[v as usize];
+                    let what = if var.is_parameter() { "a parameter" } else { "assigned in a when-clause" };
+                    format!("`{}` is {what}", var.name)
+                })
+                .collect();
+            let mut d = Diagnostic::error(eq.span, "this equation contains no unknown of the model").with_label("nothing to solve for here");
+            if !known.is_empty() {
+                d = d.with_note(known.join("; "));
+            }
+            return vec![d.with_hint("a parameter gets its value in its declaration or a modifier (`parameter Real k = 2;`); use assert(...) to check a relation between parameters")];
+        }
+    }
     let m = matching::maximum_matching(&inc);
     if neq == nunk && m.size() == nunk {
         return Vec::new();
@@ -91,6 +112,19 @@ pub fn check(flat: &FlatModel) -> Vec<Diagnostic> {
     let mut diags = Vec::new();
     let eq_s = |n: usize| if n == 1 { "equation" } else { "equations" };
     let unk_s = |n: usize| if n == 1 { "unknown" } else { "unknowns" };
+    // Variables that appear differentiated are determined by integration;
+    // the missing equation is more likely for one that does not.
+    let differentiated: Vec<VarId> = flat
+        .exprs
+        .reachable(&flat.equations.iter().flat_map(|e| [e.lhs, e.rhs]).collect::<Vec<_>>())
+        .into_iter()
+        .filter_map(|id| match flat.exprs.node(id) {
+            Node::Der(v) => Some(v),
+            _ => None,
+        })
+        .collect();
+    let under_algebraic: Vec<VarId> = under.iter().copied().filter(|v| !differentiated.contains(v)).collect();
+    let under = if under_algebraic.is_empty() { under } else { under_algebraic };
     if neq < nunk {
         let culprits = if unmentioned.is_empty() { &under } else { &unmentioned };
         let first = culprits.first().copied().unwrap_or(unknowns[0]);

@@ -119,8 +119,47 @@ pub fn analyze(flat: FlatModel) -> Result<Causal, Vec<Diagnostic>> {
     p.run().map_err(|d| vec![d])?;
     let dummies = p.select_dummy_derivatives().map_err(|d| vec![d])?;
     s.classify(&dummies);
+    s.check_reinits().map_err(|d| vec![d])?;
     let blocks = blt::sort(&mut s).map_err(|d| vec![d])?;
+    s.check_discrete_blocks(&blocks).map_err(|d| vec![d])?;
     Ok(s.finish(blocks))
+}
+
+/// Counts the initial system: conditions (initial equations, and `fixed =
+/// true` on non-states) against free states. More conditions than free
+/// states cannot all hold.
+pub fn initial_balance(c: &Causal) -> Option<Diagnostic> {
+    let free = c.states.iter().filter(|&&s| c.vars[s as usize].fixed != Some(true)).count();
+    let fixed_other: Vec<VarId> = (0..c.vars.len() as VarId)
+        .filter(|&v| c.roles[v as usize] == Role::Algebraic && c.vars[v as usize].fixed == Some(true) && c.vars[v as usize].start.is_some())
+        .collect();
+    let conditions = c.initial_equations.len() + fixed_other.len();
+    if conditions <= free {
+        return None;
+    }
+    let fixed_states: Vec<String> = c
+        .states
+        .iter()
+        .filter(|&&s| c.vars[s as usize].fixed == Some(true))
+        .map(|&s| format!("`{}`", c.vars[s as usize].name))
+        .collect();
+    let msg = format!(
+        "the initial system is over-determined: {conditions} initial condition(s) for {free} free state(s)"
+    );
+    let d = match c.initial_equations.first() {
+        Some(e) => Diagnostic::error(e.span, msg).with_label("an initial condition"),
+        None => match fixed_other.first() {
+            Some(&v) => Diagnostic::error(c.vars[v as usize].span, msg).with_label("fixed = true on a variable that is not a state"),
+            None => Diagnostic::error_nospan(msg),
+        },
+    };
+    Some(
+        d.with_note(format!(
+            "states already fixed by `fixed = true`: {}",
+            if fixed_states.is_empty() { "none".to_string() } else { fixed_states.join(", ") }
+        ))
+        .with_hint("remove an initial equation, or set fixed = false on the state it competes with"),
+    )
 }
 
 /// Working state of the analysis (shared by the sub-modules).
@@ -395,6 +434,61 @@ impl Builder {
         }
         self.summary.aliases = list.len();
         self.aliases = list;
+    }
+
+    /// `reinit` may only reset a state.
+    fn check_reinits(&self) -> Result<(), Diagnostic> {
+        for w in &self.whens {
+            for (_, stmts) in &w.branches {
+                for st in stmts {
+                    if let flat::WhenStatement::Reinit { var, span, .. } = st
+                        && self.roles[*var as usize] != Role::State
+                    {
+                        let name = &self.vars[*var as usize].name;
+                        let why = if self.der[*var as usize].is_some() {
+                            "index reduction made it a dummy state (computed from the constraints)"
+                        } else {
+                            "it does not appear differentiated"
+                        };
+                        return Err(Diagnostic::error(*span, format!("`reinit({name}, ...)`: `{name}` is not a state: {why}"))
+                            .with_label("reinit of a variable the solver does not integrate")
+                            .with_hint("reinit the state that the equations integrate (a variable v with der(v) in the model)"));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A `discrete` Real given by an equation outside when-clauses must not
+    /// change continuously.
+    fn check_discrete_blocks(&self, blocks: &[Block]) -> Result<(), Diagnostic> {
+        for b in blocks {
+            for v in b.vars() {
+                let var = &self.vars[v as usize];
+                if var.variability != Variability::Discrete || var.ty != flat::ScalarType::Real {
+                    continue;
+                }
+                let continuous = match b {
+                    Block::Explicit { value, .. } => self.arena.reachable(&[*value]).into_iter().any(|id| match self.arena.node(id) {
+                        Node::Time => true,
+                        Node::Var(u) => matches!(self.roles[u as usize], Role::State | Role::Algebraic) && self.vars[u as usize].variability == Variability::Continuous,
+                        _ => false,
+                    }),
+                    _ => true,
+                };
+                if continuous {
+                    let eq = match b {
+                        Block::Explicit { eq, .. } | Block::Implicit { eq, .. } => *eq,
+                        Block::Torn { residuals, .. } => residuals[0].1,
+                    };
+                    return Err(Diagnostic::error(self.equations[eq].span, format!("`{}` is declared discrete, but this equation makes it change continuously", var.name))
+                        .with_secondary(var.span, "declared discrete here")
+                        .with_hint("assign a discrete variable inside a when-clause, or remove the `discrete` prefix"));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Roles after state selection: a variable with a derivative that is not a

@@ -21,8 +21,12 @@ pub fn parse(text: &str, file: u32) -> Result<StoredDefinition, Diagnostic> {
     let mut pairs = RmoParser::parse(Rule::stored_definition, text)
         .map_err(|e| syntax_error(text, file, e))?;
     let root = pairs.next().expect("the grammar's root rule always yields one pair");
-    let b = Builder { file, offset: 0 };
-    Ok(b.stored_definition(root))
+    let b = Builder::new(file, 0);
+    let def = b.stored_definition(root);
+    match b.errors.into_inner().into_iter().next() {
+        Some(d) => Err(d),
+        None => Ok(def),
+    }
 }
 
 /// Parses a single expression (used for `-p name=value` and tests).
@@ -34,7 +38,12 @@ pub fn parse_expression(text: &str, file: u32) -> Result<Expr, Diagnostic> {
         .into_inner()
         .find(|x| x.as_rule() == Rule::expression)
         .expect("single_expression holds an expression");
-    Ok(Builder { file, offset: 0 }.expression(p))
+    let b = Builder::new(file, 0);
+    let e = b.expression(p);
+    match b.errors.into_inner().into_iter().next() {
+        Some(d) => Err(d),
+        None => Ok(e),
+    }
 }
 
 /// Parses one element that starts at byte `offset` of file `file`: `text` is
@@ -51,14 +60,17 @@ pub fn parse_element(text: &str, file: u32, offset: usize) -> Result<Composition
         d
     })?;
     let root = pairs.next().expect("single_element yields one pair");
-    let b = Builder { file, offset };
+    let b = Builder::new(file, offset);
     let mut comp = Composition::default();
     for e in root.into_inner() {
         if e.as_rule() == Rule::element {
             b.element(e, false, &mut comp);
         }
     }
-    Ok(comp)
+    match b.errors.into_inner().into_iter().next() {
+        Some(d) => Err(d),
+        None => Ok(comp),
+    }
 }
 
 fn rule_name(r: Rule) -> Option<&'static str> {
@@ -117,31 +129,96 @@ fn syntax_error(text: &str, file: u32, e: pest::error::Error<Rule>) -> Diagnosti
     let mut seen = std::collections::HashSet::new();
     expected.retain(|x| seen.insert(*x));
     let found = describe_token_at(text, pos);
+    let rest = &text[pos.min(text.len())..];
+    let point = |a: usize, b: usize| Span::new(file, a, b);
 
-    // A missing `;` is reported at the end of the line that lacks it, not at the
-    // start of the next token (which is usually on the next line).
-    if positives.contains(&Rule::SEMI) {
+    // Lexical problems first: they explain the failure better than any rule.
+    if rest.starts_with('"') && !string_closes(rest) {
+        return Diagnostic::error(point(pos, pos + 1), "unterminated string: this `\"` has no closing quote")
+            .with_label("the string starts here")
+            .with_hint("close the string with `\"` on the same statement");
+    }
+    if let Some(open) = unclosed_block_comment(text) {
+        return Diagnostic::error(point(open, open + 2), "unterminated comment: this `/*` has no closing `*/`")
+            .with_label("the comment starts here");
+    }
+    if (rest.starts_with('e') || rest.starts_with('E'))
+        && text[..pos].ends_with(|c: char| c.is_ascii_digit() || c == '.')
+    {
+        let start = text[..pos]
+            .rfind(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .map(|i| i + 1)
+            .unwrap_or(0);
+        let end = pos + token_len(text, pos);
+        return Diagnostic::error(point(start, end), format!("malformed number `{}`", &text[start..end]))
+            .with_label("an exponent needs digits")
+            .with_hint("write e.g. `1.5e3`");
+    }
+    if rest.starts_with('=') && text[..pos].trim_end().ends_with(':') {
+        let colon = text[..pos].trim_end().len() - 1;
+        return Diagnostic::error(point(colon, pos + 1), "`:=` is an assignment, which belongs in an algorithm section")
+            .with_label("in an equation section")
+            .with_hint("equations are written with `=`; statements in `algorithm` sections with `:=`");
+    }
+
+    // A missing `;`, `then` or `loop` is reported at the end of the line that
+    // lacks it, not at the start of the next token (usually on the next line).
+    let missing = if positives.contains(&Rule::SEMI) {
+        Some("`;`")
+    } else if positives.contains(&Rule::K_THEN) {
+        Some("`then`")
+    } else if positives.contains(&Rule::K_LOOP) {
+        Some("`loop`")
+    } else {
+        None
+    };
+    if let Some(word) = missing {
         let before = text[..pos].trim_end();
         let end = before.len();
-        let start = before
-            .char_indices()
-            .next_back()
-            .map(|(i, _)| i)
-            .unwrap_or(end);
-        return Diagnostic::error(Span::new(file, start, end), "expected `;`")
-            .with_label("`;` missing after this")
-            .with_hint(format!(
-                "every declaration, equation and statement ends with `;` (found {found} next)"
-            ));
+        let start = before.char_indices().next_back().map(|(i, _)| i).unwrap_or(end);
+        let mut d = Diagnostic::error(point(start, end), format!("expected {word}")).with_label(format!("{word} missing after this"));
+        d = match word {
+            "`;`" => d.with_hint(format!("every declaration, equation and statement ends with `;` (found {found} next)")),
+            "`then`" => d.with_hint("write `if condition then` (and `when condition then`)"),
+            _ => d.with_hint("write `for i in 1:n loop` (and `while condition loop`)"),
+        };
+        if let Some(h) = unbalanced_paren(text, pos) {
+            d = d.with_note(h);
+        }
+        if let Some(k) = misspelled_keyword(text, pos) {
+            d = d.with_note(k);
+        }
+        return d;
     }
     if pos >= text.trim_end().len() {
         return unterminated_class(text, file).unwrap_or_else(|| {
-            Diagnostic::error(
-                Span::new(file, text.len(), text.len()),
-                "unexpected end of file",
-            )
-            .with_label("the file ends here")
+            Diagnostic::error(point(text.len(), text.len()), "unexpected end of file").with_label("the file ends here")
         });
+    }
+    // `end X;` where an `end for;` (if, when, while) was expected.
+    let before_words: Vec<&str> = text[..pos].split_whitespace().rev().take(1).collect();
+    if before_words.first() == Some(&"end") {
+        for (rule, kw) in [(Rule::K_FOR, "for"), (Rule::K_IF, "if"), (Rule::K_WHEN, "when"), (Rule::K_WHILE, "while")] {
+            if positives.contains(&rule)
+                && let Some(open) = last_unclosed(text, pos, kw)
+            {
+                let end_kw = text[..pos].trim_end().len() - 3;
+                return Diagnostic::error(point(end_kw, end_kw + 3), format!("`end {kw};` is missing: the `{kw}` opened earlier is not closed"))
+                    .with_label("this `end` closes the enclosing class, but the loop or branch is still open")
+                    .with_secondary(point(open, open + kw.len()), format!("`{kw}` opened here"))
+                    .with_hint(format!("add `end {kw};` after the last line of its body"));
+            }
+        }
+    }
+    // A class keyword where a statement or `end` was expected: the class
+    // before it is not closed.
+    if is_class_keyword(&found)
+        && let Some(open) = super::scan::unclosed_class(&text[..pos])
+    {
+        return Diagnostic::error(point(open.start, open.end), format!("`{}` is not closed before the next class begins", open.name))
+            .with_label("opened here")
+            .with_secondary(point(pos, pos + token_len(text, pos)), "next class")
+            .with_hint(format!("add `end {};` before this line", open.name));
     }
     let _ = negatives;
     let end = (pos + token_len(text, pos)).min(text.len());
@@ -150,11 +227,136 @@ fn syntax_error(text: &str, file: u32, e: pest::error::Error<Rule>) -> Diagnosti
     } else {
         format!("expected {}, found {found}", join_or(&expected))
     };
-    let mut d = Diagnostic::error(Span::new(file, pos, end), message).with_label("here");
+    let mut d = Diagnostic::error(point(pos, end), message).with_label("here");
     if found == "`end`" || found.starts_with("`end") {
         d = d.with_hint("check that every `if`, `for`, `when` and class is closed with its own `end ...;`");
     }
+    if let Some(h) = unbalanced_paren(text, pos) {
+        d = d.with_hint(h);
+    }
+    if let Some(k) = misspelled_keyword(text, pos) {
+        d = d.with_hint(k);
+    }
     d
+}
+
+/// Keywords a misspelling is compared against.
+pub const KEYWORDS: &[&str] = &[
+    "algorithm", "annotation", "connect", "connector", "constant", "constrainedby", "discrete", "each", "else", "elseif",
+    "elsewhen", "encapsulated", "equation", "extends", "final", "flow", "function", "import", "initial", "input", "loop",
+    "model", "output", "package", "parameter", "partial", "protected", "public", "record", "redeclare", "replaceable",
+    "return", "then", "when", "while", "within", "block",
+];
+
+fn is_class_keyword(found: &str) -> bool {
+    ["`model`", "`block`", "`connector`", "`record`", "`package`", "`function`", "`type`", "`class`"].contains(&found)
+}
+
+/// A word on the lines around `pos` that looks like a misspelled keyword.
+fn misspelled_keyword(text: &str, pos: usize) -> Option<String> {
+    let line_start = text[..pos].rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let prev_start = text[..line_start.saturating_sub(1)].rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let line_end = text[pos..].find('\n').map(|i| pos + i).unwrap_or(text.len());
+    for word in text[prev_start..line_end].split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+        if word.len() < 4 || KEYWORDS.contains(&word) {
+            continue;
+        }
+        if let Some(k) = crate::instantiate::library::closest(word, KEYWORDS.iter().copied())
+            && k != word
+        {
+            return Some(format!("`{word}` is not a keyword; did you mean `{k}`?"));
+        }
+    }
+    None
+}
+
+/// A `(` opened on the current statement and not closed before `pos`.
+fn unbalanced_paren(text: &str, pos: usize) -> Option<String> {
+    let stmt_start = text[..pos].rfind(';').map(|i| i + 1).unwrap_or(0);
+    let mut depth = 0i32;
+    for c in text[stmt_start..pos].chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            _ => {}
+        }
+    }
+    (depth > 0).then(|| format!("{depth} `(` not closed: a `)` is missing"))
+}
+
+/// Whether a string starting at the beginning of `s` has a closing quote.
+fn string_closes(s: &str) -> bool {
+    let mut it = s.chars().skip(1);
+    while let Some(c) = it.next() {
+        match c {
+            '\\' => {
+                it.next();
+            }
+            '"' => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The byte offset of a `/*` that is never closed (outside strings and line comments).
+fn unclosed_block_comment(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    let mut in_str = false;
+    while i < b.len() {
+        let c = b[i];
+        if in_str {
+            if c == b'\\' {
+                i += 1;
+            } else if c == b'"' {
+                in_str = false;
+            }
+        } else if c == b'"' {
+            in_str = true;
+        } else if c == b'/' && b.get(i + 1) == Some(&b'/') {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+        } else if c == b'/' && b.get(i + 1) == Some(&b'*') {
+            match text[i + 2..].find("*/") {
+                Some(k) => i += k + 3,
+                None => return Some(i),
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The last `kw` (for, if, when, while) before `pos` not matched by `end kw`.
+fn last_unclosed(text: &str, pos: usize, kw: &str) -> Option<usize> {
+    let words: Vec<(usize, &str)> = text[..pos]
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .scan(0usize, |off, w| {
+            let start = *off;
+            *off += w.len() + 1;
+            Some((start, w))
+        })
+        .filter(|(_, w)| !w.is_empty())
+        .collect();
+    let mut open: Vec<usize> = Vec::new();
+    let first_on_line = |at: usize| {
+        let ls = text[..at].rfind('\n').map(|i| i + 1).unwrap_or(0);
+        text[ls..at].trim().is_empty()
+    };
+    for (k, &(at, w)) in words.iter().enumerate() {
+        // An `if` inside an expression is not a block; blocks start lines.
+        if w == kw && (kw != "if" || first_on_line(at) || (k > 0 && words[k - 1].1 == "end")) {
+            let after_end = k > 0 && words[k - 1].1 == "end";
+            if after_end {
+                open.pop();
+            } else {
+                open.push(at);
+            }
+        }
+    }
+    open.pop()
 }
 
 fn join_or(items: &[&str]) -> String {
@@ -214,6 +416,8 @@ struct Builder {
     file: u32,
     /// Added to every position: the parsed text starts at this byte of the file.
     offset: usize,
+    /// Problems found while building (literals out of range).
+    errors: std::cell::RefCell<Vec<Diagnostic>>,
 }
 
 fn unescape(s: &str) -> String {
@@ -236,6 +440,14 @@ fn unescape(s: &str) -> String {
 }
 
 impl Builder {
+    fn new(file: u32, offset: usize) -> Builder {
+        Builder {
+            file,
+            offset,
+            errors: Default::default(),
+        }
+    }
+
     fn span(&self, p: &P) -> Span {
         let s = p.as_span();
         Span::new(self.file, s.start() + self.offset, s.end() + self.offset)
@@ -1274,19 +1486,30 @@ impl Builder {
             }
             Rule::primary => self.expression(p.into_inner().next().expect("primary body")),
             Rule::unsigned_integer => match p.as_str().parse::<i64>() {
-                Ok(v) => Expr {
+                Ok(v) if v <= (1i64 << 53) => Expr {
                     kind: ExprKind::Integer(v),
                     span,
                 },
-                Err(_) => Expr {
-                    kind: ExprKind::Real(p.as_str().parse::<f64>().unwrap_or(f64::INFINITY)),
-                    span,
-                },
+                _ => {
+                    self.errors.borrow_mut().push(
+                        Diagnostic::error(span, format!("integer literal `{}` is out of range", p.as_str()))
+                            .with_label("too large")
+                            .with_hint("integers must be below 2^53; write a Real (`1e20`) for a large value"),
+                    );
+                    Expr { kind: ExprKind::Integer(0), span }
+                }
             },
-            Rule::unsigned_real => Expr {
-                kind: ExprKind::Real(p.as_str().parse::<f64>().unwrap_or(f64::NAN)),
-                span,
-            },
+            Rule::unsigned_real => {
+                let v = p.as_str().parse::<f64>().unwrap_or(f64::NAN);
+                if !v.is_finite() {
+                    self.errors.borrow_mut().push(
+                        Diagnostic::error(span, format!("real literal `{}` is out of range", p.as_str()))
+                            .with_label("not a finite double-precision number")
+                            .with_hint("the largest finite value is about 1.8e308"),
+                    );
+                }
+                Expr { kind: ExprKind::Real(v), span }
+            }
             Rule::string => Expr {
                 kind: ExprKind::String(unescape(p.as_str())),
                 span,

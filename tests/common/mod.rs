@@ -1,0 +1,207 @@
+//! Shared helpers of the integration tests: run one stage of the pipeline on
+//! a model text and render its outcome as text, for snapshot and value checks.
+#![allow(dead_code)]
+
+use rmoc::diag;
+use rmoc::solve::{self, Results};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// Writes `src` to a fresh file named `name.rmo` in its own temporary folder.
+pub fn model_file(name: &str, src: &str) -> PathBuf {
+    let k = COUNTER.fetch_add(1, Ordering::SeqCst);
+    let dir = std::env::temp_dir().join(format!("rmoc-test-{}-{k}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let p = dir.join(format!("{name}.rmo"));
+    std::fs::write(&p, src).expect("write model");
+    p
+}
+
+/// Rendered diagnostics with the temporary folder replaced by `<dir>`.
+fn render(lib: &rmoc::instantiate::library::Library, d: &[diag::Diagnostic], path: &std::path::Path) -> String {
+    let text = diag::render(&lib.sources, d, false);
+    let dir = path.parent().map(|p| p.display().to_string()).unwrap_or_default();
+    text.replace(&dir, "<dir>")
+}
+
+/// `rmoc check` of every model of the file: the summaries, or the diagnostics.
+pub fn check(src: &str) -> String {
+    let path = model_file("model", src);
+    let (mut lib, loaded) = rmoc::load(&path);
+    let loaded = match loaded {
+        Ok(l) => l,
+        Err(d) => return render(&lib, &d, &path),
+    };
+    let names: Vec<String> = rmoc::candidate_models(&loaded.file).iter().map(|c| c.name.name.clone()).collect();
+    let mut out = String::new();
+    let mut diags = Vec::new();
+    for (id, c) in loaded.classes.iter().zip(&loaded.file.classes) {
+        if !names.contains(&c.name.name) {
+            continue;
+        }
+        match rmoc::check_model(&mut lib, *id) {
+            Ok(s) => {
+                out.push_str(&s);
+                out.push('\n');
+            }
+            Err(d) => diags.extend(d),
+        }
+    }
+    if !diags.is_empty() {
+        return render(&lib, &diags, &path);
+    }
+    out
+}
+
+/// The flat model's text (or the diagnostics).
+pub fn flatten(src: &str, model: Option<&str>) -> String {
+    let path = model_file("model", src);
+    let (mut lib, loaded) = rmoc::load(&path);
+    let loaded = match loaded {
+        Ok(l) => l,
+        Err(d) => return render(&lib, &d, &path),
+    };
+    let m = match rmoc::select_model(&mut lib, &loaded, model) {
+        Ok(m) => m,
+        Err(d) => return render(&lib, &[d], &path),
+    };
+    match rmoc::instantiate::flatten(&mut lib, m) {
+        Ok(f) => f.to_text(),
+        Err(d) => render(&lib, &d, &path),
+    }
+}
+
+/// The `rmoc analyze` report (or the diagnostics).
+pub fn analyze(src: &str, model: Option<&str>) -> String {
+    let path = model_file("model", src);
+    let (mut lib, loaded) = rmoc::load(&path);
+    let loaded = match loaded {
+        Ok(l) => l,
+        Err(d) => return render(&lib, &d, &path),
+    };
+    let m = match rmoc::select_model(&mut lib, &loaded, model) {
+        Ok(m) => m,
+        Err(d) => return render(&lib, &[d], &path),
+    };
+    let flat = match rmoc::instantiate::flatten(&mut lib, m) {
+        Ok(f) => f,
+        Err(d) => return render(&lib, &d, &path),
+    };
+    match rmoc::structure::analyze(flat) {
+        Ok(c) => c.report(&lib.sources),
+        Err(d) => render(&lib, &d, &path),
+    }
+}
+
+/// Compiles a model (panics with the rendered diagnostics on failure).
+pub fn compile_file(path: &std::path::Path, model: Option<&str>) -> rmoc::Compiled {
+    let (mut lib, loaded) = rmoc::load(path);
+    let loaded = match loaded {
+        Ok(l) => l,
+        Err(d) => panic!("{}", render(&lib, &d, path)),
+    };
+    let m = match rmoc::select_model(&mut lib, &loaded, model) {
+        Ok(m) => m,
+        Err(d) => panic!("{}", render(&lib, &[d], path)),
+    };
+    match rmoc::compile(&mut lib, m) {
+        Ok(c) => c,
+        Err(d) => panic!("{}", render(&lib, &d, path)),
+    }
+}
+
+pub fn compile(src: &str, model: Option<&str>) -> rmoc::Compiled {
+    let path = model_file("model", src);
+    compile_file(&path, model)
+}
+
+/// Settings for [`simulate`]: the experiment's, unless given.
+#[derive(Clone, Debug, Default)]
+pub struct Run {
+    pub stop: Option<f64>,
+    pub tolerance: Option<f64>,
+    pub interval: Option<f64>,
+    pub params: Vec<(&'static str, f64)>,
+}
+
+pub fn options(c: &rmoc::Compiled, run: &Run) -> solve::Options {
+    let e = &c.causal.experiment;
+    let start = e.start_time.unwrap_or(0.0);
+    let stop = run.stop.or(e.stop_time).unwrap_or(1.0);
+    let overrides = run
+        .params
+        .iter()
+        .map(|(n, v)| {
+            let k = c.causal.vars.iter().position(|x| x.name == *n).unwrap_or_else(|| panic!("no parameter {n}"));
+            (k as u32, *v)
+        })
+        .collect();
+    solve::Options {
+        start,
+        stop,
+        tolerance: run.tolerance.or(e.tolerance).unwrap_or(1e-6),
+        interval: run.interval.or(e.interval).unwrap_or((stop - start) / 500.0),
+        overrides,
+        max_events: 1_000_000,
+    }
+}
+
+/// Simulates with the JIT; panics with the diagnostics on failure.
+pub fn simulate_compiled(c: &rmoc::Compiled, run: &Run) -> Results {
+    let jit = rmoc::jit::codegen::compile(&c.program).expect("jit");
+    let opts = options(c, run);
+    match solve::simulate(&c.causal, &c.program, &jit, &opts) {
+        Ok(r) => r,
+        Err(d) => panic!("simulation failed: {:?}", d.iter().map(|x| x.message.clone()).collect::<Vec<_>>()),
+    }
+}
+
+pub fn simulate(src: &str, model: Option<&str>, run: &Run) -> Results {
+    let c = compile(src, model);
+    simulate_compiled(&c, run)
+}
+
+/// The value of `var` at time `t` (linear interpolation between rows; the
+/// last row at an event time).
+pub fn value_at(r: &Results, var: &str, t: f64) -> f64 {
+    let k = r.column(var).unwrap_or_else(|| panic!("no column {var} in {:?}", r.names));
+    let mut best = None;
+    for i in 0..r.times.len() {
+        if r.times[i] == t {
+            best = Some(r.rows[i][k]);
+        }
+    }
+    if let Some(b) = best {
+        return b;
+    }
+    for i in 1..r.times.len() {
+        let (a, b) = (r.times[i - 1], r.times[i]);
+        if a <= t && t <= b && b > a {
+            let w = (t - a) / (b - a);
+            return r.rows[i - 1][k] * (1.0 - w) + r.rows[i][k] * w;
+        }
+    }
+    panic!("time {t} outside the result");
+}
+
+pub fn last(r: &Results, var: &str) -> f64 {
+    let k = r.column(var).unwrap_or_else(|| panic!("no column {var}"));
+    r.rows.last().expect("rows")[k]
+}
+
+/// `|got - want| <= atol + rtol*|want|`, with a readable failure.
+#[track_caller]
+pub fn assert_close(got: f64, want: f64, rtol: f64, atol: f64) {
+    assert!(
+        (got - want).abs() <= atol + rtol * want.abs(),
+        "got {got}, want {want} (difference {:e}, allowed {:e})",
+        (got - want).abs(),
+        atol + rtol * want.abs()
+    );
+}
+
+pub fn project(file: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(file)
+}
