@@ -60,13 +60,16 @@ pub fn load(path: &Path) -> (Library, Result<Loaded2, Vec<Diagnostic>>) {
     if diag::has_errors(&diags) {
         return (lib, Err(diags));
     }
-    (lib, Ok(Loaded2 { file: parsed, classes }))
+    let stem = path.file_stem().map(|s| s.to_string_lossy().to_string());
+    (lib, Ok(Loaded2 { file: parsed, classes, stem }))
 }
 
 /// The parsed user file and its classes.
 pub struct Loaded2 {
     pub file: ast::StoredDefinition,
     pub classes: Vec<ClassId>,
+    /// The file name without extension: the default model's name.
+    pub stem: Option<String>,
 }
 
 /// `model A ... end B;` is an error (MLS 4.5).
@@ -155,6 +158,15 @@ pub fn select_model(lib: &mut Library, loaded: &Loaded2, name: Option<&str>) -> 
             [] => Err(Diagnostic::error_nospan("the file defines no model to simulate (all are partial, or packages)")
                 .with_hint("add a non-partial `model`, or name one with --model")),
             many => {
+                // A file `gearbox.rmo` defaults to its model `Gearbox`, as a
+                // library file `X.rmo` defines `X`.
+                if let Some(stem) = &loaded.stem
+                    && let Some(pos) = loaded.file.classes.iter().position(|c| {
+                        c.name.name.eq_ignore_ascii_case(stem) && many.iter().any(|m| std::ptr::eq(*m, c))
+                    })
+                {
+                    return Ok(loaded.classes[pos]);
+                }
                 let names: Vec<String> = many.iter().map(|c| c.name.name.clone()).collect();
                 Err(Diagnostic::error(many[1].name.span, format!("the file defines {} models; choose one with --model", many.len()))
                     .with_hint(format!("--model {}", names.join(" | --model "))))
@@ -175,10 +187,12 @@ pub fn check_model(lib: &mut Library, model: ClassId) -> Result<String, Vec<Diag
     // A closed model (no connectors of its own) is analysed as `simulate` would.
     if flat.top_connectors.is_empty() {
         let summary = (flat.name.clone(), flat.equations.len(), flat.vars.iter().filter(|v| v.is_parameter()).count());
-        let causal = structure::analyze(flat)?;
-        if let Some(d) = structure::initial_balance(&causal) {
-            return Err(vec![d]);
-        }
+        let mut causal = structure::analyze(flat)?;
+        // Initialization is part of checking: inconsistent initial conditions
+        // are found at the start values, with the interpreter (no JIT needed).
+        let program = jit::lower::lower(&mut causal).map_err(|m| vec![Diagnostic::error_nospan(format!("code generation failed: {m}"))])?;
+        let interp = solve::model::Interpreter { program: &program };
+        solve::initialize_only(&causal, &program, &interp, causal.experiment.start_time.unwrap_or(0.0)).map_err(|d| vec![d])?;
         return Ok(format!(
             "{}: ok ({} equations, {} unknowns, {} parameters; index {}, {} states)",
             summary.0,
@@ -208,9 +222,6 @@ pub struct Compiled {
 pub fn compile(lib: &mut Library, model: ClassId) -> Result<Compiled, Vec<Diagnostic>> {
     let flat = instantiate::flatten(lib, model)?;
     let mut causal = structure::analyze(flat)?;
-    if let Some(d) = structure::initial_balance(&causal) {
-        return Err(vec![d]);
-    }
     let program = jit::lower::lower(&mut causal).map_err(|m| vec![Diagnostic::error_nospan(format!("code generation failed: {m}"))])?;
     if let Err(e) = jit::ir::verify(&program.entries().map(|f| f.clone()), &program.user) {
         return Err(vec![Diagnostic::error_nospan(format!("internal error: generated code failed verification: {}", e.0))]);

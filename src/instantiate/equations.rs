@@ -82,6 +82,31 @@ impl<'l> Flattener<'l> {
 
     pub(super) fn flatten_equation(&mut self, eq: &ast::Equation, ctx: &Ctx, initial: bool) -> Result<(), Diagnostic> {
         match &eq.kind {
+            EquationKind::Simple { lhs, rhs } if matches!(lhs.kind, ExprKind::Tuple(_)) => {
+                // `(a, b) = f(x)`: each output of the call equals its slot.
+                let (ExprKind::Tuple(slots), ExprKind::Call { func, args }) = (&lhs.kind, &rhs.kind) else {
+                    return Err(Diagnostic::error(eq.span, "a parenthesized list on the left needs a function call on the right: `(a, b) = f(x)`"));
+                };
+                let outs = self.call_user_function(func, args, rhs.span, ctx)?;
+                if slots.len() > outs.len() {
+                    return Err(Diagnostic::error(eq.span, format!("`{}` has {} output(s), {} are used", func.dotted(), outs.len(), slots.len())));
+                }
+                for (slot, out) in slots.iter().zip(outs) {
+                    let Some(target) = slot else { continue };
+                    let t = self.eval_expr(target, ctx)?;
+                    if t.dims != out.dims {
+                        return Err(Diagnostic::error(target.span, format!(
+                            "dimension mismatch: this has size {}, the function output has size {}",
+                            shape_text(&t.dims),
+                            shape_text(&out.dims)
+                        )));
+                    }
+                    for (&a, &b) in t.elems.iter().zip(&out.elems) {
+                        self.push_eq(a, b, eq.span, ctx, initial);
+                    }
+                }
+                Ok(())
+            }
             EquationKind::Simple { lhs, rhs } => {
                 let l = self.eval_expr(lhs, ctx)?;
                 let r = self.eval_expr(rhs, ctx)?;

@@ -193,6 +193,12 @@ pub fn lower(c: &mut Causal) -> Result<Program, String> {
     l.n_asserts = c.asserts.len() as u32;
     l.len = l.assert + l.n_asserts;
 
+    // The derivatives of the blocks (Newton Jacobians, tangent code) may need
+    // derivative functions; make them all first, so that every function the
+    // code will call is known before lowering starts.
+    for b in c.blocks.clone() {
+        prepare_derivatives(c, &b)?;
+    }
     let ctx = Shared {
         layout: l.clone(),
         rel_index,
@@ -617,6 +623,31 @@ impl<'s> Lowerer<'s> {
         let ya = self.expr_rec(a, y, uses);
         Expr::Bin(op, Box::new(xa), Box::new(ya))
     }
+}
+
+/// Forms (and caches, through the arena and the derivative-function table)
+/// every derivative that lowering `b` and its tangent will ask for.
+fn prepare_derivatives(c: &mut Causal, b: &Block) -> Result<(), String> {
+    match b {
+        Block::Explicit { value, .. } => {
+            directional(c, *value, &[])?;
+        }
+        Block::Implicit { var, residual, .. } => {
+            symbolic::partial(&mut c.arena, *residual, *var, &mut c.functions)?;
+            directional(c, *residual, &[*var])?;
+        }
+        Block::Torn { tear, inner, residuals, .. } => {
+            torn_parts(c, tear, inner, residuals)?;
+            let block: Vec<VarId> = tear.iter().copied().chain(inner.iter().map(|x| x.0)).collect();
+            for (_, e, _) in inner {
+                directional(c, *e, &block)?;
+            }
+            for (e, _) in residuals {
+                directional(c, *e, &block)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn has_call(a: &ExprArena, e: ExprId) -> bool {

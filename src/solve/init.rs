@@ -79,120 +79,76 @@ pub(super) fn initialize(run: &mut Run, opts: &Options) -> Result<(), Diagnostic
     Ok(())
 }
 
+/// Damped Gauss-Newton (Levenberg-Marquardt) on the free states: square,
+/// under- and over-determined initial systems alike. Redundant conditions are
+/// accepted when they are consistent (a body starting at rest with all its
+/// velocities fixed, although a constraint ties them); the residuals are
+/// checked at the end, so an inconsistent set is reported by name.
 fn solve_initial(run: &mut Run, sys: &mut InitSystem, n_res: usize) -> Result<(), Diagnostic> {
     let l = run.p.layout.clone();
     let c = run.c;
+    let n = sys.free.len();
     let mut x: Vec<f64> = sys.free.iter().map(|&s| run.buf[l.var(s) as usize]).collect();
     let mut r = residuals(run, sys, &x)?;
-    let jacobian = |run: &mut Run, sys: &InitSystem, x: &[f64], r: &[f64]| -> Result<Vec<Vec<f64>>, Diagnostic> {
-        let mut cols = Vec::with_capacity(x.len());
-        for j in 0..x.len() {
-            let h = 1e-7 * x[j].abs().max(1e-3);
-            let mut xp = x.to_vec();
-            xp[j] += h;
-            let rp = residuals(run, sys, &xp)?;
-            cols.push(rp.iter().zip(r).map(|(a, b)| (a - b) / h).collect::<Vec<f64>>());
-        }
-        residuals(run, sys, x)?;
-        Ok(cols)
-    };
-    // Choose which free states the initial equations determine: a greedy
-    // rank-revealing pass over the Jacobian's columns.
-    let cols = jacobian(run, sys, &x, &r)?;
-    let mut basis: Vec<Vec<f64>> = Vec::new();
-    let mut chosen: Vec<usize> = Vec::new();
-    for (j, col) in cols.iter().enumerate() {
-        if chosen.len() == n_res {
-            break;
-        }
-        let n0 = col.iter().map(|v| v * v).sum::<f64>().sqrt();
-        if n0 == 0.0 {
-            continue;
-        }
-        let mut v = col.clone();
-        for b in &basis {
-            let d: f64 = v.iter().zip(b).map(|(p, q)| p * q).sum();
-            for (p, q) in v.iter_mut().zip(b) {
-                *p -= d * q;
-            }
-        }
-        let nv = v.iter().map(|p| p * p).sum::<f64>().sqrt();
-        if nv > 1e-8 * n0 {
-            for p in v.iter_mut() {
-                *p /= nv;
-            }
-            basis.push(v);
-            chosen.push(j);
-        }
-    }
-    if chosen.len() < n_res {
-        let span = c.initial_equations.first().map(|e| e.span);
-        let msg = format!(
-            "the initial system is over-determined: {n_res} initial condition(s) but only {} of them can be met by the {} free state(s)",
-            chosen.len(),
-            sys.free.len()
-        );
-        let d = match span {
-            Some(s) => Diagnostic::error(s, msg),
-            None => Diagnostic::error_nospan(msg),
-        };
-        let fixed: Vec<String> = c
-            .states
-            .iter()
-            .filter(|&&s| c.vars[s as usize].fixed == Some(true))
-            .map(|&s| format!("`{}`", c.vars[s as usize].name))
-            .collect();
-        return Err(d
-            .with_note(format!("states fixed by `fixed = true`: {}", if fixed.is_empty() { "none".into() } else { fixed.join(", ") }))
-            .with_hint("remove an initial equation, or set fixed = false on a state it competes with"));
-    }
-    // Newton on the chosen states; the others keep their start values.
-    let sel: Vec<usize> = chosen;
+    let scale = |x: &[f64]| x.iter().fold(1.0f64, |a, v| a.max(v.abs()));
+    let mut damping = 1e-12;
     for _ in 0..100 {
         let rn = norm_inf(&r);
-        if rn <= 1e-12 {
+        if rn <= 1e-13 * scale(&x) || n == 0 {
             break;
         }
-        let cols = jacobian(run, sys, &x, &r)?;
-        let m = sel.len();
-        // Least squares would also do; with as many chosen states as
-        // residuals the system is square.
-        let mut a = vec![0.0; m * m];
-        for i in 0..m {
-            for (k, &j) in sel.iter().enumerate() {
-                a[i * m + k] = cols[j][i];
+        // Finite-difference Jacobian, column by column.
+        let mut jac = vec![vec![0.0; n]; n_res];
+        for j in 0..n {
+            let h = 1e-7 * x[j].abs().max(1e-3);
+            let mut xp = x.clone();
+            xp[j] += h;
+            let rp = residuals(run, sys, &xp)?;
+            for i in 0..n_res {
+                jac[i][j] = (rp[i] - r[i]) / h;
             }
         }
-        let mut b: Vec<f64> = r.iter().map(|v| -v).collect();
-        if !solve_dense(m, &mut a, &mut b) {
-            break;
+        // (J^T J + damping diag) dx = -J^T r
+        let mut a = vec![0.0; n * n];
+        let mut g = vec![0.0; n];
+        for i in 0..n_res {
+            for p in 0..n {
+                g[p] -= jac[i][p] * r[i];
+                for q in 0..n {
+                    a[p * n + q] += jac[i][p] * jac[i][q];
+                }
+            }
         }
-        // Damped step: halve until the residual decreases.
-        let mut lambda = 1.0;
+        let diag_max = (0..n).map(|p| a[p * n + p]).fold(0.0f64, f64::max).max(1e-300);
         let mut improved = false;
         for _ in 0..30 {
-            let mut xn = x.clone();
-            for (k, &j) in sel.iter().enumerate() {
-                xn[j] += lambda * b[k];
+            let mut m = a.clone();
+            for p in 0..n {
+                m[p * n + p] += damping * (a[p * n + p] + 1e-12 * diag_max);
             }
+            let mut dx = g.clone();
+            if !solve_dense(n, &mut m, &mut dx) {
+                damping = damping * 10.0 + 1e-12;
+                continue;
+            }
+            let xn: Vec<f64> = x.iter().zip(&dx).map(|(a, b)| a + b).collect();
             match residuals(run, sys, &xn) {
-                Ok(rn_vec) if norm_inf(&rn_vec) < rn || norm_inf(&rn_vec) <= 1e-12 => {
+                Ok(rv) if norm_inf(&rv) < rn => {
                     x = xn;
-                    r = rn_vec;
+                    r = rv;
+                    damping = (damping * 0.1).max(1e-15);
                     improved = true;
                     break;
                 }
-                _ => lambda *= 0.5,
+                _ => damping = damping * 10.0 + 1e-12,
             }
         }
-        let step: f64 = sel.iter().enumerate().map(|(k, &j)| (lambda * b[k]).abs() / x[j].abs().max(1e-300)).fold(0.0, f64::max);
-        if !improved || step < 1e-14 {
+        if !improved {
             break;
         }
     }
     r = residuals(run, sys, &x)?;
-    let scale = x.iter().fold(1.0f64, |a, v| a.max(v.abs()));
-    if norm_inf(&r) > 1e-8 * scale {
+    if norm_inf(&r) > 1e-8 * scale(&x) {
         let worst = r
             .iter()
             .enumerate()
@@ -204,15 +160,28 @@ fn solve_initial(run: &mut Run, sys: &mut InitSystem, n_res: usize) -> Result<()
         } else {
             sys.fixed_algebraic.get(worst - c.initial_equations.len()).map(|&(v, _)| c.vars[v as usize].span)
         };
-        let msg = format!("initialization failed: the initial equations cannot be satisfied (largest residual {:e})", r[worst]);
+        let what = if worst < c.initial_equations.len() {
+            "this initial equation".to_string()
+        } else {
+            let v = sys.fixed_algebraic[worst - c.initial_equations.len()].0;
+            format!("`{}` = its start value (fixed = true)", c.vars[v as usize].name)
+        };
+        let msg = format!("initialization failed: the initial conditions cannot all be met (largest residual {:e})", r[worst]);
         let d = match span {
-            Some(s) => Diagnostic::error(s, msg).with_label("this initial condition is not met"),
+            Some(s) => Diagnostic::error(s, msg).with_label(format!("{what} is not met")),
             None => Diagnostic::error_nospan(msg),
         };
         let free: Vec<String> = sys.free.iter().map(|&s| format!("`{}`", c.vars[s as usize].name)).collect();
+        let fixed: Vec<String> = c
+            .states
+            .iter()
+            .filter(|&&s| c.vars[s as usize].fixed == Some(true))
+            .map(|&s| format!("`{}`", c.vars[s as usize].name))
+            .collect();
         return Err(d
-            .with_note(format!("the free states were {}", free.join(", ")))
-            .with_hint("give better start values, or check that the initial conditions are consistent"));
+            .with_note(format!("free states: {}", if free.is_empty() { "none".into() } else { free.join(", ") }))
+            .with_note(format!("states fixed by `fixed = true`: {}", if fixed.is_empty() { "none".into() } else { fixed.join(", ") }))
+            .with_hint("the initial conditions contradict each other or the model; remove one, or set fixed = false on a state it competes with"));
     }
     Ok(())
 }

@@ -401,6 +401,36 @@ pub fn status_diagnostic(c: &Causal, p: &Program, code: i32, e: Entry, t: f64) -
     d.with_note("the simulation stopped; no result file was written")
 }
 
+/// Evaluates parameters and start values and solves the initial system only
+/// (`rmoc check` uses it to catch inconsistent initial conditions).
+pub fn initialize_only(c: &Causal, p: &Program, backend: &dyn Backend, start: f64) -> Result<(), Diagnostic> {
+    let opts = Options {
+        start,
+        stop: start,
+        tolerance: 1e-6,
+        interval: 1.0,
+        overrides: Vec::new(),
+        max_events: 0,
+    };
+    let l = p.layout.clone();
+    let mut run = Run {
+        c,
+        p,
+        backend,
+        buf: vec![0.0; l.len as usize],
+        columns: Vec::new(),
+        results: Results::default(),
+        cond_pre: vec![false; p.branches.len()],
+        discrete: Vec::new(),
+        stats: RunStats::default(),
+        next_sample: Vec::new(),
+    };
+    run.buf[lower::TIME as usize] = start;
+    run.call(Entry::Parameters)?;
+    run.call(Entry::Starts)?;
+    init::initialize(&mut run, &opts)
+}
+
 /// Runs a simulation.
 pub fn simulate(c: &Causal, p: &Program, backend: &dyn Backend, opts: &Options) -> Result<Results, Vec<Diagnostic>> {
     simulate_inner(c, p, backend, opts).map_err(|d| vec![d])

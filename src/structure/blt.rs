@@ -69,7 +69,18 @@ pub fn sort(s: &mut Builder) -> Result<Vec<Block>, Diagnostic> {
         .map(|e| s.eq_vars(e).into_iter().filter_map(|v| col_of.get(&v).copied()).collect())
         .collect();
     let inc = Incidence { rows, ncols: cols.len() };
-    let m = matching::maximum_matching(&inc);
+    // Prefer to solve each equation for a variable whose coefficient does not
+    // vanish at the start: `fx*ex + fy*ey = -f` with ey = 0 must determine fx.
+    let start = super::pantelides::start_point(s);
+    let quality = solvability(s, &inc, &cols, &start);
+    let good = Incidence {
+        rows: inc.rows.iter().enumerate().map(|(e, r)| r.iter().copied().filter(|&c| quality.get(&(e, c)).copied().unwrap_or(1) > 0).collect()).collect(),
+        ncols: cols.len(),
+    };
+    let mut m = matching::maximum_matching(&good);
+    if m.size() != neq {
+        m = matching::maximum_matching(&inc);
+    }
     if m.size() != neq || neq != cols.len() {
         return Err(singular(s, &inc, &m, &cols));
     }
@@ -93,12 +104,54 @@ pub fn sort(s: &mut Builder) -> Result<Vec<Block>, Diagnostic> {
         let mut eqs: Vec<usize> = scc.iter().map(|&n| g[n]).collect();
         eqs.sort_unstable();
         let vars: Vec<VarId> = eqs.iter().map(|&e| cols[m.col_of[e].expect("matched")]).collect();
-        blocks.push(make_block(s, &eqs, &vars)?);
+        blocks.push(make_block(s, &eqs, &vars, &quality, &cols, &start)?);
     }
     Ok(blocks)
 }
 
-fn make_block(s: &mut Builder, eqs: &[usize], vars: &[VarId]) -> Result<Block, Diagnostic> {
+/// How well each (equation, unknown) pair can be solved: 2 for a constant
+/// nonzero coefficient, 1 for a coefficient that is nonzero at the start
+/// point (or a nonlinear occurrence), 0 for one that vanishes there.
+fn solvability(s: &mut Builder, inc: &Incidence, cols: &[VarId], start: &[f64]) -> HashMap<(usize, usize), u8> {
+    let mut q = HashMap::new();
+    for (e, row) in inc.rows.iter().enumerate() {
+        if row.len() < 2 {
+            continue;
+        }
+        let eq = s.equations[e].clone();
+        let r = eq.residual(&mut s.arena);
+        for &c in row {
+            let v = cols[c];
+            let Ok(d) = symbolic::partial(&mut s.arena, r, v, &mut s.functions) else {
+                continue;
+            };
+            let quality = match s.arena.as_const(d) {
+                Some(x) if x != 0.0 => 2,
+                Some(_) => 0,
+                None => {
+                    let env = symbolic::eval::Env { values: start, pre: None, time: 0.0, functions: &s.functions.functions, initial: true };
+                    match symbolic::eval::eval(&s.arena, d, &env) {
+                        Ok(x) if x.abs() > 1e-12 => 1,
+                        Ok(x) if x.is_finite() => 0,
+                        _ => 1,
+                    }
+                }
+            };
+            q.insert((e, c), quality);
+        }
+    }
+    q
+}
+
+fn make_block(
+    s: &mut Builder,
+    eqs: &[usize],
+    vars: &[VarId],
+    quality: &HashMap<(usize, usize), u8>,
+    cols: &[VarId],
+    start: &[f64],
+) -> Result<Block, Diagnostic> {
+    let _ = start;
     if eqs.len() == 1 {
         let (e, v) = (eqs[0], vars[0]);
         let eq = s.equations[e].clone();
@@ -114,11 +167,12 @@ fn make_block(s: &mut Builder, eqs: &[usize], vars: &[VarId]) -> Result<Block, D
         let residual = eq.residual(&mut s.arena);
         return Ok(Block::Implicit { var: v, residual, eq: e });
     }
-    tear(s, eqs, vars)
+    let col_of: HashMap<VarId, usize> = cols.iter().enumerate().map(|(i, &v)| (v, i)).collect();
+    tear(s, eqs, vars, &|e, v| quality.get(&(e, col_of[&v])).copied().unwrap_or(1))
 }
 
 /// Greedy tearing of one algebraic loop.
-fn tear(s: &mut Builder, eqs: &[usize], vars: &[VarId]) -> Result<Block, Diagnostic> {
+fn tear(s: &mut Builder, eqs: &[usize], vars: &[VarId], quality: &dyn Fn(usize, VarId) -> u8) -> Result<Block, Diagnostic> {
     let in_block: HashMap<VarId, usize> = vars.iter().enumerate().map(|(i, &v)| (v, i)).collect();
     let residuals: Vec<ExprId> = eqs.iter().map(|&e| {
         let eq = s.equations[e].clone();
@@ -140,6 +194,10 @@ fn tear(s: &mut Builder, eqs: &[usize], vars: &[VarId]) -> Result<Block, Diagnos
             let coeff_free = coeff.is_some_and(|c| vars.iter().all(|&w| !symbolic::mentions(&s.arena, c, w)));
             if !coeff_free {
                 linear = false;
+            }
+            if quality(e, v) == 0 {
+                // The coefficient vanishes at the start: dividing by it is unsafe.
+                continue;
             }
             if let Some(sol) = symbolic::solve_equation(&mut s.arena, eq.lhs, eq.rhs, v, &mut s.functions) {
                 // Prefer solutions that do not divide by an expression that may vanish:

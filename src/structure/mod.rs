@@ -125,43 +125,6 @@ pub fn analyze(flat: FlatModel) -> Result<Causal, Vec<Diagnostic>> {
     Ok(s.finish(blocks))
 }
 
-/// Counts the initial system: conditions (initial equations, and `fixed =
-/// true` on non-states) against free states. More conditions than free
-/// states cannot all hold.
-pub fn initial_balance(c: &Causal) -> Option<Diagnostic> {
-    let free = c.states.iter().filter(|&&s| c.vars[s as usize].fixed != Some(true)).count();
-    let fixed_other: Vec<VarId> = (0..c.vars.len() as VarId)
-        .filter(|&v| c.roles[v as usize] == Role::Algebraic && c.vars[v as usize].fixed == Some(true) && c.vars[v as usize].start.is_some())
-        .collect();
-    let conditions = c.initial_equations.len() + fixed_other.len();
-    if conditions <= free {
-        return None;
-    }
-    let fixed_states: Vec<String> = c
-        .states
-        .iter()
-        .filter(|&&s| c.vars[s as usize].fixed == Some(true))
-        .map(|&s| format!("`{}`", c.vars[s as usize].name))
-        .collect();
-    let msg = format!(
-        "the initial system is over-determined: {conditions} initial condition(s) for {free} free state(s)"
-    );
-    let d = match c.initial_equations.first() {
-        Some(e) => Diagnostic::error(e.span, msg).with_label("an initial condition"),
-        None => match fixed_other.first() {
-            Some(&v) => Diagnostic::error(c.vars[v as usize].span, msg).with_label("fixed = true on a variable that is not a state"),
-            None => Diagnostic::error_nospan(msg),
-        },
-    };
-    Some(
-        d.with_note(format!(
-            "states already fixed by `fixed = true`: {}",
-            if fixed_states.is_empty() { "none".to_string() } else { fixed_states.join(", ") }
-        ))
-        .with_hint("remove an initial equation, or set fixed = false on the state it competes with"),
-    )
-}
-
 /// Working state of the analysis (shared by the sub-modules).
 pub struct Builder {
     pub name: String,

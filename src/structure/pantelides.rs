@@ -275,17 +275,27 @@ impl<'b> Pantelides<'b> {
         Ok(())
     }
 
-    /// Preference of variable `w` to stay a state (higher: more).
+    /// Preference of variable `w` to stay a state (higher: more). A
+    /// derivative variable `der(x)` made by the analysis has no attributes of
+    /// its own; it stands for `x`'s motion and takes `x`'s preference.
     fn state_preference(&self, w: VarId) -> u32 {
-        let v = &self.s.vars[w as usize];
-        let base = match v.state_select {
-            StateSelect::Never => 0,
-            StateSelect::Avoid => 2,
-            StateSelect::Default => 4,
-            StateSelect::Prefer => 8,
-            StateSelect::Always => 10,
+        let own = |v: &crate::flat::Variable| {
+            let base = match v.state_select {
+                StateSelect::Never => 0,
+                StateSelect::Avoid => 2,
+                StateSelect::Default => 4,
+                StateSelect::Prefer => 8,
+                StateSelect::Always => 10,
+            };
+            base + u32::from(v.fixed == Some(true))
         };
-        base + u32::from(v.fixed == Some(true))
+        let mut best = own(&self.s.vars[w as usize]);
+        let mut x = w;
+        while let Some(i) = self.s.integral[x as usize] {
+            best = best.max(own(&self.s.vars[i as usize]));
+            x = i;
+        }
+        best
     }
 
     /// Mattsson-Söderlind selection of dummy derivatives.
@@ -314,8 +324,13 @@ impl<'b> Pantelides<'b> {
             c
         };
         let mut dummies = Vec::new();
+        let debug = std::env::var_os("RMOC_DEBUG_STATES").is_some();
         while !rows.is_empty() {
             let chosen = self.choose_columns(&rows, &candidates, &start)?;
+            if debug {
+                let names = |vs: &[VarId]| vs.iter().map(|&v| format!("{}({})", self.s.vars[v as usize].name, self.state_preference(self.s.integral[v as usize].unwrap_or(v)))).collect::<Vec<_>>().join(", ");
+                eprintln!("dummy derivatives: {} rows; candidates [{}]; chosen [{}]", rows.len(), names(&candidates), names(&chosen));
+            }
             dummies.extend(chosen.iter().copied());
             // Next level: the equations one derivative lower that are themselves
             // derivatives, and the variables one derivative lower.
@@ -389,6 +404,16 @@ impl<'b> Pantelides<'b> {
             columns.push((c, col, structural));
         }
         let need = rows.len();
+        if std::env::var_os("RMOC_DEBUG_STATES").is_some() {
+            for (k, &r) in rows.iter().enumerate() {
+                let eq = &self.s.equations[r];
+                let names = |v: VarId| self.s.vars[v as usize].name.clone();
+                eprintln!("  row {k}: {} = {}", self.s.arena.display(eq.lhs, &names), self.s.arena.display(eq.rhs, &names));
+            }
+            for (c, col, _) in &columns {
+                eprintln!("  col {}: {:?}", self.s.vars[*c as usize].name, col.iter().enumerate().filter(|(_, x)| **x != 0.0).collect::<Vec<_>>());
+            }
+        }
         // Greedy numeric rank by modified Gram-Schmidt.
         let mut basis: Vec<Vec<f64>> = Vec::new();
         let mut chosen = Vec::new();
@@ -493,6 +518,37 @@ pub fn start_point(s: &Builder) -> Vec<f64> {
     }
     for v in 0..n {
         value_of(s, v, &mut values, &mut done, 0);
+    }
+    // Variables without a start value take the value their defining equation
+    // gives (`ex = cos(phi)*e[1]` is 1, not 0, at the start): a few sweeps of
+    // the equations written `v = expr`.
+    let free: Vec<bool> = (0..n).map(|v| s.vars[v].start.is_none() && !s.vars[v].is_parameter()).collect();
+    for _ in 0..8 {
+        let mut changed = false;
+        for eq in &s.equations {
+            let (target, expr) = match (s.arena.node(eq.lhs), s.arena.node(eq.rhs)) {
+                (Node::Var(v), _) if free[v as usize] => (v, eq.rhs),
+                (_, Node::Var(v)) if free[v as usize] => (v, eq.lhs),
+                _ => continue,
+            };
+            let env = symbolic::eval::Env {
+                values: &values,
+                pre: None,
+                time: 0.0,
+                functions: &s.functions.functions,
+                initial: true,
+            };
+            if let Ok(x) = symbolic::eval::eval(&s.arena, expr, &env)
+                && x.is_finite()
+                && x != values[target as usize]
+            {
+                values[target as usize] = x;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
     }
     values
 }
