@@ -788,6 +788,7 @@ impl Lowerer<'_> {
             Block::Implicit { var, residual, .. } => {
                 let d = symbolic::partial(&mut c.arena, *residual, *var, &mut c.functions)?;
                 let nominal = nominal_of(c, *var);
+                self.reset_if_not_finite(&[*var], c);
                 let it = self.local();
                 self.stmts.push(Stmt::Set(it, Expr::Const(0.0)));
                 let arena = &c.arena;
@@ -805,6 +806,9 @@ impl Lowerer<'_> {
                 let m = tear.len();
                 let arena = &c.arena;
                 let noms: Vec<f64> = tear.iter().map(|&t| nominal_of(c, t)).collect();
+                if !*linear {
+                    self.reset_if_not_finite(tear, c);
+                }
                 let it = self.local();
                 self.stmts.push(Stmt::Set(it, Expr::Const(0.0)));
                 let step = |s: &mut Self| {
@@ -837,7 +841,12 @@ impl Lowerer<'_> {
                     dx
                 };
                 if *linear {
-                    // One exact step, then the inner assignments at the solution.
+                    // One exact step from zero (a linear system does not need a
+                    // guess, and a stale value could be NaN from a rejected
+                    // step), then the inner assignments at the solution.
+                    for &t in tear.iter() {
+                        self.stmts.push(Stmt::Store(l.var(t), Expr::Const(0.0)));
+                    }
                     let body = self.scoped(|s| {
                         let dx = step(s);
                         for (k, &t) in tear.iter().enumerate() {
@@ -863,6 +872,23 @@ impl Lowerer<'_> {
             }
         }
         Ok(())
+    }
+
+    /// A Newton guess left non-finite by a failed evaluation (at a rejected
+    /// step) restarts from the variable's start value (or 0).
+    fn reset_if_not_finite(&mut self, vars: &[VarId], c: &Causal) {
+        let l = self.sh.layout.clone();
+        for &v in vars {
+            let slot = l.var(v);
+            let guess = c.vars[v as usize].start.and_then(|e| c.arena.as_const(e)).unwrap_or(0.0);
+            let x = Expr::Load(slot);
+            let bad = bin(
+                Op2::Or,
+                bin(Op2::Rel(RelOp::Ne), x.clone(), x.clone()),
+                bin(Op2::Rel(RelOp::Gt), abs(x), Expr::Const(1e300)),
+            );
+            self.stmts.push(Stmt::If(bad, vec![Stmt::Store(slot, Expr::Const(guess))], vec![]));
+        }
     }
 
     /// Update `x -= dx` for each variable, then stop on convergence, fail on
