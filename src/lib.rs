@@ -220,9 +220,25 @@ pub struct Compiled {
 
 /// Flattens, analyses and lowers a model.
 pub fn compile(lib: &mut Library, model: ClassId) -> Result<Compiled, Vec<Diagnostic>> {
+    let timing = std::env::var_os("RMOC_TIMING").is_some();
+    let t0 = std::time::Instant::now();
     let flat = instantiate::flatten(lib, model)?;
+    let t1 = std::time::Instant::now();
     let mut causal = structure::analyze(flat)?;
+    let t2 = std::time::Instant::now();
+    if timing {
+        eprintln!(
+            "flatten {:.1} ms (parsing library classes {:.1} ms, {} bytes), structure {:.1} ms",
+            (t1 - t0).as_secs_f64() * 1e3,
+            lib.parse_time.as_secs_f64() * 1e3,
+            lib.parsed_bytes,
+            (t2 - t1).as_secs_f64() * 1e3
+        );
+    }
     let program = jit::lower::lower(&mut causal).map_err(|m| vec![Diagnostic::error_nospan(format!("code generation failed: {m}"))])?;
+    if timing {
+        eprintln!("lower {:.1} ms", t2.elapsed().as_secs_f64() * 1e3);
+    }
     if let Err(e) = jit::ir::verify(&program.entries().map(|f| f.clone()), &program.user) {
         return Err(vec![Diagnostic::error_nospan(format!("internal error: generated code failed verification: {}", e.0))]);
     }

@@ -258,6 +258,7 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
     if a.solver != "bdf" {
         return report(&lib, &[Diagnostic::error_nospan(format!("unknown solver `{}`", a.solver)).with_hint("the available solver is: bdf")]);
     }
+    let t_compile = std::time::Instant::now();
     let compiled = match rmoc::compile(&mut lib, m) {
         Ok(c) => c,
         Err(d) => return report(&lib, &d),
@@ -295,19 +296,25 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
     let opts = rmoc::solve::Options { start, stop, tolerance, interval, overrides, max_events: 1_000_000 };
     let interp = rmoc::solve::model::Interpreter { program: &compiled.program };
     let jit;
+    let mut jit_time = std::time::Duration::ZERO;
     let backend: &dyn rmoc::solve::model::Backend = if a.no_jit {
         &interp
     } else {
+        let t_jit = std::time::Instant::now();
         jit = match rmoc::jit::codegen::compile(&compiled.program) {
             Ok(j) => j,
             Err(e) => return report(&lib, &[Diagnostic::error_nospan(format!("code generation failed: {e}")).with_hint("--no-jit runs the model with the interpreter")]),
         };
+        jit_time = t_jit.elapsed();
         &jit
     };
+    let compile_time = t_compile.elapsed();
+    let t_sim = std::time::Instant::now();
     let results = match rmoc::solve::simulate(c, &compiled.program, backend, &opts) {
         Ok(r) => r,
         Err(d) => return report(&lib, &d),
     };
+    let sim_time = t_sim.elapsed();
     let out = a.output.clone().unwrap_or_else(|| PathBuf::from(format!("{}_res.csv", c.name.replace('.', "_"))));
     if let Err(e) = rmoc::output::write(&results, &out) {
         return report(&lib, &[Diagnostic::error_nospan(format!("cannot write `{}`: {e}", out.display()))]);
@@ -339,6 +346,12 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
         let i = &s.integrator;
         eprintln!("steps {} (rejected {}), newton iterations {} (failures {}), rhs {}, jacobians {}, factorizations {}", i.steps, i.rejected, i.newton_iterations, i.newton_failures, i.rhs_evaluations, i.jacobians, i.factorizations);
         eprintln!("state events {}, time events {}, event iterations {}, restarts {}, model evaluations {}", s.state_events, s.time_events, s.event_iterations, s.restarts, s.model_evaluations);
+        eprintln!(
+            "compile {:.1} ms (of which JIT {:.1} ms), simulate {:.1} ms",
+            compile_time.as_secs_f64() * 1e3,
+            jit_time.as_secs_f64() * 1e3,
+            sim_time.as_secs_f64() * 1e3
+        );
     }
     ExitCode::SUCCESS
 }

@@ -11,6 +11,7 @@
 //! Invariant: node `i` only refers to nodes `< i` (the arena is a DAG in
 //! topological order), so a single forward pass evaluates every node.
 
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 use std::collections::HashMap;
 
@@ -268,10 +269,10 @@ pub struct CallSite {
 pub struct ExprArena {
     nodes: Vec<Node>,
     #[serde(skip)]
-    index: HashMap<Node, ExprId>,
+    index: FxHashMap<Node, ExprId>,
     pub calls: Vec<CallSite>,
     #[serde(skip)]
-    call_index: HashMap<CallSite, u32>,
+    call_index: FxHashMap<CallSite, u32>,
 }
 
 impl ExprArena {
@@ -542,16 +543,20 @@ impl ExprArena {
 
     /// Every node reachable from `roots`, each once, children before parents.
     pub fn reachable(&self, roots: &[ExprId]) -> Vec<ExprId> {
-        let mut seen = vec![false; self.nodes.len()];
+        // A set sized by the traversal, not by the arena: this is called per
+        // equation on arenas of hundreds of thousands of nodes.
+        let mut seen: FxHashSet<ExprId> = FxHashSet::default();
         let mut stack: Vec<ExprId> = roots.to_vec();
         let mut out = Vec::new();
         while let Some(id) = stack.pop() {
-            if seen[id as usize] {
+            if !seen.insert(id) {
                 continue;
             }
-            seen[id as usize] = true;
             out.push(id);
-            stack.extend(self.children(id));
+            match self.node(id) {
+                Node::Call { call, .. } => stack.extend(self.calls[call as usize].args.iter().copied()),
+                n => stack.extend(node_children(n)),
+            }
         }
         // Children have smaller ids than their parents (arena invariant).
         out.sort_unstable();
@@ -839,6 +844,28 @@ impl ExprArena {
             }
         }
     }
+}
+
+/// The children of a node other than a call (which keeps its arguments in
+/// the call table), without allocating.
+fn node_children(n: Node) -> impl Iterator<Item = ExprId> {
+    let (a, b, c): (Option<ExprId>, Option<ExprId>, Option<ExprId>) = match n {
+        Node::Neg(a) | Node::Not(a) | Node::Call1(_, a) => (Some(a), None, None),
+        Node::Add(a, b)
+        | Node::Sub(a, b)
+        | Node::Mul(a, b)
+        | Node::Div(a, b)
+        | Node::Pow(a, b)
+        | Node::And(a, b)
+        | Node::Or(a, b)
+        | Node::Call2(_, a, b)
+        | Node::Sample(a, b) => (Some(a), Some(b), None),
+        Node::Rel { lhs, rhs, .. } => (Some(lhs), Some(rhs), None),
+        Node::If(c, a, b) => (Some(c), Some(a), Some(b)),
+        Node::Elem { index, .. } => (Some(index), None, None),
+        _ => (None, None, None),
+    };
+    a.into_iter().chain(b).chain(c)
 }
 
 /// `x^y`, the one definition shared by constant folding, the interpreter and

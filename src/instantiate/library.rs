@@ -155,6 +155,9 @@ pub struct Library {
     /// Top-level classes already loaded from the roots.
     loaded_top: HashMap<String, Option<ClassId>>,
     builtins: HashMap<&'static str, ClassId>,
+    /// Time spent parsing library classes, and their size (for `RMOC_TIMING`).
+    pub parse_time: std::time::Duration,
+    pub parsed_bytes: usize,
 }
 
 impl Library {
@@ -180,6 +183,8 @@ impl Library {
             user_top: HashMap::new(),
             loaded_top: HashMap::new(),
             builtins: HashMap::new(),
+            parse_time: std::time::Duration::ZERO,
+            parsed_bytes: 0,
         };
         for (name, b) in [
             ("Real", Builtin::Real),
@@ -305,9 +310,12 @@ impl Library {
             .iter()
             .map(|&c| (scan.classes[c].element_start, scan.classes[c].end))
             .collect();
+        let t0 = std::time::Instant::now();
         let blanked = scan::blanked(&text, (sc.element_start, sc.end), &blank);
         let slice = &blanked[sc.element_start..sc.end];
         let comp = crate::syntax::parser::parse_element(slice, file, sc.element_start)?;
+        self.parse_time += t0.elapsed();
+        self.parsed_bytes += slice.len();
         let mut found = None;
         for e in comp.elements {
             if let Element::Class(ce) = e {

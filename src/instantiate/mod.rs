@@ -116,6 +116,8 @@ pub struct Flattener<'l> {
     diags: Vec<Diagnostic>,
     depth: usize,
     aux_count: usize,
+    /// Where each redeclared short class was written (its modifiers' scope).
+    synthetic_scopes: HashMap<ClassId, Scope>,
     /// Classes being instantiated, outermost first (a class on it twice is recursive).
     class_stack: Vec<ClassId>,
     /// Where each parameter's binding was written.
@@ -148,6 +150,7 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
         depth: 0,
         aux_count: 0,
         class_stack: Vec::new(),
+        synthetic_scopes: HashMap::new(),
         binding_spans: HashMap::new(),
         bound_by_equation: Default::default(),
     };
@@ -296,7 +299,7 @@ impl<'l> Flattener<'l> {
                 break;
             };
             let parent = self.lib.entry(class).parent;
-            let scope = Scope { inst, class: parent };
+            let scope = self.synthetic_scopes.get(&class).copied().unwrap_or(Scope { inst, class: parent });
             if let Some(cm) = &s.modification {
                 let inner = Modifier::from_class_mod(cm, scope)?;
                 modifier = merge(&modifier, &inner);
@@ -349,6 +352,8 @@ impl<'l> Flattener<'l> {
                     return self.err(cd.name.span, format!("`{}` is not replaceable and cannot be redeclared", cd.name.name));
                 }
                 let id = self.lib.add_synthetic((**cd).clone(), r.scope.class);
+                // Its modifiers were written where the redeclaration was.
+                self.synthetic_scopes.insert(id, r.scope);
                 out.class_overrides.insert(cd.name.name.clone(), id);
             }
         }

@@ -106,6 +106,9 @@ pub fn compile(p: &Program) -> Result<Jit, String> {
     set(&mut flags, "use_colocated_libcalls", "false")?;
     set(&mut flags, "is_pic", "false")?;
     set(&mut flags, "opt_level", "speed")?;
+    // The IR verifier has checked the program; cranelift's own verifier would
+    // only re-check our translation, at a third of the compile time.
+    set(&mut flags, "enable_verifier", "false")?;
     let isa = cranelift_native::builder()
         .map_err(|e| format!("this machine is not supported by the JIT: {e}"))?
         .finish(settings::Flags::new(flags))
@@ -396,7 +399,10 @@ impl Gen<'_, '_> {
                     Op2::Sub => self.b.ins().fsub(x, y),
                     Op2::Mul => self.b.ins().fmul(x, y),
                     Op2::Div => self.b.ins().fdiv(x, y),
-                    Op2::Pow => self.call_import("rmoc_pow", &[x, y]),
+                    Op2::Pow => match &**c {
+                        Expr::Const(k) if *k == k.trunc() && k.abs() <= 64.0 => self.powi(x, *k as i32),
+                        _ => self.call_import("rmoc_pow", &[x, y]),
+                    },
                     Op2::And | Op2::Or => {
                         let tx = self.truth(x);
                         let ty = self.truth(y);
@@ -452,6 +458,36 @@ impl Gen<'_, '_> {
                 self.b.ins().select(t, av, dv)
             }
         })
+    }
+
+    /// `x^k` for a constant whole `k`, by the same multiplications as the
+    /// runtime's `__powidf2` (what `f64::powi` calls), so that compiled code
+    /// and the interpreter agree to the last bit.
+    fn powi(&mut self, x: ir::Value, k: i32) -> ir::Value {
+        let recip = k < 0;
+        let mut b = k;
+        let mut a = x;
+        let mut r: Option<ir::Value> = None;
+        loop {
+            if b & 1 != 0 {
+                r = Some(match r {
+                    None => a,
+                    Some(r) => self.b.ins().fmul(r, a),
+                });
+            }
+            b /= 2;
+            if b == 0 {
+                break;
+            }
+            a = self.b.ins().fmul(a, a);
+        }
+        let r = r.unwrap_or_else(|| self.b.ins().f64const(1.0));
+        if recip {
+            let one = self.b.ins().f64const(1.0);
+            self.b.ins().fdiv(one, r)
+        } else {
+            r
+        }
     }
 
     fn stack(&mut self, n: usize) -> ir::StackSlot {

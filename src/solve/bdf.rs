@@ -11,8 +11,8 @@
 //! the neighbouring orders after order+1 steps of equal size. Dense output is
 //! the interpolating polynomial in the same table.
 
+use super::linalg::Lu;
 use faer::Mat;
-use faer::linalg::solvers::{PartialPivLu, Solve};
 
 pub const MAX_ORDER: usize = 5;
 const NEWTON_MAXITER: usize = 4;
@@ -108,7 +108,14 @@ pub struct Bdf {
     n_equal_steps: usize,
     jac: Mat<f64>,
     jac_current: bool,
-    lu: Option<PartialPivLu<f64>>,
+    lu: Option<Lu>,
+    /// Scratch vectors of length n, reused by every step.
+    work: Vec<f64>,
+    rhs: Vec<f64>,
+    f: Vec<f64>,
+    y_predict: Vec<f64>,
+    psi: Vec<f64>,
+    scale: Vec<f64>,
     lu_c: f64,
     rtol: f64,
     atol: Vec<f64>,
@@ -129,9 +136,11 @@ fn rms(v: impl Iterator<Item = f64>, n: usize) -> f64 {
 }
 
 /// R(order, factor) of Shampine & Reichelt: rescales differences to a new step.
-fn compute_r(order: usize, factor: f64) -> Vec<Vec<f64>> {
+type Small = [[f64; MAX_ORDER + 1]; MAX_ORDER + 1];
+
+fn compute_r(order: usize, factor: f64) -> Small {
     let n = order + 1;
-    let mut m = vec![vec![0.0; n]; n];
+    let mut m = [[0.0; MAX_ORDER + 1]; MAX_ORDER + 1];
     for j in 0..n {
         m[0][j] = 1.0;
     }
@@ -153,18 +162,21 @@ fn change_d(d: &mut [Vec<f64>], order: usize, factor: f64) {
     let r = compute_r(order, factor);
     let u = compute_r(order, 1.0);
     let n = order + 1;
-    // RU = R * U; D[:n] = RU^T D[:n]
-    let mut ru = vec![vec![0.0; n]; n];
+    // RU = R * U; D[:n] = RU^T D[:n], column by column of D.
+    let mut ru = [[0.0; MAX_ORDER + 1]; MAX_ORDER + 1];
     for i in 0..n {
         for j in 0..n {
             ru[i][j] = (0..n).map(|k| r[i][k] * u[k][j]).sum();
         }
     }
     let len = d[0].len();
-    let old: Vec<Vec<f64>> = d[..n].to_vec();
-    for (j, row) in d.iter_mut().enumerate().take(n) {
-        for x in 0..len {
-            row[x] = (0..n).map(|i| ru[i][j] * old[i][x]).sum();
+    let mut old = [0.0; MAX_ORDER + 1];
+    for x in 0..len {
+        for (i, o) in old.iter_mut().enumerate().take(n) {
+            *o = d[i][x];
+        }
+        for (j, row) in d.iter_mut().enumerate().take(n) {
+            row[x] = (0..n).map(|i| ru[i][j] * old[i]).sum();
         }
     }
 }
@@ -221,6 +233,12 @@ impl Bdf {
             jac,
             jac_current: true,
             lu: None,
+            work: Vec::with_capacity(n),
+            rhs: vec![0.0; n],
+            f: vec![0.0; n],
+            y_predict: vec![0.0; n],
+            psi: vec![0.0; n],
+            scale: vec![0.0; n],
             lu_c: 0.0,
             rtol,
             atol,
@@ -242,6 +260,19 @@ impl Bdf {
         self.h_abs
     }
 
+    /// The dense output of the last step, into `out` (reusing its storage).
+    pub fn dense_into(&self, out: &mut Dense) {
+        out.t_old = self.t_old;
+        out.t = self.t;
+        out.h = self.h_abs;
+        out.order = self.order;
+        out.d.resize(self.order + 1, Vec::new());
+        for (o, s) in out.d.iter_mut().zip(&self.d[..=self.order]) {
+            o.clear();
+            o.extend_from_slice(s);
+        }
+    }
+
     /// The dense output of the last step.
     pub fn dense(&self) -> Dense {
         Dense {
@@ -256,7 +287,7 @@ impl Bdf {
     fn factor(&mut self, c: f64) {
         let n = self.n;
         let m = Mat::from_fn(n, n, |i, j| if i == j { 1.0 } else { 0.0 } - c * self.jac[(i, j)]);
-        self.lu = Some(m.partial_piv_lu());
+        self.lu = Lu::factor(&m);
         self.lu_c = c;
         self.stats.factorizations += 1;
     }
@@ -275,46 +306,54 @@ impl Bdf {
         let n = self.n;
         let mut y = y_predict.to_vec();
         let mut d = vec![0.0; n];
-        let mut f = vec![0.0; n];
+        let mut f = std::mem::take(&mut self.f);
+        let mut dy = std::mem::take(&mut self.rhs);
         let mut dy_norm_old: Option<f64> = None;
         let mut k = 0;
-        while k < NEWTON_MAXITER {
+        let result = loop {
+            if k >= NEWTON_MAXITER {
+                break (false, k);
+            }
             if let Err(e) = p.rhs(t_new, &y, &mut f) {
                 self.last_failure = Some(e);
                 self.stats.rhs_evaluations += 1;
-                return (false, k + 1, y, d);
+                break (false, k + 1);
             }
             self.stats.rhs_evaluations += 1;
             self.stats.newton_iterations += 1;
             if f.iter().any(|x| !x.is_finite()) {
-                return (false, k + 1, y, d);
+                break (false, k + 1);
             }
-            let mut rhs = Mat::from_fn(n, 1, |i, _| c * f[i] - psi[i] - d[i]);
-            if let Some(lu) = &self.lu {
-                lu.solve_in_place(&mut rhs);
+            for i in 0..n {
+                dy[i] = c * f[i] - psi[i] - d[i];
             }
-            let dy: Vec<f64> = (0..n).map(|i| rhs[(i, 0)]).collect();
+            match &self.lu {
+                Some(lu) => lu.solve(&mut dy, &mut self.work),
+                None => break (false, k + 1),
+            }
             if dy.iter().any(|x| !x.is_finite()) {
-                return (false, k + 1, y, d);
+                break (false, k + 1);
             }
             let dy_norm = rms(dy.iter().zip(scale).map(|(a, s)| a / s), n);
             let rate = dy_norm_old.map(|o| dy_norm / o);
             if let Some(r) = rate
                 && (r >= 1.0 || r.powi((NEWTON_MAXITER - k) as i32) / (1.0 - r) * dy_norm > self.newton_tol)
             {
-                return (false, k + 1, y, d);
+                break (false, k + 1);
             }
             for i in 0..n {
                 y[i] += dy[i];
                 d[i] += dy[i];
             }
             if dy_norm == 0.0 || rate.is_some_and(|r| r / (1.0 - r) * dy_norm < self.newton_tol) {
-                return (true, k + 1, y, d);
+                break (true, k + 1);
             }
             dy_norm_old = Some(dy_norm);
             k += 1;
-        }
-        (false, k, y, d)
+        };
+        self.f = f;
+        self.rhs = dy;
+        (result.0, result.1, y, d)
     }
 
     /// Takes one step toward `t_bound` (never past it).
@@ -353,14 +392,19 @@ impl Bdf {
             }
             let h = t_new - t;
             h_abs = h;
-            let mut y_predict = vec![0.0; n];
+            let mut y_predict = std::mem::take(&mut self.y_predict);
+            let mut scale = std::mem::take(&mut self.scale);
+            let mut psi = std::mem::take(&mut self.psi);
+            y_predict.iter_mut().for_each(|x| *x = 0.0);
+            psi.iter_mut().for_each(|x| *x = 0.0);
             for row in &self.d[..=order] {
                 for (yp, r) in y_predict.iter_mut().zip(row) {
                     *yp += r;
                 }
             }
-            let scale: Vec<f64> = (0..n).map(|i| self.atol[i] + self.rtol * y_predict[i].abs()).collect();
-            let mut psi = vec![0.0; n];
+            for i in 0..n {
+                scale[i] = self.atol[i] + self.rtol * y_predict[i].abs();
+            }
             for k in 1..=order {
                 let g = self.gamma[k];
                 for (ps, r) in psi.iter_mut().zip(&self.d[k]) {
@@ -378,6 +422,7 @@ impl Bdf {
                     self.factor(c);
                 }
                 result = self.solve_system(p, t_new, &y_predict, c, &psi, &scale);
+                
                 if result.0 {
                     break;
                 }
@@ -397,6 +442,9 @@ impl Bdf {
                 self.lu = None;
                 jac_current = true;
             }
+            self.y_predict = y_predict;
+            self.psi = psi;
+            self.scale = scale;
             let (converged, n_iter, y_new, d) = result;
             if !converged {
                 let factor = 0.5;
@@ -408,9 +456,8 @@ impl Bdf {
                 continue;
             }
             let safety = 0.9 * (2 * NEWTON_MAXITER + 1) as f64 / (2 * NEWTON_MAXITER + n_iter) as f64;
-            let scale: Vec<f64> = (0..n).map(|i| self.atol[i] + self.rtol * y_new[i].abs()).collect();
             let ec = self.error_const[order];
-            let error_norm = rms(d.iter().zip(&scale).map(|(x, s)| ec * x / s), n);
+            let error_norm = rms((0..n).map(|i| ec * d[i] / (self.atol[i] + self.rtol * y_new[i].abs())), n);
             if error_norm > 1.0 {
                 let factor = MIN_FACTOR.max(safety * error_norm.powf(-1.0 / (order as f64 + 1.0)));
                 h_abs *= factor;
@@ -443,16 +490,16 @@ impl Bdf {
         if self.n_equal_steps < order + 1 {
             return Ok(());
         }
-        let scale: Vec<f64> = (0..n).map(|i| self.atol[i] + self.rtol * self.y[i].abs()).collect();
+        let scale = |i: usize| self.atol[i] + self.rtol * self.y[i].abs();
         let error_m_norm = if order > 1 {
             let ec = self.error_const[order - 1];
-            rms(self.d[order].iter().zip(&scale).map(|(x, s)| ec * x / s), n)
+            rms((0..n).map(|i| ec * self.d[order][i] / scale(i)), n)
         } else {
             f64::INFINITY
         };
         let error_p_norm = if order < MAX_ORDER {
             let ec = self.error_const[order + 1];
-            rms(self.d[order + 2].iter().zip(&scale).map(|(x, s)| ec * x / s), n)
+            rms((0..n).map(|i| ec * self.d[order + 2][i] / scale(i)), n)
         } else {
             f64::INFINITY
         };

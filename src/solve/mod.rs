@@ -11,6 +11,7 @@
 
 pub mod bdf;
 pub mod init;
+pub mod linalg;
 pub mod model;
 
 use crate::diag::Diagnostic;
@@ -523,15 +524,17 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
     let mut recent_events: Vec<f64> = Vec::new();
     let mut bdf: Option<Bdf> = None;
     let max_step = (opts.stop - opts.start).abs().max(f64::MIN_POSITIVE);
+    let debug_steps = std::env::var_os("RMOC_DEBUG_STEPS").is_some();
+    let mut dense_buf = Dense::constant(opts.start, opts.start, Vec::new());
     while t < opts.stop {
         let t_time_event = run.next_sample.iter().copied().fold(opts.stop, f64::min).max(t);
         let x0 = run.states();
         // Advance: one BDF step, or for a model without states a jump to the
         // next output time.
-        let dense = if n == 0 {
+        if n == 0 {
             let target = grid.get(next_out).copied().unwrap_or(opts.stop).min(t_time_event).max(t);
             let target = if target <= t { t_time_event } else { target };
-            Dense::constant(t, target, Vec::new())
+            dense_buf = Dense::constant(t, target, Vec::new());
         } else {
             if bdf.is_none() {
                 let buf = std::mem::take(&mut run.buf);
@@ -540,10 +543,10 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
                     backend: run.backend,
                     layout: &run.p.layout,
                     buf: &mut buf,
-                    state_slots: ss.clone(),
-                    der_slots: ds.clone(),
-                    tangent_state_slots: ts.clone(),
-                    tangent_der_slots: tds.clone(),
+                    state_slots: &ss,
+                    der_slots: &ds,
+                    tangent_state_slots: &ts,
+                    tangent_der_slots: &tds,
                     evaluations: 0,
                 };
                 ode.buf[lower::MODE as usize] = 0.0;
@@ -566,10 +569,10 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
                 backend: run.backend,
                 layout: &run.p.layout,
                 buf: &mut buf,
-                state_slots: ss.clone(),
-                der_slots: ds.clone(),
-                tangent_state_slots: ts.clone(),
-                tangent_der_slots: tds.clone(),
+                state_slots: &ss,
+                der_slots: &ds,
+                tangent_state_slots: &ts,
+                tangent_der_slots: &tds,
                 evaluations: 0,
             };
             ode.buf[lower::MODE as usize] = 0.0;
@@ -587,8 +590,12 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
                 d = d.with_note(format!("step size {h:e} at t = {t}"));
                 return Err(d.with_hint("the model may be singular here, or stiffer than the tolerance allows; try --tolerance"));
             }
-            b.dense()
-        };
+            if debug_steps {
+                eprintln!("step t={:.9} h={:.3e} order={}", b.t, b.step_size(), b.order());
+            }
+            b.dense_into(&mut dense_buf);
+        }
+        let dense = &dense_buf;
         let t_new = dense.t;
         // State events.
         let mut x = vec![0.0; n];
@@ -597,7 +604,7 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
         let crossed = run.crossed()?;
         let mut t_event = None;
         for k in crossed {
-            let te = run.locate(&dense, k)?;
+            let te = run.locate(dense, k)?;
             t_event = Some(t_event.map_or(te, |a: f64| a.min(te)));
         }
         let t_end = t_event.unwrap_or(t_new);

@@ -58,10 +58,10 @@ pub struct ModelOde<'a> {
     pub layout: &'a Layout,
     pub buf: &'a mut Vec<f64>,
     /// Buffer slots of the states and of their derivatives.
-    pub state_slots: Vec<u32>,
-    pub der_slots: Vec<u32>,
-    pub tangent_state_slots: Vec<u32>,
-    pub tangent_der_slots: Vec<u32>,
+    pub state_slots: &'a [u32],
+    pub der_slots: &'a [u32],
+    pub tangent_state_slots: &'a [u32],
+    pub tangent_der_slots: &'a [u32],
     pub evaluations: u64,
 }
 
@@ -92,7 +92,7 @@ impl OdeProblem for ModelOde<'_> {
 
     fn rhs(&mut self, t: f64, x: &[f64], dx: &mut [f64]) -> Result<(), EvalFail> {
         self.eval(t, x)?;
-        for (d, &s) in dx.iter_mut().zip(&self.der_slots) {
+        for (d, &s) in dx.iter_mut().zip(self.der_slots) {
             *d = self.buf[s as usize];
         }
         Ok(())

@@ -71,8 +71,14 @@ pub fn sort(s: &mut Builder) -> Result<Vec<Block>, Diagnostic> {
     let inc = Incidence { rows, ncols: cols.len() };
     // Prefer to solve each equation for a variable whose coefficient does not
     // vanish at the start: `fx*ex + fy*ey = -f` with ey = 0 must determine fx.
+    let timing = std::env::var_os("RMOC_TIMING").is_some();
+    let c0 = std::time::Instant::now();
     let start = super::pantelides::start_point(s);
+    let c1 = std::time::Instant::now();
     let quality = solvability(s, &inc, &cols, &start);
+    if timing {
+        eprintln!("    blt: start point {:.2} ms, solvability {:.2} ms", (c1 - c0).as_secs_f64() * 1e3, c1.elapsed().as_secs_f64() * 1e3);
+    }
     let good = Incidence {
         rows: inc.rows.iter().enumerate().map(|(e, r)| r.iter().copied().filter(|&c| quality.get(&(e, c)).copied().unwrap_or(1) > 0).collect()).collect(),
         ncols: cols.len(),
@@ -122,6 +128,12 @@ fn solvability(s: &mut Builder, inc: &Incidence, cols: &[VarId], start: &[f64]) 
         let r = eq.residual(&mut s.arena);
         for &c in row {
             let v = cols[c];
+            // `v = expr` (or `expr = v`) without v on the other side: coefficient 1.
+            let var = s.arena.var(v);
+            if (eq.lhs == var && !symbolic::mentions(&s.arena, eq.rhs, v)) || (eq.rhs == var && !symbolic::mentions(&s.arena, eq.lhs, v)) {
+                q.insert((e, c), 2);
+                continue;
+            }
             let Ok(d) = symbolic::partial(&mut s.arena, r, v, &mut s.functions) else {
                 continue;
             };

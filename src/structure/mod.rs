@@ -112,15 +112,27 @@ pub fn analyze(flat: FlatModel) -> Result<Causal, Vec<Diagnostic>> {
     if crate::diag::has_errors(&diags) {
         return Err(diags);
     }
+    let timing = std::env::var_os("RMOC_TIMING").is_some();
+    let mut clock = std::time::Instant::now();
+    let mut lap = |what: &str| {
+        if timing {
+            eprintln!("  structure: {what} {:.2} ms", clock.elapsed().as_secs_f64() * 1e3);
+        }
+        clock = std::time::Instant::now();
+    };
     let mut s = Builder::new(flat);
     s.derivative_variables();
     s.eliminate_aliases();
+    lap("aliases");
     let mut p = pantelides::Pantelides::new(&mut s);
     p.run().map_err(|d| vec![d])?;
+    lap("pantelides");
     let dummies = p.select_dummy_derivatives().map_err(|d| vec![d])?;
+    lap("dummy derivatives");
     s.classify(&dummies);
     s.check_reinits().map_err(|d| vec![d])?;
     let blocks = blt::sort(&mut s).map_err(|d| vec![d])?;
+    lap("blt and tearing");
     s.check_discrete_blocks(&blocks).map_err(|d| vec![d])?;
     Ok(s.finish(blocks))
 }

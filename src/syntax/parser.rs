@@ -78,13 +78,7 @@ fn rule_name(r: Rule) -> Option<&'static str> {
         Rule::SEMI => "`;`",
         Rule::K_END | Rule::end_clause => "`end`",
         Rule::ident => "a name",
-        Rule::expression
-        | Rule::simple_expression
-        | Rule::primary
-        | Rule::arithmetic_expression
-        | Rule::term
-        | Rule::factor
-        | Rule::relation => "an expression",
+        Rule::expression | Rule::simple_expression | Rule::primary | Rule::op_expression => "an expression",
         Rule::equation | Rule::simple_equation => "an equation",
         Rule::statement => "a statement",
         Rule::element | Rule::component_clause => "a declaration",
@@ -102,8 +96,19 @@ fn rule_name(r: Rule) -> Option<&'static str> {
         Rule::class_modification | Rule::function_call_args => "`(`",
         Rule::modification => "a modification",
         Rule::array_subscripts => "`[`",
-        Rule::rel_op => "a relation",
-        Rule::add_op | Rule::mul_op | Rule::pow_op => "an operator",
+        Rule::op_le | Rule::op_ge | Rule::op_eq | Rule::op_ne | Rule::op_lt | Rule::op_gt => "a relation",
+        Rule::op_or
+        | Rule::op_and
+        | Rule::op_eadd
+        | Rule::op_esub
+        | Rule::op_add
+        | Rule::op_sub
+        | Rule::op_emul
+        | Rule::op_ediv
+        | Rule::op_mul
+        | Rule::op_div
+        | Rule::op_epow
+        | Rule::op_pow => "an operator",
         Rule::string | Rule::string_comment => "a description string",
         Rule::annotation | Rule::K_ANNOTATION => "`annotation`",
         Rule::EOI => "end of file",
@@ -1080,8 +1085,26 @@ impl Builder {
             Rule::simple_equation => {
                 let mut it = body.into_inner();
                 let lhs = self.expression(it.next().expect("lhs"));
-                let rhs = self.expression(it.next().expect("rhs"));
-                EquationKind::Simple { lhs, rhs }
+                match it.next() {
+                    Some(r) => EquationKind::Simple {
+                        lhs,
+                        rhs: self.expression(r),
+                    },
+                    None => match lhs.kind {
+                        ExprKind::Call { func, args } => EquationKind::Call { func, args },
+                        _ => {
+                            self.errors.borrow_mut().push(
+                                Diagnostic::error(lhs.span, "expected `=`: an equation is `lhs = rhs`")
+                                    .with_label("an expression alone is not an equation")
+                                    .with_hint("write `expression = expression;`, or a call such as `assert(...)`"),
+                            );
+                            EquationKind::Call {
+                                func: ComponentRef { parts: vec![], global: false, span: lhs.span },
+                                args: vec![],
+                            }
+                        }
+                    },
+                }
             }
             Rule::connect_clause => {
                 let mut refs = body
@@ -1091,12 +1114,6 @@ impl Builder {
                 let a = refs.next().expect("connect a");
                 let b = refs.next().expect("connect b");
                 EquationKind::Connect { a, b }
-            }
-            Rule::call_equation => {
-                let mut it = body.into_inner();
-                let func = self.component_reference(it.next().expect("function"));
-                let args = self.call_args(it.next().expect("args"));
-                EquationKind::Call { func, args }
             }
             Rule::if_equation => {
                 let (branches, else_) = self.conditional_blocks(body, |b, x| b.equations(x));
@@ -1180,11 +1197,19 @@ impl Builder {
         let kind = match body.as_rule() {
             Rule::K_BREAK => StatementKind::Break,
             Rule::K_RETURN => StatementKind::Return,
-            Rule::assignment => {
+            Rule::ref_statement => {
                 let mut it = body.into_inner();
                 let target = self.component_reference(it.next().expect("target"));
-                let value = self.expression(it.next().expect("value"));
-                StatementKind::Assign { target, value }
+                let rest = it.next().expect("value or arguments");
+                if rest.as_rule() == Rule::assign_value {
+                    let value = self.expression(rest.into_inner().next().expect("value"));
+                    StatementKind::Assign { target, value }
+                } else {
+                    StatementKind::Call {
+                        func: target,
+                        args: self.call_args(rest),
+                    }
+                }
             }
             Rule::tuple_assignment => {
                 let mut it = body.into_inner();
@@ -1196,12 +1221,6 @@ impl Builder {
                     func,
                     args,
                 }
-            }
-            Rule::call_statement => {
-                let mut it = body.into_inner();
-                let func = self.component_reference(it.next().expect("function"));
-                let args = self.call_args(it.next().expect("args"));
-                StatementKind::Call { func, args }
             }
             Rule::if_statement => {
                 let (branches, else_) = self.conditional_blocks(body, |b, x| b.statements(x));
@@ -1347,143 +1366,7 @@ impl Builder {
                     }
                 }
             }
-            Rule::logical_expression | Rule::logical_term => {
-                let op = if p.as_rule() == Rule::logical_expression {
-                    BinOp::Or
-                } else {
-                    BinOp::And
-                };
-                let mut acc: Option<Expr> = None;
-                for x in p.into_inner() {
-                    if matches!(x.as_rule(), Rule::K_OR | Rule::K_AND) {
-                        continue;
-                    }
-                    let e = self.expression(x);
-                    acc = Some(match acc {
-                        None => e,
-                        Some(l) => binary(op, l, e),
-                    });
-                }
-                acc.expect("logical expression has an operand")
-            }
-            Rule::logical_factor => {
-                let mut not = false;
-                let mut operand = None;
-                for x in p.into_inner() {
-                    match x.as_rule() {
-                        Rule::K_NOT => not = true,
-                        _ => operand = Some(self.expression(x)),
-                    }
-                }
-                let e = operand.expect("operand");
-                if not {
-                    Expr {
-                        kind: ExprKind::Unary {
-                            op: UnOp::Not,
-                            operand: Box::new(e),
-                        },
-                        span,
-                    }
-                } else {
-                    e
-                }
-            }
-            Rule::relation => {
-                let mut it = p.into_inner();
-                let lhs = self.expression(it.next().expect("lhs"));
-                match (it.next(), it.next()) {
-                    (Some(op), Some(r)) => {
-                        let op = match op.as_str() {
-                            "<" => BinOp::Lt,
-                            "<=" => BinOp::Le,
-                            ">" => BinOp::Gt,
-                            ">=" => BinOp::Ge,
-                            "==" => BinOp::Eq,
-                            _ => BinOp::Ne,
-                        };
-                        binary(op, lhs, self.expression(r))
-                    }
-                    _ => lhs,
-                }
-            }
-            Rule::arithmetic_expression => {
-                let mut acc: Option<Expr> = None;
-                let mut pending: Option<&str> = None;
-                let mut leading: Option<(&str, Span)> = None;
-                for x in p.into_inner() {
-                    match x.as_rule() {
-                        Rule::add_op => {
-                            if acc.is_none() {
-                                leading = Some((x.as_str(), self.span(&x)));
-                            } else {
-                                pending = Some(x.as_str());
-                            }
-                        }
-                        _ => {
-                            let mut e = self.expression(x);
-                            if acc.is_none() {
-                                if let Some((op, s)) = leading.take() {
-                                    let op = if op.ends_with('-') { UnOp::Neg } else { UnOp::Plus };
-                                    let sp = s.to(e.span);
-                                    e = Expr {
-                                        kind: ExprKind::Unary {
-                                            op,
-                                            operand: Box::new(e),
-                                        },
-                                        span: sp,
-                                    };
-                                }
-                                acc = Some(e);
-                            } else {
-                                let op = match pending.take() {
-                                    Some("+") => BinOp::Add,
-                                    Some("-") => BinOp::Sub,
-                                    Some(".+") => BinOp::ElemAdd,
-                                    _ => BinOp::ElemSub,
-                                };
-                                acc = Some(binary(op, acc.take().expect("lhs"), e));
-                            }
-                        }
-                    }
-                }
-                acc.expect("arithmetic expression has a term")
-            }
-            Rule::term => {
-                let mut acc: Option<Expr> = None;
-                let mut pending = None;
-                for x in p.into_inner() {
-                    if x.as_rule() == Rule::mul_op {
-                        pending = Some(match x.as_str() {
-                            "*" => BinOp::Mul,
-                            "/" => BinOp::Div,
-                            ".*" => BinOp::ElemMul,
-                            _ => BinOp::ElemDiv,
-                        });
-                        continue;
-                    }
-                    let e = self.expression(x);
-                    acc = Some(match acc {
-                        None => e,
-                        Some(l) => binary(pending.take().expect("operator"), l, e),
-                    });
-                }
-                acc.expect("term has a factor")
-            }
-            Rule::factor => {
-                let mut it = p.into_inner();
-                let base = self.expression(it.next().expect("base"));
-                match (it.next(), it.next()) {
-                    (Some(op), Some(e)) => {
-                        let op = if op.as_str() == "^" {
-                            BinOp::Pow
-                        } else {
-                            BinOp::ElemPow
-                        };
-                        binary(op, base, self.expression(e))
-                    }
-                    _ => base,
-                }
-            }
+            Rule::op_expression => self.operators(p),
             Rule::primary => self.expression(p.into_inner().next().expect("primary body")),
             Rule::unsigned_integer => match p.as_str().parse::<i64>() {
                 Ok(v) if v <= (1i64 << 53) => Expr {
@@ -1530,7 +1413,7 @@ impl Builder {
                 kind: ExprKind::Ref(self.component_reference(p)),
                 span,
             },
-            Rule::function_call => {
+            Rule::ref_or_call => {
                 let mut it = p.into_inner();
                 let f = it.next().expect("function name");
                 let func = if f.as_rule() == Rule::K_INITIAL {
@@ -1548,7 +1431,13 @@ impl Builder {
                 } else {
                     self.component_reference(f)
                 };
-                let args_pair = it.next().expect("call args");
+                let Some(args_pair) = it.next() else {
+                    // A name without arguments.
+                    return Expr {
+                        kind: ExprKind::Ref(func),
+                        span,
+                    };
+                };
                 if let Some((body, indices)) = self.comprehension_args(args_pair.clone()) {
                     return Expr {
                         kind: ExprKind::Comprehension {
@@ -1592,47 +1481,87 @@ impl Builder {
                     span,
                 }
             }
-            Rule::array_constructor => match p.into_inner().next() {
-                None => Expr {
-                    kind: ExprKind::Array(vec![]),
-                    span,
-                },
-                Some(x) if x.as_rule() == Rule::array_comprehension => {
-                    let mut it = x.into_inner();
-                    let body = self.expression(it.next().expect("body"));
-                    let indices = it
+            Rule::array_constructor => {
+                let parts: Vec<P> = p.into_inner().collect();
+                if let Some(tail) = parts.iter().find(|x| x.as_rule() == Rule::comprehension_tail) {
+                    let body = self.expression(parts[0].clone());
+                    let indices = tail
+                        .clone()
+                        .into_inner()
                         .find(|y| y.as_rule() == Rule::for_indices)
                         .map(|y| self.for_indices(y))
                         .unwrap_or_default();
-                    Expr {
+                    return Expr {
                         kind: ExprKind::Comprehension {
                             func: None,
                             body: Box::new(body),
                             indices,
                         },
                         span,
-                    }
+                    };
                 }
-                Some(list) => Expr {
-                    kind: ExprKind::Array(list.into_inner().map(|e| self.expression(e)).collect()),
+                Expr {
+                    kind: ExprKind::Array(parts.into_iter().map(|e| self.expression(e)).collect()),
                     span,
-                },
-            },
+                }
+            }
             r => unreachable!("expression rule {r:?}"),
         }
     }
 
+    /// Applies operator precedence to an `op_expression` (see the grammar).
+    fn operators(&self, p: P) -> Expr {
+        pratt()
+            .map_primary(|x| self.expression(x))
+            .map_prefix(|op, operand| {
+                let span = self.span(&op).to(operand.span);
+                let op = match op.as_rule() {
+                    Rule::op_not => UnOp::Not,
+                    Rule::op_neg => UnOp::Neg,
+                    _ => UnOp::Plus,
+                };
+                Expr {
+                    kind: ExprKind::Unary {
+                        op,
+                        operand: Box::new(operand),
+                    },
+                    span,
+                }
+            })
+            .map_infix(|lhs, op, rhs| {
+                let op = match op.as_rule() {
+                    Rule::op_or => BinOp::Or,
+                    Rule::op_and => BinOp::And,
+                    Rule::op_le => BinOp::Le,
+                    Rule::op_ge => BinOp::Ge,
+                    Rule::op_eq => BinOp::Eq,
+                    Rule::op_ne => BinOp::Ne,
+                    Rule::op_lt => BinOp::Lt,
+                    Rule::op_gt => BinOp::Gt,
+                    Rule::op_eadd => BinOp::ElemAdd,
+                    Rule::op_esub => BinOp::ElemSub,
+                    Rule::op_add => BinOp::Add,
+                    Rule::op_sub => BinOp::Sub,
+                    Rule::op_emul => BinOp::ElemMul,
+                    Rule::op_ediv => BinOp::ElemDiv,
+                    Rule::op_mul => BinOp::Mul,
+                    Rule::op_div => BinOp::Div,
+                    Rule::op_epow => BinOp::ElemPow,
+                    _ => BinOp::Pow,
+                };
+                binary(op, lhs, rhs)
+            })
+            .parse(p.into_inner())
+    }
+
+    /// `f(expr for i in range)`: the body and its indices.
     fn comprehension_args(&self, p: P) -> Option<(Expr, Vec<ForIndex>)> {
         let fa = p.into_inner().next()?;
-        let first = fa.into_inner().next()?;
-        if first.as_rule() != Rule::array_comprehension_arg {
-            return None;
-        }
-        let mut it = first.into_inner();
-        let body = self.expression(it.next()?);
-        let indices = it
-            .find(|y| y.as_rule() == Rule::for_indices)
-            .map(|y| self.for_indices(y))?;
+        let parts: Vec<P> = fa.into_inner().collect();
+        let tail = parts.iter().find(|x| x.as_rule() == Rule::comprehension_tail)?;
+        let item = parts[0].clone().into_inner().next()?;
+        let body = self.expression(item);
+        let indices = tail.clone().into_inner().find(|y| y.as_rule() == Rule::for_indices).map(|y| self.for_indices(y))?;
         Some((body, indices))
     }
 
@@ -1693,6 +1622,36 @@ impl Builder {
             })
             .collect()
     }
+}
+
+/// Modelica's operator precedence, lowest first (MLS 3.2): later levels bind
+/// tighter. Unary minus sits between additive and multiplicative operators,
+/// so `-a*b` is `-(a*b)` and `-a^2` is `-(a^2)`.
+fn pratt() -> &'static pest::pratt_parser::PrattParser<Rule> {
+    use pest::pratt_parser::{Assoc, Op, PrattParser};
+    static P: std::sync::OnceLock<PrattParser<Rule>> = std::sync::OnceLock::new();
+    P.get_or_init(|| {
+        PrattParser::new()
+            .op(Op::infix(Rule::op_or, Assoc::Left))
+            .op(Op::infix(Rule::op_and, Assoc::Left))
+            .op(Op::prefix(Rule::op_not))
+            .op(Op::infix(Rule::op_le, Assoc::Left)
+                | Op::infix(Rule::op_ge, Assoc::Left)
+                | Op::infix(Rule::op_eq, Assoc::Left)
+                | Op::infix(Rule::op_ne, Assoc::Left)
+                | Op::infix(Rule::op_lt, Assoc::Left)
+                | Op::infix(Rule::op_gt, Assoc::Left))
+            .op(Op::infix(Rule::op_add, Assoc::Left)
+                | Op::infix(Rule::op_sub, Assoc::Left)
+                | Op::infix(Rule::op_eadd, Assoc::Left)
+                | Op::infix(Rule::op_esub, Assoc::Left))
+            .op(Op::prefix(Rule::op_neg) | Op::prefix(Rule::op_plus))
+            .op(Op::infix(Rule::op_mul, Assoc::Left)
+                | Op::infix(Rule::op_div, Assoc::Left)
+                | Op::infix(Rule::op_emul, Assoc::Left)
+                | Op::infix(Rule::op_ediv, Assoc::Left))
+            .op(Op::infix(Rule::op_pow, Assoc::Left) | Op::infix(Rule::op_epow, Assoc::Left))
+    })
 }
 
 fn binary(op: BinOp, lhs: Expr, rhs: Expr) -> Expr {
