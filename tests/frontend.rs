@@ -38,7 +38,7 @@ fn redeclare_component_and_class() {
 
 #[test]
 fn arrays_of_components_with_split_modifiers() {
-    insta::assert_snapshot!(flat("model Mass\n  parameter Real m = 1;\n  Real x(start = 0, fixed = true);\n  Real v(start = 0, fixed = true);\n  input Real f;\nequation\n  der(x) = v;\n  m*der(v) = f;\nend Mass;\nmodel M\n  Mass b[3](m = {1, 2, 3}, each x(start = 1));\nequation\n  for i in 1:3 loop\n    b[i].f = -b[i].x;\n  end for;\nend M;"));
+    insta::assert_snapshot!(flat_model("model Mass\n  parameter Real m = 1;\n  Real x(start = 0, fixed = true);\n  Real v(start = 0, fixed = true);\n  input Real f;\nequation\n  der(x) = v;\n  m*der(v) = f;\nend Mass;\nmodel M\n  Mass b[3](m = {1, 2, 3}, each x(start = 1));\nequation\n  for i in 1:3 loop\n    b[i].f = -b[i].x;\n  end for;\nend M;", "M"));
 }
 
 #[test]
@@ -58,7 +58,7 @@ fn if_equations_with_parameter_and_runtime_conditions() {
 
 #[test]
 fn when_elsewhen_reinit_pre_edge_change() {
-    insta::assert_snapshot!(flat("model M\n  Real h(start = 1, fixed = true);\n  Real v(start = 0, fixed = true);\n  Integer n(start = 0, fixed = true);\n  Boolean down;\n  discrete Real tHit(start = 0, fixed = true);\nequation\n  der(h) = v;\n  der(v) = -9.81;\n  down = v < 0;\n  when h <= 0 and down then\n    reinit(v, -0.8*pre(v));\n    n = pre(n) + 1;\n    tHit = time;\n  elsewhen edge(down) then\n    tHit = -1;\n  end when;\n  when change(n) then\n    assert(n < 100, \"too many bounces\", AssertionLevel.warning);\n  end when;\n  when n >= 10 then\n    terminate(\"done\");\n  end when;\nend M;"));
+    insta::assert_snapshot!(flat("model M\n  Real h(start = 1, fixed = true);\n  Real v(start = 0, fixed = true);\n  Integer n(start = 0, fixed = true);\n  Boolean down;\n  discrete Real tHit(start = 0, fixed = true);\nequation\n  der(h) = v;\n  der(v) = -9.81;\n  down = v < 0;\n  when h <= 0 and down then\n    reinit(v, -0.8*pre(v));\n    n = pre(n) + 1;\n    tHit = time;\n  elsewhen edge(down) then\n    tHit = -1;\n    n = pre(n);\n  end when;\n  when change(n) then\n    assert(n < 100, \"too many bounces\", AssertionLevel.warning);\n  end when;\n  when n >= 10 then\n    terminate(\"done\");\n  end when;\nend M;"));
 }
 
 #[test]
@@ -73,7 +73,7 @@ fn functions_with_loops_early_return_and_several_outputs() {
 
 #[test]
 fn connect_potentials_flows_and_unconnected_flows() {
-    insta::assert_snapshot!(flat("connector Pin\n  Real v;\n  flow Real i;\nend Pin;\nmodel Resistor\n  parameter Real R = 1;\n  Pin p;\n  Pin n;\nequation\n  p.v - n.v = R*p.i;\n  p.i + n.i = 0;\nend Resistor;\nmodel Ground\n  Pin p;\nequation\n  p.v = 0;\nend Ground;\nmodel Source\n  Pin p;\n  Pin n;\nequation\n  p.v - n.v = 1;\n  p.i + n.i = 0;\nend Source;\nmodel Circuit\n  Source s;\n  Resistor r1(R = 2);\n  Resistor r2;\n  Ground g;\n  Pin probe;\nequation\n  connect(s.p, r1.p);\n  connect(r1.n, r2.p);\n  connect(r2.n, s.n);\n  connect(s.n, g.p);\n  connect(probe, r1.n);\nend Circuit;"));
+    insta::assert_snapshot!(flat_model("connector Pin\n  Real v;\n  flow Real i;\nend Pin;\nmodel Resistor\n  parameter Real R = 1;\n  Pin p;\n  Pin n;\nequation\n  p.v - n.v = R*p.i;\n  p.i + n.i = 0;\nend Resistor;\nmodel Ground\n  Pin p;\nequation\n  p.v = 0;\nend Ground;\nmodel Source\n  Pin p;\n  Pin n;\nequation\n  p.v - n.v = 1;\n  p.i + n.i = 0;\nend Source;\nmodel Circuit\n  Source s;\n  Resistor r1(R = 2);\n  Resistor r2;\n  Ground g;\n  Pin probe;\nequation\n  connect(s.p, r1.p);\n  connect(r1.n, r2.p);\n  connect(r2.n, s.n);\n  connect(s.n, g.p);\n  connect(probe, r1.n);\nend Circuit;", "Circuit"));
 }
 
 #[test]

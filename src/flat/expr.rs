@@ -350,7 +350,7 @@ impl ExprArena {
                 self.constant(c)
             }
             Node::Neg(x) => x,
-            Node::Sub(x, y) => self.intern(Node::Sub(y, x)),
+            Node::Sub(x, y) => self.sub(y, x),
             _ => self.intern(Node::Neg(a)),
         }
     }

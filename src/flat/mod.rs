@@ -305,13 +305,17 @@ impl FlatModel {
                 attrs.push(format!("unit = \"{u}\""));
             }
             if v.state_select != StateSelect::Default {
-                attrs.push(format!("stateSelect = StateSelect.{:?}", v.state_select).to_lowercase());
+                attrs.push(format!("stateSelect = StateSelect.{}", format!("{:?}", v.state_select).to_lowercase()));
             }
             if !attrs.is_empty() {
                 let _ = write!(line, "({})", attrs.join(", "));
             }
             if let Some(b) = v.binding {
-                let _ = write!(line, " = {}", self.show(b));
+                let text = match (v.ty, self.exprs.as_const(b)) {
+                    (ScalarType::Boolean, Some(c)) => (if c != 0.0 { "true" } else { "false" }).to_string(),
+                    _ => self.show(b),
+                };
+                let _ = write!(line, " = {text}");
             }
             if let Some(d) = &v.description {
                 let _ = write!(line, " \"{d}\"");

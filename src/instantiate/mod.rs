@@ -161,7 +161,12 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
         Err(d) => return Err(vec![d]),
     };
     let experiment = inherited_experiment(f.lib, model, 0);
-    match f.instantiate_class(model, &Modifier::default(), String::new(), None, ast::TypePrefix::default(), def.span) {
+    // `model Fast = Decay(k = 10)`: the short class's base, with its modifier.
+    let top = match f.resolve_short(model, Modifier::default(), None) {
+        Ok(r) => r,
+        Err(d) => return Err(vec![d]),
+    };
+    match f.instantiate_class(top.class, &top.modifier, String::new(), None, ast::TypePrefix::default(), def.span) {
         Ok(_) => {}
         Err(d) => f.diags.push(d),
     }

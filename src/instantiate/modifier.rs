@@ -186,9 +186,12 @@ pub fn merge(outer: &Modifier, inner: &Modifier) -> Modifier {
     if inner.is_empty() && inner.span.is_none() {
         return outer.clone();
     }
+    // `each` belongs to the binding it qualifies: the outer one wins with
+    // its own flag (`x(start = {1, 2})` over `each start = a` splits).
+    let each = if outer.binding.is_some() { outer.each } else { outer.each || inner.each };
     let mut m = Modifier {
         binding: outer.binding.clone().or_else(|| inner.binding.clone()),
-        each: outer.each || inner.each,
+        each,
         final_: outer.final_ || inner.final_,
         subs: Vec::new(),
         redeclares: outer.redeclares.clone(),

@@ -289,10 +289,12 @@ impl<'b> Pantelides<'b> {
             };
             base + u32::from(v.fixed == Some(true))
         };
-        let mut best = own(&self.s.vars[w as usize]);
+        // Twice the own preference; an inherited one counts a notch lower, so
+        // that a user's variable wins a tie with a made-up `der(x)`.
+        let mut best = 2 * own(&self.s.vars[w as usize]);
         let mut x = w;
         while let Some(i) = self.s.integral[x as usize] {
-            best = best.max(own(&self.s.vars[i as usize]));
+            best = best.max(2 * own(&self.s.vars[i as usize]) - 1);
             x = i;
         }
         best
