@@ -19,7 +19,10 @@ fn collect(dir: &Path, base: &Path, out: &mut Vec<(String, String)>) {
                 .expect("under base")
                 .to_string_lossy()
                 .replace('\\', "/");
-            out.push((rel, p.canonicalize().expect("canonical").display().to_string()));
+            out.push((
+                rel,
+                p.canonicalize().expect("canonical").display().to_string(),
+            ));
         }
     }
 }
@@ -35,6 +38,7 @@ fn main() {
         let _ = writeln!(src, "    ({rel:?}, include_str!({abs:?})),");
     }
     src.push_str("];\n");
-    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("stdlib_files.rs");
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"))
+        .join("stdlib_files.rs");
     std::fs::write(out, src).expect("write stdlib_files.rs");
 }

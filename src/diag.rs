@@ -182,7 +182,13 @@ fn render_one(map: &SourceMap, d: &Diagnostic, color: bool) -> String {
                 .with_index_type(ariadne::IndexType::Byte),
         )
         .with_message(&d.message)
-        .with_label(Label::new((path(span), range(span))).with_message(if d.label.is_empty() { "here" } else { d.label.as_str() }));
+        .with_label(
+            Label::new((path(span), range(span))).with_message(if d.label.is_empty() {
+                "here"
+            } else {
+                d.label.as_str()
+            }),
+        );
     for (s, l) in &d.secondary {
         report = report.with_label(Label::new((path(*s), range(*s))).with_message(l));
     }

@@ -6,6 +6,10 @@
 //! `output`. This file is the library API that drives it: load a file, pick a
 //! model, flatten it. The CLI (`main.rs`) only parses arguments and renders.
 
+// A `Diagnostic` is plain data of about 150 bytes returned only on the cold
+// path (once per compile failure); boxing every one would buy nothing.
+#![allow(clippy::result_large_err)]
+
 pub mod diag;
 pub mod flat;
 pub mod instantiate;
@@ -24,7 +28,7 @@ use syntax::ast;
 /// Reads and parses `path`, and sets up the library lookup around it. On a
 /// syntax error the diagnostics are returned with the library (whose source
 /// map renders them).
-pub fn load(path: &Path) -> (Library, Result<Loaded2, Vec<Diagnostic>>) {
+pub fn load(path: &Path) -> (Library, Result<Loaded, Vec<Diagnostic>>) {
     let mut sources = SourceMap::default();
     let shown = path.display().to_string();
     let text = match std::fs::read_to_string(path) {
@@ -61,11 +65,18 @@ pub fn load(path: &Path) -> (Library, Result<Loaded2, Vec<Diagnostic>>) {
         return (lib, Err(diags));
     }
     let stem = path.file_stem().map(|s| s.to_string_lossy().to_string());
-    (lib, Ok(Loaded2 { file: parsed, classes, stem }))
+    (
+        lib,
+        Ok(Loaded {
+            file: parsed,
+            classes,
+            stem,
+        }),
+    )
 }
 
 /// The parsed user file and its classes.
-pub struct Loaded2 {
+pub struct Loaded {
     pub file: ast::StoredDefinition,
     pub classes: Vec<ClassId>,
     /// The file name without extension: the default model's name.
@@ -80,9 +91,12 @@ fn check_end_names(def: &ast::StoredDefinition) -> Vec<Diagnostic> {
                 && end.name != c.name.name
             {
                 out.push(
-                    Diagnostic::error(end.span, format!("`{}` is closed by `end {};`", c.name.name, end.name))
-                        .with_secondary(c.name.span, "opened here")
-                        .with_hint(format!("write `end {};`", c.name.name)),
+                    Diagnostic::error(
+                        end.span,
+                        format!("`{}` is closed by `end {};`", c.name.name, end.name),
+                    )
+                    .with_secondary(c.name.span, "opened here")
+                    .with_hint(format!("write `end {};`", c.name.name)),
                 );
             }
             for e in &comp.elements {
@@ -115,7 +129,11 @@ pub fn candidate_models(file: &ast::StoredDefinition) -> Vec<&ast::ClassDef> {
 }
 
 /// Picks the model to work on: `--model NAME`, or the only candidate.
-pub fn select_model(lib: &mut Library, loaded: &Loaded2, name: Option<&str>) -> Result<ClassId, Diagnostic> {
+pub fn select_model(
+    lib: &mut Library,
+    loaded: &Loaded,
+    name: Option<&str>,
+) -> Result<ClassId, Diagnostic> {
     let candidates = candidate_models(&loaded.file);
     match name {
         Some(n) => {
@@ -137,12 +155,13 @@ pub fn select_model(lib: &mut Library, loaded: &Loaded2, name: Option<&str>) -> 
             };
             lib.lookup(None, &dotted).map_err(|_| {
                 let names: Vec<String> = candidates.iter().map(|c| c.name.name.clone()).collect();
-                Diagnostic::error_nospan(format!("no model `{n}` in this file"))
-                    .with_hint(if names.is_empty() {
+                Diagnostic::error_nospan(format!("no model `{n}` in this file")).with_hint(
+                    if names.is_empty() {
                         "the file defines no model".to_string()
                     } else {
                         format!("the file defines: {}", names.join(", "))
-                    })
+                    },
+                )
             })
         }
         None => match candidates.as_slice() {
@@ -155,21 +174,30 @@ pub fn select_model(lib: &mut Library, loaded: &Loaded2, name: Option<&str>) -> 
                     .expect("candidate is a class of the file");
                 Ok(loaded.classes[pos])
             }
-            [] => Err(Diagnostic::error_nospan("the file defines no model to simulate (all are partial, or packages)")
-                .with_hint("add a non-partial `model`, or name one with --model")),
+            [] => Err(Diagnostic::error_nospan(
+                "the file defines no model to simulate (all are partial, or packages)",
+            )
+            .with_hint("add a non-partial `model`, or name one with --model")),
             many => {
                 // A file `gearbox.rmo` defaults to its model `Gearbox`, as a
                 // library file `X.rmo` defines `X`.
                 if let Some(stem) = &loaded.stem
                     && let Some(pos) = loaded.file.classes.iter().position(|c| {
-                        c.name.name.eq_ignore_ascii_case(stem) && many.iter().any(|m| std::ptr::eq(*m, c))
+                        c.name.name.eq_ignore_ascii_case(stem)
+                            && many.iter().any(|m| std::ptr::eq(*m, c))
                     })
                 {
                     return Ok(loaded.classes[pos]);
                 }
                 let names: Vec<String> = many.iter().map(|c| c.name.name.clone()).collect();
-                Err(Diagnostic::error(many[1].name.span, format!("the file defines {} models; choose one with --model", many.len()))
-                    .with_hint(format!("--model {}", names.join(" | --model "))))
+                Err(Diagnostic::error(
+                    many[1].name.span,
+                    format!(
+                        "the file defines {} models; choose one with --model",
+                        many.len()
+                    ),
+                )
+                .with_hint(format!("--model {}", names.join(" | --model "))))
             }
         },
     }
@@ -186,13 +214,27 @@ pub fn check_model(lib: &mut Library, model: ClassId) -> Result<String, Vec<Diag
     let unknowns = structure::balance::unknowns(&flat).len();
     // A closed model (no connectors of its own) is analysed as `simulate` would.
     if flat.top_connectors.is_empty() {
-        let summary = (flat.name.clone(), flat.equations.len(), flat.vars.iter().filter(|v| v.is_parameter()).count());
+        let summary = (
+            flat.name.clone(),
+            flat.equations.len(),
+            flat.vars.iter().filter(|v| v.is_parameter()).count(),
+        );
         let mut causal = structure::analyze(flat)?;
         // Initialization is part of checking: inconsistent initial conditions
         // are found at the start values, with the interpreter (no JIT needed).
-        let program = jit::lower::lower(&mut causal).map_err(|m| vec![Diagnostic::error_nospan(format!("code generation failed: {m}"))])?;
+        let program = jit::lower::lower(&mut causal).map_err(|m| {
+            vec![Diagnostic::error_nospan(format!(
+                "code generation failed: {m}"
+            ))]
+        })?;
         let interp = solve::model::Interpreter { program: &program };
-        solve::initialize_only(&causal, &program, &interp, causal.experiment.start_time.unwrap_or(0.0)).map_err(|d| vec![d])?;
+        solve::initialize_only(
+            &causal,
+            &program,
+            &interp,
+            causal.experiment.start_time.unwrap_or(0.0),
+        )
+        .map_err(|d| vec![d])?;
         return Ok(format!(
             "{}: ok ({} equations, {} unknowns, {} parameters; index {}, {} states)",
             summary.0,
@@ -235,12 +277,27 @@ pub fn compile(lib: &mut Library, model: ClassId) -> Result<Compiled, Vec<Diagno
             (t2 - t1).as_secs_f64() * 1e3
         );
     }
-    let program = jit::lower::lower(&mut causal).map_err(|m| vec![Diagnostic::error_nospan(format!("code generation failed: {m}"))])?;
+    let program = jit::lower::lower(&mut causal).map_err(|m| {
+        vec![Diagnostic::error_nospan(format!(
+            "code generation failed: {m}"
+        ))]
+    })?;
     if timing {
         eprintln!("lower {:.1} ms", t2.elapsed().as_secs_f64() * 1e3);
     }
+    if let Some(which) = std::env::var_os("RMOC_DUMP_IR") {
+        let which = which.to_string_lossy().to_string();
+        for f in program.user.iter().chain(program.entries()) {
+            if f.name.contains(&which) {
+                eprintln!("{}", jit::ir::display(f));
+            }
+        }
+    }
     if let Err(e) = jit::ir::verify(&program.entries().map(|f| f.clone()), &program.user) {
-        return Err(vec![Diagnostic::error_nospan(format!("internal error: generated code failed verification: {}", e.0))]);
+        return Err(vec![Diagnostic::error_nospan(format!(
+            "internal error: generated code failed verification: {}",
+            e.0
+        ))]);
     }
     Ok(Compiled { causal, program })
 }

@@ -8,7 +8,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(name = "rmoc", version, about = "Compile and simulate Modelica-style acausal models of gears and contacts")]
+#[command(
+    name = "rmoc",
+    version,
+    about = "Compile and simulate Modelica-style acausal models of gears and contacts"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -50,15 +54,15 @@ struct SimulateArgs {
     file: PathBuf,
     #[arg(long)]
     model: Option<String>,
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     start_time: Option<f64>,
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     stop_time: Option<f64>,
     /// Relative tolerance of the integrator (default: the experiment's, or 1e-6).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     tolerance: Option<f64>,
     /// Output interval (default: the experiment's, or 500 intervals).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     interval: Option<f64>,
     /// Set a parameter: -p NAME=VALUE (repeatable).
     #[arg(short = 'p', value_name = "NAME=VALUE")]
@@ -99,13 +103,20 @@ fn run() -> ExitCode {
         Err(e) => {
             let _ = e.print();
             return match e.kind() {
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => ExitCode::SUCCESS,
-                _ => ExitCode::from(2),
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                    ExitCode::SUCCESS
+                }
+                // Bad input exits with 1, like every other rejection.
+                _ => ExitCode::from(1),
             };
         }
     };
     match cli.command {
-        Command::Check { file, model, parse_only } => check(&file, model.as_deref(), parse_only),
+        Command::Check {
+            file,
+            model,
+            parse_only,
+        } => check(&file, model.as_deref(), parse_only),
         Command::Flatten { file, model, json } => flatten(&file, model.as_deref(), json),
         Command::Analyze { file, model } => analyze(&file, model.as_deref()),
         Command::Simulate(a) => simulate(&a),
@@ -133,10 +144,20 @@ fn check(file: &std::path::Path, model: Option<&str>, parse_only: bool) -> ExitC
         Err(d) => return report(&lib, &d),
     };
     if loaded.classes.is_empty() {
-        return report(&lib, &[Diagnostic::error_nospan(format!("`{}` defines no class", file.display())).with_hint("a model file holds at least one `model ... end ...;`")]);
+        return report(
+            &lib,
+            &[
+                Diagnostic::error_nospan(format!("`{}` defines no class", file.display()))
+                    .with_hint("a model file holds at least one `model ... end ...;`"),
+            ],
+        );
     }
     if parse_only {
-        println!("{}: parsed {} class(es)", file.display(), loaded.classes.len());
+        println!(
+            "{}: parsed {} class(es)",
+            file.display(),
+            loaded.classes.len()
+        );
         return ExitCode::SUCCESS;
     }
     let targets: Vec<_> = match model {
@@ -145,7 +166,10 @@ fn check(file: &std::path::Path, model: Option<&str>, parse_only: bool) -> ExitC
             Err(d) => return report(&lib, &[d]),
         },
         None => {
-            let names: Vec<String> = rmoc::candidate_models(&loaded.file).iter().map(|c| c.name.name.clone()).collect();
+            let names: Vec<String> = rmoc::candidate_models(&loaded.file)
+                .iter()
+                .map(|c| c.name.name.clone())
+                .collect();
             loaded
                 .classes
                 .iter()
@@ -187,7 +211,12 @@ fn flatten(file: &std::path::Path, model: Option<&str>, json: bool) -> ExitCode 
             if json {
                 match serde_json::to_string_pretty(&flat) {
                     Ok(s) => println!("{s}"),
-                    Err(e) => return report(&lib, &[Diagnostic::error_nospan(format!("cannot write JSON: {e}"))]),
+                    Err(e) => {
+                        return report(
+                            &lib,
+                            &[Diagnostic::error_nospan(format!("cannot write JSON: {e}"))],
+                        );
+                    }
                 }
             } else {
                 print!("{}", flat.to_text());
@@ -256,7 +285,13 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
         Err(d) => return report(&lib, &[d]),
     };
     if a.solver != "bdf" {
-        return report(&lib, &[Diagnostic::error_nospan(format!("unknown solver `{}`", a.solver)).with_hint("the available solver is: bdf")]);
+        return report(
+            &lib,
+            &[
+                Diagnostic::error_nospan(format!("unknown solver `{}`", a.solver))
+                    .with_hint("the available solver is: bdf"),
+            ],
+        );
     }
     let t_compile = std::time::Instant::now();
     let compiled = match rmoc::compile(&mut lib, m) {
@@ -269,32 +304,75 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
     let stop = a.stop_time.or(e.stop_time).unwrap_or(1.0);
     let tolerance = a.tolerance.or(e.tolerance).unwrap_or(1e-6);
     let interval = a.interval.or(e.interval).unwrap_or((stop - start) / 500.0);
-    if !(stop >= start) || !(tolerance > 0.0) {
-        return report(&lib, &[Diagnostic::error_nospan(format!("invalid run settings: start {start}, stop {stop}, tolerance {tolerance}"))]);
+    let finite = [start, stop, tolerance, interval]
+        .iter()
+        .all(|x| x.is_finite());
+    let valid = finite && stop >= start && tolerance > 0.0 && (interval > 0.0 || stop == start);
+    if !valid {
+        return report(
+            &lib,
+            &[Diagnostic::error_nospan(format!(
+                "invalid run settings: start {start}, stop {stop}, tolerance {tolerance}, interval {interval}"
+            ))
+            .with_hint("the stop time must not precede the start time; tolerance and output interval must be positive")],
+        );
     }
     let mut overrides = Vec::new();
     for p in &a.params {
         let Some((name, value)) = p.split_once('=') else {
-            return report(&lib, &[Diagnostic::error_nospan(format!("`-p {p}`: expected NAME=VALUE"))]);
+            return report(
+                &lib,
+                &[Diagnostic::error_nospan(format!(
+                    "`-p {p}`: expected NAME=VALUE"
+                ))],
+            );
         };
         let Ok(value) = value.trim().parse::<f64>() else {
-            return report(&lib, &[Diagnostic::error_nospan(format!("`-p {p}`: `{value}` is not a number"))]);
+            return report(
+                &lib,
+                &[Diagnostic::error_nospan(format!(
+                    "`-p {p}`: `{value}` is not a number"
+                ))],
+            );
         };
         let name = name.trim();
         let Some(v) = c.vars.iter().position(|v| v.name == name) else {
-            return report(&lib, &[Diagnostic::error_nospan(format!("`-p {p}`: the model has no parameter `{name}`"))]);
+            return report(
+                &lib,
+                &[Diagnostic::error_nospan(format!(
+                    "`-p {p}`: the model has no parameter `{name}`"
+                ))],
+            );
         };
         let var = &c.vars[v];
         if !var.is_parameter() {
-            return report(&lib, &[Diagnostic::error(var.span, format!("`{name}` is not a parameter and cannot be set with -p")).with_hint("only parameters can be changed between runs; use a start value or a modifier")]);
+            return report(
+                &lib,
+                &[Diagnostic::error(
+                    var.span,
+                    format!("`{name}` is not a parameter and cannot be set with -p"),
+                )
+                .with_hint(
+                    "only parameters can be changed between runs; use a start value or a modifier",
+                )],
+            );
         }
         if var.structural {
             return report(&lib, &[Diagnostic::error(var.span, format!("`{name}` is a structural parameter (it sets an array size, a range or a branch) and cannot be changed with -p")).with_hint("change its value in the model (a modifier) instead")]);
         }
         overrides.push((v as u32, value));
     }
-    let opts = rmoc::solve::Options { start, stop, tolerance, interval, overrides, max_events: 1_000_000 };
-    let interp = rmoc::solve::model::Interpreter { program: &compiled.program };
+    let opts = rmoc::solve::Options {
+        start,
+        stop,
+        tolerance,
+        interval,
+        overrides,
+        max_events: 1_000_000,
+    };
+    let interp = rmoc::solve::model::Interpreter {
+        program: &compiled.program,
+    };
     let jit;
     let mut jit_time = std::time::Duration::ZERO;
     let backend: &dyn rmoc::solve::model::Backend = if a.no_jit {
@@ -303,7 +381,15 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
         let t_jit = std::time::Instant::now();
         jit = match rmoc::jit::codegen::compile(&compiled.program) {
             Ok(j) => j,
-            Err(e) => return report(&lib, &[Diagnostic::error_nospan(format!("code generation failed: {e}")).with_hint("--no-jit runs the model with the interpreter")]),
+            Err(e) => {
+                return report(
+                    &lib,
+                    &[
+                        Diagnostic::error_nospan(format!("code generation failed: {e}"))
+                            .with_hint("--no-jit runs the model with the interpreter"),
+                    ],
+                );
+            }
         };
         jit_time = t_jit.elapsed();
         &jit
@@ -315,9 +401,21 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
         Err(d) => return report(&lib, &d),
     };
     let sim_time = t_sim.elapsed();
-    let out = a.output.clone().unwrap_or_else(|| PathBuf::from(format!("{}_res.csv", c.name.replace('.', "_"))));
+    if !results.warnings.is_empty() {
+        eprint!("{}", diag::render(&lib.sources, &results.warnings, color()));
+    }
+    let out = a
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{}_res.csv", c.name.replace('.', "_"))));
     if let Err(e) = rmoc::output::write(&results, &out) {
-        return report(&lib, &[Diagnostic::error_nospan(format!("cannot write `{}`: {e}", out.display()))]);
+        return report(
+            &lib,
+            &[Diagnostic::error_nospan(format!(
+                "cannot write `{}`: {e}",
+                out.display()
+            ))],
+        );
     }
     if !a.print.is_empty() {
         let last = results.rows.last();
@@ -342,10 +440,8 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
         }
     }
     if a.stats {
-        let s = &results.stats;
-        let i = &s.integrator;
-        eprintln!("steps {} (rejected {}), newton iterations {} (failures {}), rhs {}, jacobians {}, factorizations {}", i.steps, i.rejected, i.newton_iterations, i.newton_failures, i.rhs_evaluations, i.jacobians, i.factorizations);
-        eprintln!("state events {}, time events {}, event iterations {}, restarts {}, model evaluations {}", s.state_events, s.time_events, s.event_iterations, s.restarts, s.model_evaluations);
+        eprintln!("{}", results.stats);
+        eprintln!("model evaluations {}", results.stats.model_evaluations);
         eprintln!(
             "compile {:.1} ms (of which JIT {:.1} ms), simulate {:.1} ms",
             compile_time.as_secs_f64() * 1e3,

@@ -24,13 +24,20 @@ fn run(file: &str) -> (Option<i32>, String) {
         .args(["check", file])
         .output()
         .expect("run rmoc");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     (out.status.code(), text)
 }
 
 #[test]
 fn every_bad_file_is_rejected_with_the_expected_diagnostic() {
-    let cases: Vec<Case> = serde_json::from_str(&std::fs::read_to_string(dir().join("expected.json")).expect("manifest")).expect("valid manifest");
+    let cases: Vec<Case> = serde_json::from_str(
+        &std::fs::read_to_string(dir().join("expected.json")).expect("manifest"),
+    )
+    .expect("valid manifest");
     assert!(cases.len() >= 30, "the corpus must hold at least 30 cases");
     let mut failures = Vec::new();
     let mut snapshot = String::new();
@@ -58,17 +65,28 @@ fn every_bad_file_is_rejected_with_the_expected_diagnostic() {
             failures.push(format!("{}: {}\n{text}", c.file, why.join("; ")));
         }
     }
-    assert!(failures.is_empty(), "{} case(s) failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} case(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     insta::assert_snapshot!(snapshot);
 }
 
 #[test]
 fn every_file_in_the_corpus_is_in_the_manifest() {
-    let cases: Vec<Case> = serde_json::from_str(&std::fs::read_to_string(dir().join("expected.json")).expect("manifest")).expect("valid manifest");
+    let cases: Vec<Case> = serde_json::from_str(
+        &std::fs::read_to_string(dir().join("expected.json")).expect("manifest"),
+    )
+    .expect("valid manifest");
     for e in std::fs::read_dir(dir()).expect("dir").flatten() {
         let name = e.file_name().to_string_lossy().to_string();
         if name.ends_with(".rmo") {
-            assert!(cases.iter().any(|c| c.file == name), "{name} has no entry in expected.json");
+            assert!(
+                cases.iter().any(|c| c.file == name),
+                "{name} has no entry in expected.json"
+            );
         }
     }
 }

@@ -9,13 +9,24 @@ use rmoc::solve::Results;
 
 fn gearbox(model: &str, stop: f64, interval: f64) -> (rmoc::Compiled, Results) {
     let c = common::compile_file(&common::project("examples/gearbox.rmo"), Some(model));
-    let r = common::simulate_compiled(&c, &Run { stop: Some(stop), interval: Some(interval), ..Run::default() });
+    let r = common::simulate_compiled(
+        &c,
+        &Run {
+            stop: Some(stop),
+            interval: Some(interval),
+            ..Run::default()
+        },
+    );
     (c, r)
 }
 
 fn param(c: &rmoc::Compiled, r: &Results, name: &str) -> f64 {
     let _ = c;
-    r.parameters.iter().find(|p| p.0 == name).map(|p| p.1).unwrap_or_else(|| panic!("no parameter {name}"))
+    r.parameters
+        .iter()
+        .find(|p| p.0 == name)
+        .map(|p| p.1)
+        .unwrap_or_else(|| panic!("no parameter {name}"))
 }
 
 fn col(r: &Results, name: &str) -> Vec<f64> {
@@ -26,7 +37,10 @@ fn col(r: &Results, name: &str) -> Vec<f64> {
 /// Times at which an integer column changes (the rows before and after an event share the time).
 fn changes(r: &Results, name: &str) -> Vec<(f64, f64)> {
     let v = col(r, name);
-    (1..v.len()).filter(|&i| v[i] != v[i - 1]).map(|i| (r.times[i], v[i])).collect()
+    (1..v.len())
+        .filter(|&i| v[i] != v[i - 1])
+        .map(|i| (r.times[i], v[i]))
+        .collect()
 }
 
 #[test]
@@ -37,14 +51,24 @@ fn lambda_is_an_integral_of_motion_and_delta_equals_the_penetration() {
     // Assertion 2: lambda = -rBb/rAb = -1.5 at every output point, across every switch.
     let lam0 = -rbb / rab;
     assert!((lam0 + 1.5).abs() < 1e-12);
-    let worst = col(&r, "lambda").iter().map(|l| ((l - lam0) / lam0).abs()).fold(0.0, f64::max);
+    let worst = col(&r, "lambda")
+        .iter()
+        .map(|l| ((l - lam0) / lam0).abs())
+        .fold(0.0, f64::max);
     assert!(worst < 1e-8, "lambda deviates by {worst:e} (relative)");
     // Section 7.2: Delta(t) (from the angles) is the penetration depth |PA PB| (from the tracking).
     let delta = col(&r, "Delta");
     let depth = col(&r, "depth");
     let scale = depth.iter().fold(0.0f64, |a, d| a.max(d.abs()));
-    let dev = delta.iter().zip(&depth).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
-    assert!(dev <= 1e-3 * scale, "max |Delta - depth| = {dev:e} > 1e-3 * {scale:e}");
+    let dev = delta
+        .iter()
+        .zip(&depth)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f64::max);
+    assert!(
+        dev <= 1e-3 * scale,
+        "max |Delta - depth| = {dev:e} > 1e-3 * {scale:e}"
+    );
 }
 
 #[test]
@@ -53,11 +77,20 @@ fn tooth_pairs_switch_exactly_at_each_pitch() {
     let pitch = 2.0 * std::f64::consts::PI / 20.0;
     let phi5 = last(&r, "phiA").abs();
     let switches = changes(&r, "pair");
-    assert_eq!(switches.len(), (phi5 / pitch).floor() as usize, "switches at {switches:?}, |phiA(5)| = {phi5}");
+    assert_eq!(
+        switches.len(),
+        (phi5 / pitch).floor() as usize,
+        "switches at {switches:?}, |phiA(5)| = {phi5}"
+    );
     for (k, &(t, pair)) in switches.iter().enumerate() {
         assert_eq!(pair as usize, k + 1);
         let phi = value_at(&r, "phiA", t).abs();
-        assert!((phi - (k + 1) as f64 * pitch).abs() < 1e-6, "switch {} at phiA = {phi}, pitch angle {}", k + 1, (k + 1) as f64 * pitch);
+        assert!(
+            (phi - (k + 1) as f64 * pitch).abs() < 1e-6,
+            "switch {} at phiA = {phi}, pitch angle {}",
+            k + 1,
+            (k + 1) as f64 * pitch
+        );
     }
     let _ = c;
 }
@@ -84,9 +117,16 @@ fn dte_settles_to_the_static_johnson_penetration() {
         h = n / (pi * estar) * ((4.0 * pi * estar * (kk - h) / n).ln() - 1.0);
     }
     let dte = last(&r, "Delta");
-    assert!((dte - h).abs() <= 5e-3 * h, "DTE {dte:e}, static Johnson approach {h:e}");
+    assert!(
+        (dte - h).abs() <= 5e-3 * h,
+        "DTE {dte:e}, static Johnson approach {h:e}"
+    );
     let force = last(&r, "normalForce");
-    assert!((force - 1.0 / rab).abs() < 1e-3 / rab, "normal force {force}, expected {}", 1.0 / rab);
+    assert!(
+        (force - 1.0 / rab).abs() < 1e-3 / rab,
+        "normal force {force}, expected {}",
+        1.0 / rab
+    );
 }
 
 fn dte_at(r: &Results, t: f64) -> f64 {
@@ -100,7 +140,11 @@ fn falls_through(r: &Results, v: &[f64], level: f64) -> Vec<f64> {
         .map(|i| {
             let (a, b) = (v[i - 1] - level, v[i] - level);
             let (t0, t1) = (r.times[i - 1], r.times[i]);
-            if a == b { t1 } else { t0 + (t1 - t0) * a / (a - b) }
+            if a == b {
+                t1
+            } else {
+                t0 + (t1 - t0) * a / (a - b)
+            }
         })
         .collect()
 }
@@ -120,7 +164,10 @@ fn friction_makes_the_dte_jump_at_switches_and_at_the_pitch_point() {
     for &t in &switches {
         let j = (dte_at(&rf, t + w) - dte_at(&rf, t - w)).abs();
         let trend = (dte_at(&rf, t - w) - dte_at(&rf, t - 3.0 * w)).abs();
-        assert!(j > 5.0 * trend, "no jump at the switch at t = {t}: {j:e} vs trend {trend:e}");
+        assert!(
+            j > 5.0 * trend,
+            "no jump at the switch at t = {t}: {j:e} vs trend {trend:e}"
+        );
         friction_jumps.push(j);
     }
     // The pitch point: the sliding velocity passes through the regularization
@@ -130,14 +177,19 @@ fn friction_makes_the_dte_jump_at_switches_and_at_the_pitch_point() {
     let leaves = falls_through(&rf, &vt, -v_eps);
     let mut passages = 0;
     for &t1 in &enters {
-        let Some(&t2) = leaves.iter().find(|&&t2| t2 > t1 && t2 - t1 < 0.1) else { continue };
+        let Some(&t2) = leaves.iter().find(|&&t2| t2 > t1 && t2 - t1 < 0.1) else {
+            continue;
+        };
         if switches.iter().any(|&s| (s - t1).abs() < 1e-6) {
             continue;
         }
         passages += 1;
         let j = (dte_at(&rf, t2) - dte_at(&rf, t1)).abs();
         let trend = (dte_at(&rf, t1) - dte_at(&rf, t1 - (t2 - t1))).abs();
-        assert!(j > 5.0 * trend, "no jump at the pitch point passage {t1}..{t2}: {j:e} vs trend {trend:e}");
+        assert!(
+            j > 5.0 * trend,
+            "no jump at the pitch point passage {t1}..{t2}: {j:e} vs trend {trend:e}"
+        );
         friction_jumps.push(j);
     }
     assert!(passages >= 2, "pitch point passages found: {passages}");
@@ -145,7 +197,10 @@ fn friction_makes_the_dte_jump_at_switches_and_at_the_pitch_point() {
     let smallest = friction_jumps.iter().copied().fold(f64::INFINITY, f64::min);
     for (t, _) in changes(&r0, "pair") {
         let j = (dte_at(&r0, t + w) - dte_at(&r0, t - w)).abs();
-        assert!(j < 0.1 * smallest, "frictionless DTE changes by {j:e} at the switch at t = {t} (friction jumps are at least {smallest:e})");
+        assert!(
+            j < 0.1 * smallest,
+            "frictionless DTE changes by {j:e} at the switch at t = {t} (friction jumps are at least {smallest:e})"
+        );
     }
 }
 
@@ -172,7 +227,10 @@ fn rigid_contact_force_is_the_mean_of_the_compliant_one() {
     };
     let mj = mean(&rj, cycle(&rj));
     let mr = mean(&rr, cycle(&rr));
-    assert!((mj - mr).abs() <= 0.02 * mr, "Johnson mean {mj}, rigid mean {mr}");
+    assert!(
+        (mj - mr).abs() <= 0.02 * mr,
+        "Johnson mean {mj}, rigid mean {mr}"
+    );
 }
 
 #[test]
@@ -185,12 +243,31 @@ fn the_default_run_is_the_johnson_model_with_friction() {
         .arg(common::project("examples/gearbox.rmo"))
         .output()
         .expect("run rmoc");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let (names, rows) = rmoc::output::csv::read(&dir.join("Gearbox_res.csv")).expect("result file");
-    for c in ["time", "Delta", "depth", "kappa", "lambda", "normalForce", "pair", "mesh.Ft"] {
+    for c in [
+        "time",
+        "Delta",
+        "depth",
+        "kappa",
+        "lambda",
+        "normalForce",
+        "pair",
+        "mesh.Ft",
+    ] {
         assert!(names.iter().any(|n| n == c), "no column {c}");
     }
-    let ft = names.iter().position(|n| n == "mesh.Ft").expect("friction column");
-    assert!(rows.iter().any(|r| r[ft].abs() > 0.1), "the default run has friction");
+    let ft = names
+        .iter()
+        .position(|n| n == "mesh.Ft")
+        .expect("friction column");
+    assert!(
+        rows.iter().any(|r| r[ft].abs() > 0.1),
+        "the default run has friction"
+    );
     assert_eq!(rows.last().map(|r| r[0]), Some(5.0));
 }

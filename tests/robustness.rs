@@ -93,14 +93,32 @@ proptest! {
 
 #[test]
 fn deep_nesting_and_long_sums_do_not_crash() {
-    let deep = format!("model M\n  Real x = {}1{};\nend M;\n", "(".repeat(400), ")".repeat(400));
-    let long = format!("model M\n  Real x = {};\nend M;\n", (0..20_000).map(|i| i.to_string()).collect::<Vec<_>>().join(" + "));
+    let deep = format!(
+        "model M\n  Real x = {}1{};\nend M;\n",
+        "(".repeat(400),
+        ")".repeat(400)
+    );
+    let long = format!(
+        "model M\n  Real x = {};\nend M;\n",
+        (0..20_000)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(" + ")
+    );
     for src in [deep, long] {
         let dir = std::env::temp_dir().join(format!("rmoc-deep-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("dir");
         let path = dir.join("deep.rmo");
         std::fs::write(&path, &src).expect("write");
-        let out = Command::new(env!("CARGO_BIN_EXE_rmoc")).arg("check").arg(&path).output().expect("run rmoc");
-        assert!(matches!(out.status.code(), Some(0) | Some(1)), "exit {:?}", out.status.code());
+        let out = Command::new(env!("CARGO_BIN_EXE_rmoc"))
+            .arg("check")
+            .arg(&path)
+            .output()
+            .expect("run rmoc");
+        assert!(
+            matches!(out.status.code(), Some(0) | Some(1)),
+            "exit {:?}",
+            out.status.code()
+        );
     }
 }

@@ -13,7 +13,10 @@ fn analyze(src: &str) -> String {
 
 /// The last model of a file is the system; the ones before are its parts.
 fn last_model(src: &str) -> Option<&str> {
-    src.lines().filter_map(|l| l.strip_prefix("model ")).last().map(|l| l.split_whitespace().next().unwrap_or(l))
+    src.lines()
+        .filter_map(|l| l.strip_prefix("model "))
+        .next_back()
+        .map(|l| l.split_whitespace().next().unwrap_or(l))
 }
 
 fn causal(src: &str) -> rmoc::structure::Causal {
@@ -26,11 +29,19 @@ const PENDULUM: &str = "model Pendulum\n  parameter Real L = 1;\n  parameter Rea
 fn cartesian_pendulum_is_reduced_to_two_states() {
     let c = causal(PENDULUM);
     assert_eq!(c.summary.index, 3);
-    let names = |vs: &[u32]| vs.iter().map(|&v| c.vars[v as usize].name.clone()).collect::<Vec<_>>();
+    let names = |vs: &[u32]| {
+        vs.iter()
+            .map(|&v| c.vars[v as usize].name.clone())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(names(&c.states), ["x", "vx"]);
     // The constraint, twice differentiated, and the two kinematic equations once.
     assert_eq!(c.summary.differentiated, 4);
-    let twice = c.equations.iter().filter(|e| e.diff_of.is_some_and(|d| c.equations[d].diff_of.is_some())).count();
+    let twice = c
+        .equations
+        .iter()
+        .filter(|e| e.diff_of.is_some_and(|d| c.equations[d].diff_of.is_some()))
+        .count();
     assert_eq!(twice, 1);
     insta::assert_snapshot!(analyze(PENDULUM));
 }
@@ -40,7 +51,12 @@ fn gear_pair_velocity_constraint_makes_one_speed_a_dummy_state() {
     let src = "model Gears\n  parameter Real r1 = 0.05;\n  parameter Real r2 = 0.15;\n  Real phi1(start = 0, fixed = true);\n  Real phi2(start = 0, fixed = true);\n  Real w1;\n  Real w2;\n  Real F;\nequation\n  der(phi1) = w1;\n  der(phi2) = w2;\n  0.01*der(w1) = 1 - r1*F;\n  0.2*der(w2) = r2*F - 0.5*w2;\n  r1*w1 = r2*w2;\ninitial equation\n  w1 = 3;\nend Gears;";
     let c = causal(src);
     assert_eq!(c.summary.index, 2);
-    let dummy: Vec<String> = c.summary.dummy_states.iter().map(|&v| c.vars[v as usize].name.clone()).collect();
+    let dummy: Vec<String> = c
+        .summary
+        .dummy_states
+        .iter()
+        .map(|&v| c.vars[v as usize].name.clone())
+        .collect();
     assert!(dummy == ["w1"] || dummy == ["w2"], "dummy states {dummy:?}");
     insta::assert_snapshot!(analyze(src));
 }
@@ -54,7 +70,15 @@ fn two_masses_joined_rigidly_are_index_three() {
     assert_eq!(c.states.len(), 2);
     insta::assert_snapshot!(analyze(src));
     // And it simulates: the bar length holds and momentum is exchanged.
-    let r = common::simulate(src, None, &common::Run { stop: Some(2.0), tolerance: Some(1e-8), ..Default::default() });
+    let r = common::simulate(
+        src,
+        None,
+        &common::Run {
+            stop: Some(2.0),
+            tolerance: Some(1e-8),
+            ..Default::default()
+        },
+    );
     for row in &r.rows {
         let k1 = r.column("x1").expect("x1");
         let k2 = r.column("x2").expect("x2");
@@ -75,8 +99,21 @@ fn capacitor_loop_with_user_connectors_is_index_two() {
     assert_eq!(c.states.len(), 1, "one independent capacitor voltage");
     insta::assert_snapshot!(analyze(src));
     // u(t) = 1 - exp(-t/(R (C1 + C2)))
-    let r = common::simulate(src, last_model(src), &common::Run { stop: Some(3.0), tolerance: Some(1e-8), ..Default::default() });
-    common::assert_close(common::last(&r, "c2.u"), 1.0 - (-3.0f64 / 8.0).exp(), 1e-6, 1e-9);
+    let r = common::simulate(
+        src,
+        last_model(src),
+        &common::Run {
+            stop: Some(3.0),
+            tolerance: Some(1e-8),
+            ..Default::default()
+        },
+    );
+    common::assert_close(
+        common::last(&r, "c2.u"),
+        1.0 - (-3.0f64 / 8.0).exp(),
+        1e-6,
+        1e-9,
+    );
 }
 
 #[test]
@@ -88,9 +125,18 @@ fn connected_flanges_are_alias_eliminated() {
         let l = c.arena.node(eq.lhs);
         let r = c.arena.node(eq.rhs);
         let var = |n: rmoc::flat::Node| matches!(n, rmoc::flat::Node::Var(v) if c.roles[v as usize] == Role::Algebraic);
-        assert!(!(var(l) && var(r)), "alias left: {} = {}", c.show(eq.lhs), c.show(eq.rhs));
+        assert!(
+            !(var(l) && var(r)),
+            "alias left: {} = {}",
+            c.show(eq.lhs),
+            c.show(eq.rhs)
+        );
     }
-    assert!(c.summary.aliases >= 12, "aliases eliminated: {}", c.summary.aliases);
+    assert!(
+        c.summary.aliases >= 12,
+        "aliases eliminated: {}",
+        c.summary.aliases
+    );
     insta::assert_snapshot!(analyze(src));
 }
 
@@ -101,13 +147,26 @@ fn nonlinear_loop_is_torn_to_one_iteration_variable() {
     let c = causal(src);
     let loops: Vec<&Block> = c.blocks.iter().filter(|b| b.size() > 1).collect();
     assert_eq!(loops.len(), 1);
-    let Block::Torn { tear, linear, .. } = loops[0] else { panic!("not torn: {:?}", loops[0]) };
+    let Block::Torn { tear, linear, .. } = loops[0] else {
+        panic!("not torn: {:?}", loops[0])
+    };
     assert_eq!(tear.len(), 1);
     assert!(!linear);
     insta::assert_snapshot!(analyze(src));
     // The loop is solved: check the equations at the end.
-    let r = common::simulate(src, None, &common::Run { stop: Some(1.0), ..Default::default() });
-    let (x, y, z) = (common::last(&r, "x"), common::last(&r, "y"), common::last(&r, "z"));
+    let r = common::simulate(
+        src,
+        None,
+        &common::Run {
+            stop: Some(1.0),
+            ..Default::default()
+        },
+    );
+    let (x, y, z) = (
+        common::last(&r, "x"),
+        common::last(&r, "y"),
+        common::last(&r, "z"),
+    );
     assert!((x - (2.0 + 1f64.sin() - 0.1 * z.powi(3))).abs() < 1e-10);
     assert!((y - (x * x + z)).abs() < 1e-10);
     assert!((z - 0.5 * y.sqrt()).abs() < 1e-10);
@@ -115,9 +174,14 @@ fn nonlinear_loop_is_torn_to_one_iteration_variable() {
 
 #[test]
 fn linear_loops_are_marked_linear() {
-    let src = "model Lin\n  Real a;\n  Real b;\nequation\n  a + 2*b = time;\n  3*a - b = 1;\nend Lin;";
+    let src =
+        "model Lin\n  Real a;\n  Real b;\nequation\n  a + 2*b = time;\n  3*a - b = 1;\nend Lin;";
     let c = causal(src);
-    assert!(c.blocks.iter().any(|b| matches!(b, Block::Torn { linear: true, .. })));
+    assert!(
+        c.blocks
+            .iter()
+            .any(|b| matches!(b, Block::Torn { linear: true, .. }))
+    );
 }
 
 // ---------------------------------------------------------------- properties
@@ -126,9 +190,13 @@ fn linear_loops_are_marked_linear() {
 /// a spring to its parent (an earlier mass, or the wall).
 fn tree_model(parents: &[usize]) -> String {
     let n = parents.len();
-    let mut s = String::from("connector Flange\n  Real s;\n  flow Real f;\nend Flange;\nmodel Mass\n  parameter Real m = 1;\n  Flange a;\n  Real x(start = 0.1, fixed = true);\n  Real v(start = 0, fixed = true);\nequation\n  x = a.s;\n  der(x) = v;\n  m*der(v) = a.f;\nend Mass;\nmodel Spring\n  parameter Real c = 10;\n  Flange a;\n  Flange b;\n  Real f;\nequation\n  f = c*(b.s - a.s);\n  a.f = f;\n  b.f = -f;\nend Spring;\nmodel Wall\n  Flange a;\nequation\n  a.s = 0;\nend Wall;\n");
+    let mut s = String::from(
+        "connector Flange\n  Real s;\n  flow Real f;\nend Flange;\nmodel Mass\n  parameter Real m = 1;\n  Flange a;\n  Real x(start = 0.1, fixed = true);\n  Real v(start = 0, fixed = true);\nequation\n  x = a.s;\n  der(x) = v;\n  m*der(v) = a.f;\nend Mass;\nmodel Spring\n  parameter Real c = 10;\n  Flange a;\n  Flange b;\n  Real f;\nequation\n  f = c*(b.s - a.s);\n  a.f = f;\n  b.f = -f;\nend Spring;\nmodel Wall\n  Flange a;\nequation\n  a.s = 0;\nend Wall;\n",
+    );
     s.push_str("model Tree\n  Wall w;\n");
-    s.push_str(&format!("  Mass m[{n}](each m = 1);\n  Spring k[{n}](each c = 10);\nequation\n"));
+    s.push_str(&format!(
+        "  Mass m[{n}](each m = 1);\n  Spring k[{n}](each c = 10);\nequation\n"
+    ));
     for (i, &p) in parents.iter().enumerate() {
         if p == 0 {
             s.push_str(&format!("  connect(w.a, k[{}].a);\n", i + 1));

@@ -358,8 +358,8 @@ impl ExprArena {
     pub fn add(&mut self, a: ExprId, b: ExprId) -> ExprId {
         match (self.as_const(a), self.as_const(b)) {
             (Some(x), Some(y)) => self.constant(x + y),
-            (Some(x), None) if x == 0.0 => b,
-            (None, Some(y)) if y == 0.0 => a,
+            (Some(0.0), None) => b,
+            (None, Some(0.0)) => a,
             _ => {
                 if let Node::Neg(nb) = self.node(b) {
                     return self.sub(a, nb);
@@ -378,8 +378,8 @@ impl ExprArena {
         }
         match (self.as_const(a), self.as_const(b)) {
             (Some(x), Some(y)) => self.constant(x - y),
-            (Some(x), None) if x == 0.0 => self.neg(b),
-            (None, Some(y)) if y == 0.0 => a,
+            (Some(0.0), None) => self.neg(b),
+            (None, Some(0.0)) => a,
             _ => {
                 if let Node::Neg(nb) = self.node(b) {
                     return self.add(a, nb);
@@ -392,12 +392,12 @@ impl ExprArena {
     pub fn mul(&mut self, a: ExprId, b: ExprId) -> ExprId {
         match (self.as_const(a), self.as_const(b)) {
             (Some(x), Some(y)) => self.constant(x * y),
-            (Some(x), _) if x == 0.0 => self.zero(),
-            (_, Some(y)) if y == 0.0 => self.zero(),
-            (Some(x), _) if x == 1.0 => b,
-            (_, Some(y)) if y == 1.0 => a,
-            (Some(x), _) if x == -1.0 => self.neg(b),
-            (_, Some(y)) if y == -1.0 => self.neg(a),
+            (Some(0.0), _) => self.zero(),
+            (_, Some(0.0)) => self.zero(),
+            (Some(1.0), _) => b,
+            (_, Some(1.0)) => a,
+            (Some(-1.0), _) => self.neg(b),
+            (_, Some(-1.0)) => self.neg(a),
             _ => {
                 // Keep constants on the left: `2*x`, so that equal products share a node.
                 if self.as_const(b).is_some() {
@@ -422,17 +422,22 @@ impl ExprArena {
     pub fn div(&mut self, a: ExprId, b: ExprId) -> ExprId {
         match (self.as_const(a), self.as_const(b)) {
             (Some(x), Some(y)) if y != 0.0 => self.constant(x / y),
-            (Some(x), _) if x == 0.0 => self.zero(),
-            (_, Some(y)) if y == 1.0 => a,
-            (_, Some(y)) if y == -1.0 => self.neg(a),
+            (Some(0.0), _) => self.zero(),
+            (_, Some(1.0)) => a,
+            (_, Some(-1.0)) => self.neg(a),
             _ => {
                 if a == b {
                     // x/x = 1 is only wrong where x = 0, where the original is NaN anyway.
                     return self.one();
                 }
-                match self.node(a) {
-                    Node::Neg(x) => {
+                match (self.node(a), self.node(b)) {
+                    (Node::Neg(x), Node::Neg(y)) => self.div(x, y),
+                    (Node::Neg(x), _) => {
                         let d = self.div(x, b);
+                        self.neg(d)
+                    }
+                    (_, Node::Neg(y)) => {
+                        let d = self.div(a, y);
                         self.neg(d)
                     }
                     _ => self.intern(Node::Div(a, b)),
@@ -444,8 +449,8 @@ impl ExprArena {
     pub fn pow(&mut self, a: ExprId, b: ExprId) -> ExprId {
         match (self.as_const(a), self.as_const(b)) {
             (Some(x), Some(y)) => self.constant(pow(x, y)),
-            (_, Some(y)) if y == 1.0 => a,
-            (_, Some(y)) if y == 0.0 => self.one(),
+            (_, Some(1.0)) => a,
+            (_, Some(0.0)) => self.one(),
             _ => self.intern(Node::Pow(a, b)),
         }
     }
@@ -459,8 +464,8 @@ impl ExprArena {
 
     pub fn and(&mut self, a: ExprId, b: ExprId) -> ExprId {
         match (self.as_const(a), self.as_const(b)) {
-            (Some(x), _) if x == 0.0 => self.zero(),
-            (_, Some(y)) if y == 0.0 => self.zero(),
+            (Some(0.0), _) => self.zero(),
+            (_, Some(0.0)) => self.zero(),
             (Some(_), _) => b,
             (_, Some(_)) => a,
             _ => self.intern(Node::And(a, b)),
@@ -554,7 +559,9 @@ impl ExprArena {
             }
             out.push(id);
             match self.node(id) {
-                Node::Call { call, .. } => stack.extend(self.calls[call as usize].args.iter().copied()),
+                Node::Call { call, .. } => {
+                    stack.extend(self.calls[call as usize].args.iter().copied())
+                }
                 n => stack.extend(node_children(n)),
             }
         }
@@ -667,8 +674,11 @@ impl ExprArena {
                 }
                 Node::Call { call, output } => {
                     let site = self.calls[call as usize].clone();
-                    let args: Vec<ExprId> =
-                        site.args.iter().map(|&a| self.rewrite(a, memo, f)).collect();
+                    let args: Vec<ExprId> = site
+                        .args
+                        .iter()
+                        .map(|&a| self.rewrite(a, memo, f))
+                        .collect();
                     let c = self.call_site(CallSite {
                         func: site.func,
                         args,
@@ -836,7 +846,11 @@ impl ExprArena {
                     out.push_str(&format!(".{}", output + 1));
                 }
             }
-            Node::Elem { base, len: _, index } => {
+            Node::Elem {
+                base,
+                len: _,
+                index,
+            } => {
                 out.push_str(&name(base));
                 out.push_str("[+");
                 self.write(index, name, 0, out);

@@ -187,6 +187,8 @@ pub enum Statement {
     While {
         cond: ExprId,
         body: Vec<Statement>,
+        /// The condition's source, named when the loop runs away.
+        span: Span,
     },
     /// A for loop with a run-time range: `slot` takes `start, start+step, ..`
     /// up to `stop`.
@@ -305,14 +307,19 @@ impl FlatModel {
                 attrs.push(format!("unit = \"{u}\""));
             }
             if v.state_select != StateSelect::Default {
-                attrs.push(format!("stateSelect = StateSelect.{}", format!("{:?}", v.state_select).to_lowercase()));
+                attrs.push(format!(
+                    "stateSelect = StateSelect.{}",
+                    format!("{:?}", v.state_select).to_lowercase()
+                ));
             }
             if !attrs.is_empty() {
                 let _ = write!(line, "({})", attrs.join(", "));
             }
             if let Some(b) = v.binding {
                 let text = match (v.ty, self.exprs.as_const(b)) {
-                    (ScalarType::Boolean, Some(c)) => (if c != 0.0 { "true" } else { "false" }).to_string(),
+                    (ScalarType::Boolean, Some(c)) => {
+                        (if c != 0.0 { "true" } else { "false" }).to_string()
+                    }
                     _ => self.show(b),
                 };
                 let _ = write!(line, " = {text}");
@@ -336,7 +343,12 @@ impl FlatModel {
             let _ = writeln!(s, "  {} = {};", self.show(e.lhs), self.show(e.rhs));
         }
         for a in &self.asserts {
-            let _ = writeln!(s, "  assert({}, \"{}\");", self.show(a.condition), a.message);
+            let _ = writeln!(
+                s,
+                "  assert({}, \"{}\");",
+                self.show(a.condition),
+                a.message
+            );
         }
         for w in &self.whens {
             for (i, (c, stmts)) in w.branches.iter().enumerate() {

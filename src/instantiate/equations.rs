@@ -72,7 +72,12 @@ impl Connections {
 impl<'l> Flattener<'l> {
     fn push_eq(&mut self, lhs: ExprId, rhs: ExprId, span: Span, ctx: &Ctx, initial: bool) {
         let scope = self.inst_path(ctx.scope.inst);
-        let e = flat::Equation { lhs, rhs, span, scope };
+        let e = flat::Equation {
+            lhs,
+            rhs,
+            span,
+            scope,
+        };
         if initial {
             self.initial_equations.push(e);
         } else {
@@ -80,26 +85,47 @@ impl<'l> Flattener<'l> {
         }
     }
 
-    pub(super) fn flatten_equation(&mut self, eq: &ast::Equation, ctx: &Ctx, initial: bool) -> Result<(), Diagnostic> {
+    pub(super) fn flatten_equation(
+        &mut self,
+        eq: &ast::Equation,
+        ctx: &Ctx,
+        initial: bool,
+    ) -> Result<(), Diagnostic> {
         match &eq.kind {
             EquationKind::Simple { lhs, rhs } if matches!(lhs.kind, ExprKind::Tuple(_)) => {
                 // `(a, b) = f(x)`: each output of the call equals its slot.
-                let (ExprKind::Tuple(slots), ExprKind::Call { func, args }) = (&lhs.kind, &rhs.kind) else {
-                    return Err(Diagnostic::error(eq.span, "a parenthesized list on the left needs a function call on the right: `(a, b) = f(x)`"));
+                let (ExprKind::Tuple(slots), ExprKind::Call { func, args }) =
+                    (&lhs.kind, &rhs.kind)
+                else {
+                    return Err(Diagnostic::error(
+                        eq.span,
+                        "a parenthesized list on the left needs a function call on the right: `(a, b) = f(x)`",
+                    ));
                 };
                 let outs = self.call_user_function(func, args, rhs.span, ctx)?;
                 if slots.len() > outs.len() {
-                    return Err(Diagnostic::error(eq.span, format!("`{}` has {} output(s), {} are used", func.dotted(), outs.len(), slots.len())));
+                    return Err(Diagnostic::error(
+                        eq.span,
+                        format!(
+                            "`{}` has {} output(s), {} are used",
+                            func.dotted(),
+                            outs.len(),
+                            slots.len()
+                        ),
+                    ));
                 }
                 for (slot, out) in slots.iter().zip(outs) {
                     let Some(target) = slot else { continue };
                     let t = self.eval_expr(target, ctx)?;
                     if t.dims != out.dims {
-                        return Err(Diagnostic::error(target.span, format!(
-                            "dimension mismatch: this has size {}, the function output has size {}",
-                            shape_text(&t.dims),
-                            shape_text(&out.dims)
-                        )));
+                        return Err(Diagnostic::error(
+                            target.span,
+                            format!(
+                                "dimension mismatch: this has size {}, the function output has size {}",
+                                shape_text(&t.dims),
+                                shape_text(&out.dims)
+                            ),
+                        ));
                     }
                     for (&a, &b) in t.elems.iter().zip(&out.elems) {
                         self.push_eq(a, b, eq.span, ctx, initial);
@@ -124,7 +150,10 @@ impl<'l> Flattener<'l> {
                     .with_label("both sides of an equation must have the same size"));
                 }
                 if (l.ty == Ty::Boolean) != (r.ty == Ty::Boolean) {
-                    return Err(Diagnostic::error(eq.span, "type mismatch: one side of the equation is Boolean, the other a number"));
+                    return Err(Diagnostic::error(
+                        eq.span,
+                        "type mismatch: one side of the equation is Boolean, the other a number",
+                    ));
                 }
                 for (&a, &b) in l.elems.iter().zip(&r.elems) {
                     self.push_eq(a, b, eq.span, ctx, initial);
@@ -133,15 +162,23 @@ impl<'l> Flattener<'l> {
             }
             EquationKind::Connect { a, b } => {
                 if initial {
-                    return Err(Diagnostic::error(eq.span, "`connect` is not allowed in an initial equation section"));
+                    return Err(Diagnostic::error(
+                        eq.span,
+                        "`connect` is not allowed in an initial equation section",
+                    ));
                 }
                 self.connect(a, b, eq.span, ctx)
             }
             EquationKind::For { indices, body } => self.flatten_for(indices, body, ctx, initial),
-            EquationKind::If { branches, else_ } => self.flatten_if(branches, else_, eq.span, ctx, initial),
+            EquationKind::If { branches, else_ } => {
+                self.flatten_if(branches, else_, eq.span, ctx, initial)
+            }
             EquationKind::When { branches } => {
                 if initial {
-                    return Err(Diagnostic::error(eq.span, "`when` is not allowed in an initial equation section"));
+                    return Err(Diagnostic::error(
+                        eq.span,
+                        "`when` is not allowed in an initial equation section",
+                    ));
                 }
                 let mut out = Vec::new();
                 let mut assigned: Vec<Vec<VarId>> = Vec::new();
@@ -179,7 +216,10 @@ impl<'l> Flattener<'l> {
                         }
                     }
                 }
-                self.whens.push(flat::WhenClause { branches: out, span: eq.span });
+                self.whens.push(flat::WhenClause {
+                    branches: out,
+                    span: eq.span,
+                });
                 Ok(())
             }
             EquationKind::Call { func, args } => match func.dotted().as_str() {
@@ -190,20 +230,34 @@ impl<'l> Flattener<'l> {
                     }
                     Ok(())
                 }
-                "reinit" => Err(Diagnostic::error(eq.span, "`reinit` is only allowed inside a `when` equation")
-                    .with_label("reinit outside when")
-                    .with_hint("write `when condition then reinit(x, value); end when;`")),
-                "terminate" => Err(Diagnostic::error(eq.span, "`terminate` is only supported inside a `when` equation")
-                    .with_hint("write `when condition then terminate(\"reason\"); end when;`")),
+                "reinit" => Err(Diagnostic::error(
+                    eq.span,
+                    "`reinit` is only allowed inside a `when` equation",
+                )
+                .with_label("reinit outside when")
+                .with_hint("write `when condition then reinit(x, value); end when;`")),
+                "terminate" => Err(Diagnostic::error(
+                    eq.span,
+                    "`terminate` is only supported inside a `when` equation",
+                )
+                .with_hint("write `when condition then terminate(\"reason\"); end when;`")),
                 other => Err(Diagnostic::error(
                     eq.span,
-                    format!("a call of `{other}` is not an equation; use its result in an equation"),
+                    format!(
+                        "a call of `{other}` is not an equation; use its result in an equation"
+                    ),
                 )),
             },
         }
     }
 
-    fn flatten_for(&mut self, indices: &[ast::ForIndex], body: &[ast::Equation], ctx: &Ctx, initial: bool) -> Result<(), Diagnostic> {
+    fn flatten_for(
+        &mut self,
+        indices: &[ast::ForIndex],
+        body: &[ast::Equation],
+        ctx: &Ctx,
+        initial: bool,
+    ) -> Result<(), Diagnostic> {
         let Some((first, rest)) = indices.split_first() else {
             for e in body {
                 self.flatten_equation(e, ctx, initial)?;
@@ -234,7 +288,10 @@ impl<'l> Flattener<'l> {
         for (c, body) in branches {
             let v = self.eval_expr(c, ctx)?;
             if v.ty != Ty::Boolean || !v.is_scalar() {
-                return Err(Diagnostic::error(c.span, "the condition of an if-equation must be a Boolean scalar"));
+                return Err(Diagnostic::error(
+                    c.span,
+                    "the condition of an if-equation must be a Boolean scalar",
+                ));
             }
             let cond = v.elems[0];
             let known = match self.arena.as_const(cond) {
@@ -259,13 +316,29 @@ impl<'l> Flattener<'l> {
         }
         let tail = chosen.unwrap_or(else_);
         let collect = |s: &mut Self, eqs: &[ast::Equation]| -> Result<Vec<ExprId>, Diagnostic> {
-            let saved = std::mem::take(if initial { &mut s.initial_equations } else { &mut s.equations });
+            let saved = std::mem::take(if initial {
+                &mut s.initial_equations
+            } else {
+                &mut s.equations
+            });
             let saved_whens = s.whens.len();
-            let r = eqs.iter().try_for_each(|e| s.flatten_equation(e, ctx, initial));
-            let got = std::mem::replace(if initial { &mut s.initial_equations } else { &mut s.equations }, saved);
+            let r = eqs
+                .iter()
+                .try_for_each(|e| s.flatten_equation(e, ctx, initial));
+            let got = std::mem::replace(
+                if initial {
+                    &mut s.initial_equations
+                } else {
+                    &mut s.equations
+                },
+                saved,
+            );
             r?;
             if s.whens.len() != saved_whens {
-                return Err(Diagnostic::error(span, "`when` inside an if-equation with a run-time condition is not supported"));
+                return Err(Diagnostic::error(
+                    span,
+                    "`when` inside an if-equation with a run-time condition is not supported",
+                ));
             }
             Ok(got.into_iter().map(|e| s.arena.sub(e.lhs, e.rhs)).collect())
         };
@@ -283,7 +356,11 @@ impl<'l> Flattener<'l> {
                 )
                 .with_hint("with a condition that changes during simulation every branch needs the same number of equations (add an `else` branch)"));
             }
-            acc = res.iter().zip(&acc).map(|(&a, &b)| self.arena.if_(cond, a, b)).collect();
+            acc = res
+                .iter()
+                .zip(&acc)
+                .map(|(&a, &b)| self.arena.if_(cond, a, b))
+                .collect();
         }
         for r in acc {
             let zero = self.arena.zero();
@@ -294,17 +371,29 @@ impl<'l> Flattener<'l> {
 
     /// Whether an expression depends only on parameters and constants.
     pub(super) fn is_parameter_expr(&self, e: ExprId) -> bool {
-        self.arena.reachable(&[e]).into_iter().all(|id| match self.arena.node(id) {
-            Node::Var(v) => self.vars[v as usize].is_parameter(),
-            Node::Der(_) | Node::Pre(_) | Node::Time | Node::Initial | Node::Terminal | Node::Sample(..) | Node::Call { .. } => false,
-            _ => true,
-        })
+        self.arena
+            .reachable(&[e])
+            .into_iter()
+            .all(|id| match self.arena.node(id) {
+                Node::Var(v) => self.vars[v as usize].is_parameter(),
+                Node::Der(_)
+                | Node::Pre(_)
+                | Node::Time
+                | Node::Initial
+                | Node::Terminal
+                | Node::Sample(..)
+                | Node::Call { .. } => false,
+                _ => true,
+            })
     }
 
     fn when_condition(&mut self, cond: &ast::Expr, ctx: &Ctx) -> Result<ExprId, Diagnostic> {
         let v = self.eval_expr(cond, ctx)?;
         if v.ty != Ty::Boolean {
-            return Err(Diagnostic::error(cond.span, "the condition of `when` must be Boolean"));
+            return Err(Diagnostic::error(
+                cond.span,
+                "the condition of `when` must be Boolean",
+            ));
         }
         // `when {c1, c2}` fires when any of them becomes true.
         let mut acc = self.arena.zero();
@@ -314,12 +403,20 @@ impl<'l> Flattener<'l> {
         Ok(acc)
     }
 
-    fn when_statement(&mut self, eq: &ast::Equation, ctx: &Ctx, out: &mut Vec<WhenStatement>) -> Result<(), Diagnostic> {
+    fn when_statement(
+        &mut self,
+        eq: &ast::Equation,
+        ctx: &Ctx,
+        out: &mut Vec<WhenStatement>,
+    ) -> Result<(), Diagnostic> {
         match &eq.kind {
             EquationKind::Simple { lhs, rhs } => {
                 let ExprKind::Ref(_) = &lhs.kind else {
-                    return Err(Diagnostic::error(lhs.span, "the left side of an equation in `when` must be a variable")
-                        .with_hint("write `v = expression;` inside when-equations"));
+                    return Err(Diagnostic::error(
+                        lhs.span,
+                        "the left side of an equation in `when` must be a variable",
+                    )
+                    .with_hint("write `v = expression;` inside when-equations"));
                 };
                 let l = self.eval_expr(lhs, ctx)?;
                 let r = self.eval_expr(rhs, ctx)?;
@@ -335,31 +432,54 @@ impl<'l> Flattener<'l> {
                 }
                 for (&a, &b) in l.elems.iter().zip(&r.elems) {
                     let Node::Var(var) = self.arena.node(a) else {
-                        return Err(Diagnostic::error(lhs.span, "the left side of an equation in `when` must be a variable"));
+                        return Err(Diagnostic::error(
+                            lhs.span,
+                            "the left side of an equation in `when` must be a variable",
+                        ));
                     };
                     if self.vars[var as usize].is_parameter() {
                         let n = self.vars[var as usize].name.clone();
-                        return Err(Diagnostic::error(lhs.span, format!("`{n}` is a parameter and cannot be assigned in `when`")));
+                        return Err(Diagnostic::error(
+                            lhs.span,
+                            format!("`{n}` is a parameter and cannot be assigned in `when`"),
+                        ));
                     }
-                    out.push(WhenStatement::Assign { var, value: b, span: eq.span });
+                    out.push(WhenStatement::Assign {
+                        var,
+                        value: b,
+                        span: eq.span,
+                    });
                 }
                 Ok(())
             }
             EquationKind::Call { func, args } => match func.dotted().as_str() {
                 "reinit" => {
                     let [Arg::Positional(x), Arg::Positional(v)] = args.as_slice() else {
-                        return Err(Diagnostic::error(eq.span, "`reinit` takes two arguments: reinit(x, value)"));
+                        return Err(Diagnostic::error(
+                            eq.span,
+                            "`reinit` takes two arguments: reinit(x, value)",
+                        ));
                     };
                     let xv = self.eval_expr(x, ctx)?;
                     let vv = self.eval_expr(v, ctx)?;
                     if xv.dims != vv.dims {
-                        return Err(Diagnostic::error(eq.span, "the two arguments of `reinit` must have the same size"));
+                        return Err(Diagnostic::error(
+                            eq.span,
+                            "the two arguments of `reinit` must have the same size",
+                        ));
                     }
                     for (&a, &b) in xv.elems.iter().zip(&vv.elems) {
                         let Node::Var(var) = self.arena.node(a) else {
-                            return Err(Diagnostic::error(x.span, "the first argument of `reinit` must be a state variable"));
+                            return Err(Diagnostic::error(
+                                x.span,
+                                "the first argument of `reinit` must be a state variable",
+                            ));
                         };
-                        out.push(WhenStatement::Reinit { var, value: b, span: eq.span });
+                        out.push(WhenStatement::Reinit {
+                            var,
+                            value: b,
+                            span: eq.span,
+                        });
                     }
                     Ok(())
                 }
@@ -373,10 +493,16 @@ impl<'l> Flattener<'l> {
                         Some(Arg::Positional(m)) => self.eval_string(m, ctx)?,
                         _ => String::new(),
                     };
-                    out.push(WhenStatement::Terminate { message, span: eq.span });
+                    out.push(WhenStatement::Terminate {
+                        message,
+                        span: eq.span,
+                    });
                     Ok(())
                 }
-                other => Err(Diagnostic::error(eq.span, format!("`{other}(...)` is not allowed as an equation in `when`"))),
+                other => Err(Diagnostic::error(
+                    eq.span,
+                    format!("`{other}(...)` is not allowed as an equation in `when`"),
+                )),
             },
             EquationKind::For { indices, body } => {
                 let Some((first, rest)) = indices.split_first() else {
@@ -412,7 +538,10 @@ impl<'l> Flattener<'l> {
                 for (c, body) in branches {
                     let cv = self.eval_expr(c, ctx)?;
                     if cv.ty != Ty::Boolean || !cv.is_scalar() {
-                        return Err(Diagnostic::error(c.span, "the condition of `if` must be a Boolean scalar"));
+                        return Err(Diagnostic::error(
+                            c.span,
+                            "the condition of `if` must be a Boolean scalar",
+                        ));
                     }
                     let mut s = Vec::new();
                     for e in body {
@@ -460,16 +589,31 @@ impl<'l> Flattener<'l> {
                             }
                         }
                     }
-                    out.push(WhenStatement::Assign { var: v, value: acc, span: eq.span });
+                    out.push(WhenStatement::Assign {
+                        var: v,
+                        value: acc,
+                        span: eq.span,
+                    });
                 }
                 Ok(())
             }
-            EquationKind::When { .. } => Err(Diagnostic::error(eq.span, "`when` cannot be nested inside `when`")),
-            EquationKind::Connect { .. } => Err(Diagnostic::error(eq.span, "`connect` is not allowed inside `when`")),
+            EquationKind::When { .. } => Err(Diagnostic::error(
+                eq.span,
+                "`when` cannot be nested inside `when`",
+            )),
+            EquationKind::Connect { .. } => Err(Diagnostic::error(
+                eq.span,
+                "`connect` is not allowed inside `when`",
+            )),
         }
     }
 
-    fn assert_of(&mut self, args: &[Arg], span: Span, ctx: &Ctx) -> Result<flat::Assert, Diagnostic> {
+    fn assert_of(
+        &mut self,
+        args: &[Arg],
+        span: Span,
+        ctx: &Ctx,
+    ) -> Result<flat::Assert, Diagnostic> {
         let mut pos = Vec::new();
         let mut level = None;
         for a in args {
@@ -478,18 +622,34 @@ impl<'l> Flattener<'l> {
                 Arg::Named(n, e) if n.name == "level" => level = Some(e),
                 Arg::Named(n, e) if n.name == "condition" => pos.insert(0, e),
                 Arg::Named(n, e) if n.name == "message" => pos.push(e),
-                Arg::Named(n, _) => return Err(Diagnostic::error(n.span, format!("`assert` has no argument `{}`", n.name))),
+                Arg::Named(n, _) => {
+                    return Err(Diagnostic::error(
+                        n.span,
+                        format!("`assert` has no argument `{}`", n.name),
+                    ));
+                }
             }
         }
         if pos.len() == 3 {
             level = Some(pos[2]);
         }
         if pos.len() < 2 {
-            return Err(Diagnostic::error(span, "`assert` takes a condition and a message: assert(x > 0, \"x must be positive\")"));
+            return Err(Diagnostic::error(
+                span,
+                "`assert` takes a condition and a message: assert(x > 0, \"x must be positive\")",
+            ));
         }
-        let c = self.eval_expr(pos[0], ctx)?;
+        // An assert checks the solution; it does not steer it. Its relations
+        // are evaluated as they stand (as under `noEvent`), so they neither
+        // add zero-crossings nor keep a frozen value from the last event.
+        let mut live = ctx.clone();
+        live.no_event = true;
+        let c = self.eval_expr(pos[0], &live)?;
         if c.ty != Ty::Boolean || !c.is_scalar() {
-            return Err(Diagnostic::error(pos[0].span, "the condition of `assert` must be a Boolean scalar"));
+            return Err(Diagnostic::error(
+                pos[0].span,
+                "the condition of `assert` must be a Boolean scalar",
+            ));
         }
         let message = self.eval_string(pos[1], ctx)?;
         let level = match level {
@@ -497,17 +657,28 @@ impl<'l> Flattener<'l> {
             Some(l) => {
                 let v = self.eval_expr(l, ctx)?;
                 match v.elems.first().and_then(|&e| self.arena.as_const(e)) {
-                    Some(x) if x == 2.0 => AssertLevel::Warning,
+                    Some(2.0) => AssertLevel::Warning,
                     _ => AssertLevel::Error,
                 }
             }
         };
-        Ok(flat::Assert { condition: c.elems[0], message, level, span })
+        Ok(flat::Assert {
+            condition: c.elems[0],
+            message,
+            level,
+            span,
+        })
     }
 
     // ------------------------------------------------------------ connect
 
-    fn connect(&mut self, a: &ast::ComponentRef, b: &ast::ComponentRef, span: Span, ctx: &Ctx) -> Result<(), Diagnostic> {
+    fn connect(
+        &mut self,
+        a: &ast::ComponentRef,
+        b: &ast::ComponentRef,
+        span: Span,
+        ctx: &Ctx,
+    ) -> Result<(), Diagnostic> {
         let na = self.connector_nodes(a, ctx)?;
         let nb = self.connector_nodes(b, ctx)?;
         if na.dims != nb.dims {
@@ -532,29 +703,50 @@ impl<'l> Flattener<'l> {
         Ok(())
     }
 
-    fn connector_nodes(&mut self, r: &ast::ComponentRef, ctx: &Ctx) -> Result<NodeArray, Diagnostic> {
+    fn connector_nodes(
+        &mut self,
+        r: &ast::ComponentRef,
+        ctx: &Ctx,
+    ) -> Result<NodeArray, Diagnostic> {
         match self.resolve_nodes(r, ctx)? {
             Some(n) => {
                 // The last component must be declared as a connector.
                 Ok(n)
             }
-            None => Err(Diagnostic::error(r.span, format!("unknown connector `{}`", r.dotted()))
-                .with_label("no component of this name")),
+            None => Err(
+                Diagnostic::error(r.span, format!("unknown connector `{}`", r.dotted()))
+                    .with_label("no component of this name"),
+            ),
         }
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn connect_nodes(&mut self, a: &CompNode, b: &CompNode, ia: bool, ib: bool, span: Span, an: &str, bn: &str) -> Result<(), Diagnostic> {
+    fn connect_nodes(
+        &mut self,
+        a: &CompNode,
+        b: &CompNode,
+        ia: bool,
+        ib: bool,
+        span: Span,
+        an: &str,
+        bn: &str,
+    ) -> Result<(), Diagnostic> {
         match (a, b) {
             (CompNode::Var(x), CompNode::Var(y)) => {
                 let (vx, vy) = (&self.vars[*x as usize], &self.vars[*y as usize]);
                 if vx.flow != vy.flow {
-                    let (f, p) = if vx.flow { (&vx.name, &vy.name) } else { (&vy.name, &vx.name) };
+                    let (f, p) = if vx.flow {
+                        (&vx.name, &vy.name)
+                    } else {
+                        (&vy.name, &vx.name)
+                    };
                     return Err(Diagnostic::error(
                         span,
                         format!("cannot connect flow variable `{f}` to potential variable `{p}`"),
                     )
-                    .with_hint("connected connectors must have the same variables, flow with flow"));
+                    .with_hint(
+                        "connected connectors must have the same variables, flow with flow",
+                    ));
                 }
                 if vx.is_parameter() || vy.is_parameter() {
                     return Ok(());
@@ -567,7 +759,10 @@ impl<'l> Flattener<'l> {
                 Ok(())
             }
             (CompNode::Inst(i), CompNode::Inst(j)) => {
-                let (ki, kj) = (self.instances[*i as usize].kind, self.instances[*j as usize].kind);
+                let (ki, kj) = (
+                    self.instances[*i as usize].kind,
+                    self.instances[*j as usize].kind,
+                );
                 for (k, n) in [(ki, an), (kj, bn)] {
                     if k != ast::ClassKind::Connector {
                         return Err(Diagnostic::error(span, format!("`{n}` is not a connector and cannot be connected"))
@@ -579,11 +774,21 @@ impl<'l> Flattener<'l> {
                 names_a.sort();
                 names_b.sort();
                 if names_a != names_b {
-                    let ca = self.lib.entry(self.instances[*i as usize].class).full_name.clone();
-                    let cb = self.lib.entry(self.instances[*j as usize].class).full_name.clone();
+                    let ca = self
+                        .lib
+                        .entry(self.instances[*i as usize].class)
+                        .full_name
+                        .clone();
+                    let cb = self
+                        .lib
+                        .entry(self.instances[*j as usize].class)
+                        .full_name
+                        .clone();
                     return Err(Diagnostic::error(
                         span,
-                        format!("cannot connect `{an}` ({ca}) to `{bn}` ({cb}): their variables differ"),
+                        format!(
+                            "cannot connect `{an}` ({ca}) to `{bn}` ({cb}): their variables differ"
+                        ),
                     )
                     .with_note(format!("{ca} has {}", names_a.join(", ")))
                     .with_note(format!("{cb} has {}", names_b.join(", "))));
@@ -595,15 +800,31 @@ impl<'l> Flattener<'l> {
                     let xa = leaves_of(&x);
                     let ya = leaves_of(&y);
                     if xa.len() != ya.len() {
-                        return Err(Diagnostic::error(span, format!("`{an}.{name}` and `{bn}.{name}` have different sizes")));
+                        return Err(Diagnostic::error(
+                            span,
+                            format!("`{an}.{name}` and `{bn}.{name}` have different sizes"),
+                        ));
                     }
                     for (p, q) in xa.iter().zip(&ya) {
-                        self.connect_nodes(p, q, ia, ib, span, &format!("{an}.{name}"), &format!("{bn}.{name}"))?;
+                        self.connect_nodes(
+                            p,
+                            q,
+                            ia,
+                            ib,
+                            span,
+                            &format!("{an}.{name}"),
+                            &format!("{bn}.{name}"),
+                        )?;
                     }
                 }
                 Ok(())
             }
-            _ => Err(Diagnostic::error(span, format!("cannot connect `{an}` to `{bn}`: one is a variable, the other a connector"))),
+            _ => Err(Diagnostic::error(
+                span,
+                format!(
+                    "cannot connect `{an}` to `{bn}`: one is a variable, the other a connector"
+                ),
+            )),
         }
     }
 
@@ -624,7 +845,12 @@ impl<'l> Flattener<'l> {
                 let lhs = self.arena.var(first);
                 let rhs = self.arena.var(m);
                 let scope = String::new();
-                self.equations.push(flat::Equation { lhs, rhs, span, scope });
+                self.equations.push(flat::Equation {
+                    lhs,
+                    rhs,
+                    span,
+                    scope,
+                });
             }
         }
         let mut fgroups: BTreeMap<(VarId, bool), Vec<(VarId, bool)>> = BTreeMap::new();
@@ -639,10 +865,19 @@ impl<'l> Flattener<'l> {
             let mut sum = self.arena.zero();
             for (v, inside) in &members {
                 let x = self.arena.var(*v);
-                sum = if *inside { self.arena.add(sum, x) } else { self.arena.sub(sum, x) };
+                sum = if *inside {
+                    self.arena.add(sum, x)
+                } else {
+                    self.arena.sub(sum, x)
+                };
             }
             let zero = self.arena.zero();
-            self.equations.push(flat::Equation { lhs: sum, rhs: zero, span, scope: String::new() });
+            self.equations.push(flat::Equation {
+                lhs: sum,
+                rhs: zero,
+                span,
+                scope: String::new(),
+            });
         }
         for v in 0..self.vars.len() as VarId {
             let var = &self.vars[v as usize];
@@ -650,7 +885,12 @@ impl<'l> Flattener<'l> {
                 let span = var.span;
                 let lhs = self.arena.var(v);
                 let rhs = self.arena.zero();
-                self.equations.push(flat::Equation { lhs, rhs, span, scope: String::new() });
+                self.equations.push(flat::Equation {
+                    lhs,
+                    rhs,
+                    span,
+                    scope: String::new(),
+                });
             }
         }
     }

@@ -190,11 +190,60 @@ enum Index {
 }
 
 const BUILTINS: &[&str] = &[
-    "der", "pre", "edge", "change", "initial", "terminal", "noEvent", "smooth", "sample", "abs", "sign", "sqrt",
-    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "exp", "log", "log10", "min",
-    "max", "sum", "product", "cross", "transpose", "size", "zeros", "ones", "identity", "fill", "floor", "ceil",
-    "mod", "rem", "integer", "div", "ndims", "scalar", "vector", "homotopy", "linspace", "cat", "diagonal",
-    "skew", "outerProduct", "Integer", "String", "semiLinear",
+    "der",
+    "pre",
+    "edge",
+    "change",
+    "initial",
+    "terminal",
+    "noEvent",
+    "smooth",
+    "sample",
+    "abs",
+    "sign",
+    "sqrt",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "atan2",
+    "sinh",
+    "cosh",
+    "tanh",
+    "exp",
+    "log",
+    "log10",
+    "min",
+    "max",
+    "sum",
+    "product",
+    "cross",
+    "transpose",
+    "size",
+    "zeros",
+    "ones",
+    "identity",
+    "fill",
+    "floor",
+    "ceil",
+    "mod",
+    "rem",
+    "integer",
+    "div",
+    "ndims",
+    "scalar",
+    "vector",
+    "homotopy",
+    "linspace",
+    "cat",
+    "diagonal",
+    "skew",
+    "outerProduct",
+    "Integer",
+    "String",
+    "semiLinear",
 ];
 
 impl<'l> Flattener<'l> {
@@ -302,7 +351,12 @@ impl<'l> Flattener<'l> {
         }
     }
 
-    fn comprehension(&mut self, body: &ast::Expr, indices: &[ast::ForIndex], ctx: &Ctx) -> Result<Vec<Value>, Diagnostic> {
+    fn comprehension(
+        &mut self,
+        body: &ast::Expr,
+        indices: &[ast::ForIndex],
+        ctx: &Ctx,
+    ) -> Result<Vec<Value>, Diagnostic> {
         let Some((first, rest)) = indices.split_first() else {
             return Ok(vec![self.eval_expr(body, ctx)?]);
         };
@@ -318,12 +372,18 @@ impl<'l> Flattener<'l> {
     /// The values a for-index takes.
     pub(super) fn for_range(&mut self, fi: &ast::ForIndex, ctx: &Ctx) -> Result<Value, Diagnostic> {
         let Some(r) = &fi.range else {
-            return Err(Diagnostic::error(fi.name.span, "a for-loop without `in range` is not supported")
-                .with_hint(format!("write `for {} in 1:n loop`", fi.name.name)));
+            return Err(Diagnostic::error(
+                fi.name.span,
+                "a for-loop without `in range` is not supported",
+            )
+            .with_hint(format!("write `for {} in 1:n loop`", fi.name.name)));
         };
         let v = self.eval_expr(r, ctx)?;
         if v.dims.len() != 1 {
-            return Err(Diagnostic::error(r.span, "the range of a for-loop must be a vector"));
+            return Err(Diagnostic::error(
+                r.span,
+                "the range of a for-loop must be a vector",
+            ));
         }
         for &x in &v.elems {
             if self.arena.as_const(x).is_none() {
@@ -348,7 +408,10 @@ impl<'l> Flattener<'l> {
     fn eval_scalar_const(&mut self, e: &ast::Expr, ctx: &Ctx) -> Result<f64, Diagnostic> {
         let v = self.eval_expr(e, ctx)?;
         if !v.is_scalar() {
-            return Err(Diagnostic::error(e.span, format!("expected a scalar, found size {}", shape_text(&v.dims))));
+            return Err(Diagnostic::error(
+                e.span,
+                format!("expected a scalar, found size {}", shape_text(&v.dims)),
+            ));
         }
         match self.arena.as_const(v.elems[0]) {
             Some(c) => Ok(c),
@@ -358,14 +421,20 @@ impl<'l> Flattener<'l> {
 
     fn expect_numeric(&self, v: &Value, span: Span) -> Result<(), Diagnostic> {
         if v.ty == Ty::Boolean {
-            return Err(Diagnostic::error(span, "a Boolean is used where a number is expected"));
+            return Err(Diagnostic::error(
+                span,
+                "a Boolean is used where a number is expected",
+            ));
         }
         Ok(())
     }
 
     fn expect_boolean(&self, v: &Value, span: Span, what: &str) -> Result<(), Diagnostic> {
         if v.ty != Ty::Boolean {
-            return Err(Diagnostic::error(span, format!("{what} needs a Boolean, found a {}", v.ty.name())));
+            return Err(Diagnostic::error(
+                span,
+                format!("{what} needs a Boolean, found a {}", v.ty.name()),
+            ));
         }
         Ok(())
     }
@@ -393,7 +462,9 @@ impl<'l> Flattener<'l> {
                     ),
                 ));
             }
-            ty = unify_ty(ty, v.ty).ok_or_else(|| Diagnostic::error(span, "an array cannot mix Boolean and numeric elements"))?;
+            ty = unify_ty(ty, v.ty).ok_or_else(|| {
+                Diagnostic::error(span, "an array cannot mix Boolean and numeric elements")
+            })?;
             elems.extend_from_slice(&v.elems);
         }
         let mut dims = vec![vals.len()];
@@ -401,7 +472,12 @@ impl<'l> Flattener<'l> {
         Ok(Value { ty, dims, elems })
     }
 
-    fn eval_matrix(&mut self, rows: &[Vec<ast::Expr>], span: Span, ctx: &Ctx) -> Result<Value, Diagnostic> {
+    fn eval_matrix(
+        &mut self,
+        rows: &[Vec<ast::Expr>],
+        span: Span,
+        ctx: &Ctx,
+    ) -> Result<Value, Diagnostic> {
         // Each element is promoted to a matrix (scalar 1x1, vector n x 1);
         // a row concatenates along columns, the rows along rows.
         let mut row_mats: Vec<(usize, usize, Vec<ExprId>, Ty)> = Vec::new();
@@ -413,7 +489,12 @@ impl<'l> Flattener<'l> {
                     0 => (1, 1),
                     1 => (v.dims[0], 1),
                     2 => (v.dims[0], v.dims[1]),
-                    _ => return Err(Diagnostic::error(x.span, "matrix elements may have at most two dimensions")),
+                    _ => {
+                        return Err(Diagnostic::error(
+                            x.span,
+                            "matrix elements may have at most two dimensions",
+                        ));
+                    }
                 };
                 r = Some(match r {
                     None => (nr, nc, v.elems.clone(), v.ty),
@@ -421,7 +502,9 @@ impl<'l> Flattener<'l> {
                         if rr != nr {
                             return Err(Diagnostic::error(
                                 x.span,
-                                format!("cannot place a block of {nr} rows beside one of {rr} rows"),
+                                format!(
+                                    "cannot place a block of {nr} rows beside one of {rr} rows"
+                                ),
                             ));
                         }
                         let mut out = Vec::with_capacity(rr * (rc + nc));
@@ -450,7 +533,10 @@ impl<'l> Flattener<'l> {
         let mut elems = Vec::new();
         for (r, c, e, t) in &row_mats {
             if *c != cols {
-                return Err(Diagnostic::error(span, format!("matrix rows have different numbers of columns: {cols} and {c}")));
+                return Err(Diagnostic::error(
+                    span,
+                    format!("matrix rows have different numbers of columns: {cols} and {c}"),
+                ));
             }
             ty = unify_ty(ty, *t).unwrap_or(Ty::Real);
             nrows += r;
@@ -463,7 +549,13 @@ impl<'l> Flattener<'l> {
         })
     }
 
-    fn eval_if(&mut self, branches: &[(ast::Expr, ast::Expr)], else_: &ast::Expr, span: Span, ctx: &Ctx) -> Result<Value, Diagnostic> {
+    fn eval_if(
+        &mut self,
+        branches: &[(ast::Expr, ast::Expr)],
+        else_: &ast::Expr,
+        span: Span,
+        ctx: &Ctx,
+    ) -> Result<Value, Diagnostic> {
         // Branches whose condition is known while flattening are chosen now, so
         // that the untaken branch may be ill-formed for this parameter set.
         let mut conds = Vec::new();
@@ -471,7 +563,10 @@ impl<'l> Flattener<'l> {
             let cv = self.eval_expr(c, ctx)?;
             self.expect_boolean(&cv, c.span, "the condition of `if`")?;
             if !cv.is_scalar() {
-                return Err(Diagnostic::error(c.span, "the condition of `if` must be a scalar"));
+                return Err(Diagnostic::error(
+                    c.span,
+                    "the condition of `if` must be a scalar",
+                ));
             }
             match self.arena.as_const(cv.elems[0]) {
                 Some(x) if x != 0.0 => {
@@ -492,7 +587,12 @@ impl<'l> Flattener<'l> {
         self.fold_if(conds, other, span)
     }
 
-    fn fold_if(&mut self, conds: Vec<(ExprId, Value)>, mut acc: Value, span: Span) -> Result<Value, Diagnostic> {
+    fn fold_if(
+        &mut self,
+        conds: Vec<(ExprId, Value)>,
+        mut acc: Value,
+        span: Span,
+    ) -> Result<Value, Diagnostic> {
         for (c, v) in conds.into_iter().rev() {
             if v.dims != acc.dims {
                 return Err(Diagnostic::error(
@@ -504,7 +604,12 @@ impl<'l> Flattener<'l> {
                     ),
                 ));
             }
-            let ty = unify_ty(v.ty, acc.ty).ok_or_else(|| Diagnostic::error(span, "the branches of an if-expression have different types"))?;
+            let ty = unify_ty(v.ty, acc.ty).ok_or_else(|| {
+                Diagnostic::error(
+                    span,
+                    "the branches of an if-expression have different types",
+                )
+            })?;
             let elems = v
                 .elems
                 .iter()
@@ -520,7 +625,14 @@ impl<'l> Flattener<'l> {
         Ok(acc)
     }
 
-    fn eval_binary(&mut self, op: BinOp, lhs: &ast::Expr, rhs: &ast::Expr, span: Span, ctx: &Ctx) -> Result<Value, Diagnostic> {
+    fn eval_binary(
+        &mut self,
+        op: BinOp,
+        lhs: &ast::Expr,
+        rhs: &ast::Expr,
+        span: Span,
+        ctx: &Ctx,
+    ) -> Result<Value, Diagnostic> {
         let a = self.eval_expr(lhs, ctx)?;
         let b = self.eval_expr(rhs, ctx)?;
         match op {
@@ -528,12 +640,19 @@ impl<'l> Flattener<'l> {
                 self.expect_boolean(&a, lhs.span, &format!("`{}`", op.symbol()))?;
                 self.expect_boolean(&b, rhs.span, &format!("`{}`", op.symbol()))?;
                 self.elementwise(&a, &b, span, Ty::Boolean, false, |ar, x, y| {
-                    if op == BinOp::And { ar.and(x, y) } else { ar.or(x, y) }
+                    if op == BinOp::And {
+                        ar.and(x, y)
+                    } else {
+                        ar.or(x, y)
+                    }
                 })
             }
             BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne => {
                 if !a.is_scalar() || !b.is_scalar() {
-                    return Err(Diagnostic::error(span, "relations compare scalars; index the arrays"));
+                    return Err(Diagnostic::error(
+                        span,
+                        "relations compare scalars; index the arrays",
+                    ));
                 }
                 let rop = match op {
                     BinOp::Lt => RelOp::Lt,
@@ -544,7 +663,10 @@ impl<'l> Flattener<'l> {
                     _ => RelOp::Ne,
                 };
                 if (a.ty == Ty::Boolean) != (b.ty == Ty::Boolean) {
-                    return Err(Diagnostic::error(span, format!("cannot compare a {} with a {}", a.ty.name(), b.ty.name())));
+                    return Err(Diagnostic::error(
+                        span,
+                        format!("cannot compare a {} with a {}", a.ty.name(), b.ty.name()),
+                    ));
                 }
                 let event = !ctx.no_event && !ctx.in_function();
                 let e = self.arena.rel(rop, a.elems[0], b.elems[0], event);
@@ -561,24 +683,44 @@ impl<'l> Flattener<'l> {
                             return Err(dim_error(span, op, &a, &b));
                         }
                         self.elementwise(&a, &b, span, ty, false, |ar, x, y| {
-                            if op == BinOp::Add { ar.add(x, y) } else { ar.sub(x, y) }
+                            if op == BinOp::Add {
+                                ar.add(x, y)
+                            } else {
+                                ar.sub(x, y)
+                            }
                         })
                     }
-                    BinOp::ElemAdd => self.elementwise(&a, &b, span, ty, true, |ar, x, y| ar.add(x, y)),
-                    BinOp::ElemSub => self.elementwise(&a, &b, span, ty, true, |ar, x, y| ar.sub(x, y)),
-                    BinOp::ElemMul => self.elementwise(&a, &b, span, ty, true, |ar, x, y| ar.mul(x, y)),
-                    BinOp::ElemDiv => self.elementwise(&a, &b, span, Ty::Real, true, |ar, x, y| ar.div(x, y)),
-                    BinOp::ElemPow => self.elementwise(&a, &b, span, Ty::Real, true, |ar, x, y| ar.pow(x, y)),
+                    BinOp::ElemAdd => {
+                        self.elementwise(&a, &b, span, ty, true, |ar, x, y| ar.add(x, y))
+                    }
+                    BinOp::ElemSub => {
+                        self.elementwise(&a, &b, span, ty, true, |ar, x, y| ar.sub(x, y))
+                    }
+                    BinOp::ElemMul => {
+                        self.elementwise(&a, &b, span, ty, true, |ar, x, y| ar.mul(x, y))
+                    }
+                    BinOp::ElemDiv => {
+                        self.elementwise(&a, &b, span, Ty::Real, true, |ar, x, y| ar.div(x, y))
+                    }
+                    BinOp::ElemPow => {
+                        self.elementwise(&a, &b, span, Ty::Real, true, |ar, x, y| ar.pow(x, y))
+                    }
                     BinOp::Mul => self.multiply(&a, &b, span, ty),
                     BinOp::Div => {
                         if !b.is_scalar() {
-                            return Err(Diagnostic::error(rhs.span, "division is only defined by a scalar"));
+                            return Err(Diagnostic::error(
+                                rhs.span,
+                                "division is only defined by a scalar",
+                            ));
                         }
                         self.elementwise(&a, &b, span, Ty::Real, true, |ar, x, y| ar.div(x, y))
                     }
                     BinOp::Pow => {
                         if !a.is_scalar() || !b.is_scalar() {
-                            return Err(Diagnostic::error(span, "`^` is defined for scalars; use `.^` for element-wise powers"));
+                            return Err(Diagnostic::error(
+                                span,
+                                "`^` is defined for scalars; use `.^` for element-wise powers",
+                            ));
                         }
                         let e = self.arena.pow(a.elems[0], b.elems[0]);
                         Ok(Value::scalar(Ty::Real, e))
@@ -600,7 +742,12 @@ impl<'l> Flattener<'l> {
         f: impl Fn(&mut crate::flat::ExprArena, ExprId, ExprId) -> ExprId,
     ) -> Result<Value, Diagnostic> {
         if a.dims == b.dims {
-            let elems = a.elems.iter().zip(&b.elems).map(|(&x, &y)| f(&mut self.arena, x, y)).collect();
+            let elems = a
+                .elems
+                .iter()
+                .zip(&b.elems)
+                .map(|(&x, &y)| f(&mut self.arena, x, y))
+                .collect();
             return Ok(Value {
                 ty,
                 dims: a.dims.clone(),
@@ -608,7 +755,11 @@ impl<'l> Flattener<'l> {
             });
         }
         if broadcast && b.is_scalar() {
-            let elems = a.elems.iter().map(|&x| f(&mut self.arena, x, b.elems[0])).collect();
+            let elems = a
+                .elems
+                .iter()
+                .map(|&x| f(&mut self.arena, x, b.elems[0]))
+                .collect();
             return Ok(Value {
                 ty,
                 dims: a.dims.clone(),
@@ -616,7 +767,11 @@ impl<'l> Flattener<'l> {
             });
         }
         if broadcast && a.is_scalar() {
-            let elems = b.elems.iter().map(|&y| f(&mut self.arena, a.elems[0], y)).collect();
+            let elems = b
+                .elems
+                .iter()
+                .map(|&y| f(&mut self.arena, a.elems[0], y))
+                .collect();
             return Ok(Value {
                 ty,
                 dims: b.dims.clone(),
@@ -659,8 +814,14 @@ impl<'l> Flattener<'l> {
                 if m != b.dims[0] {
                     return Err(dim_error(span, BinOp::Mul, a, b));
                 }
-                let elems = (0..n).map(|i| dot(self, &a.elems[i * m..(i + 1) * m], &b.elems)).collect();
-                Ok(Value { ty, dims: vec![n], elems })
+                let elems = (0..n)
+                    .map(|i| dot(self, &a.elems[i * m..(i + 1) * m], &b.elems))
+                    .collect();
+                Ok(Value {
+                    ty,
+                    dims: vec![n],
+                    elems,
+                })
             }
             (1, 2) => {
                 let (n, m) = (b.dims[0], b.dims[1]);
@@ -673,7 +834,11 @@ impl<'l> Flattener<'l> {
                         dot(self, &a.elems, &col)
                     })
                     .collect();
-                Ok(Value { ty, dims: vec![m], elems })
+                Ok(Value {
+                    ty,
+                    dims: vec![m],
+                    elems,
+                })
             }
             (2, 2) => {
                 let (n, k) = (a.dims[0], a.dims[1]);
@@ -688,7 +853,11 @@ impl<'l> Flattener<'l> {
                         elems.push(dot(self, &a.elems[i * k..(i + 1) * k], &col));
                     }
                 }
-                Ok(Value { ty, dims: vec![n, m], elems })
+                Ok(Value {
+                    ty,
+                    dims: vec![n, m],
+                    elems,
+                })
             }
             _ => Err(dim_error(span, BinOp::Mul, a, b)),
         }
@@ -707,7 +876,10 @@ impl<'l> Flattener<'l> {
 
     fn minmax(&mut self, v: Value, f: Fn2, span: Span) -> Result<Value, Diagnostic> {
         let Some((&first, rest)) = v.elems.split_first() else {
-            return Err(Diagnostic::error(span, format!("`{}` of an empty array", f.name())));
+            return Err(Diagnostic::error(
+                span,
+                format!("`{}` of an empty array", f.name()),
+            ));
         };
         let mut acc = first;
         for &x in rest {
@@ -720,7 +892,11 @@ impl<'l> Flattener<'l> {
 
     /// Component nodes named by a reference in the context's instance, if the
     /// first identifier is a component there.
-    pub(super) fn resolve_nodes(&mut self, r: &ComponentRef, ctx: &Ctx) -> Result<Option<NodeArray>, Diagnostic> {
+    pub(super) fn resolve_nodes(
+        &mut self,
+        r: &ComponentRef,
+        ctx: &Ctx,
+    ) -> Result<Option<NodeArray>, Diagnostic> {
         let Some(inst) = ctx.scope.inst else {
             return Ok(None);
         };
@@ -741,7 +917,10 @@ impl<'l> Flattener<'l> {
                 let CompNode::Inst(i) = leaf else {
                     return Err(Diagnostic::error(
                         part.ident.span,
-                        format!("`{path}` is a variable and has no component `{}`", part.ident.name),
+                        format!(
+                            "`{path}` is a variable and has no component `{}`",
+                            part.ident.name
+                        ),
                     ));
                 };
                 let Some(n) = self.component_node(*i, &part.ident.name)? else {
@@ -750,10 +929,15 @@ impl<'l> Flattener<'l> {
                     let names = self.instances[*i as usize].order.clone();
                     let mut d = Diagnostic::error(
                         part.ident.span,
-                        format!("`{path}` (a `{cname}`) has no component `{}`", part.ident.name),
+                        format!(
+                            "`{path}` (a `{cname}`) has no component `{}`",
+                            part.ident.name
+                        ),
                     )
                     .with_label("unknown component");
-                    if let Some(c) = super::library::closest(&part.ident.name, names.iter().map(|s| s.as_str())) {
+                    if let Some(c) =
+                        super::library::closest(&part.ident.name, names.iter().map(|s| s.as_str()))
+                    {
                         d = d.with_hint(format!("did you mean `{path}.{c}`?"));
                     }
                     return Err(d);
@@ -762,7 +946,10 @@ impl<'l> Flattener<'l> {
                 match &inner_dims {
                     None => inner_dims = Some(na.dims.clone()),
                     Some(d) if *d != na.dims => {
-                        return Err(Diagnostic::error(part.ident.span, "array components of different sizes cannot be combined"));
+                        return Err(Diagnostic::error(
+                            part.ident.span,
+                            "array components of different sizes cannot be combined",
+                        ));
                     }
                     _ => {}
                 }
@@ -771,18 +958,36 @@ impl<'l> Flattener<'l> {
             let mut dims = cur.dims.clone();
             dims.extend(inner_dims.unwrap_or_default());
             path = format!("{path}.{}", part.ident.name);
-            cur = self.apply_node_subscripts(NodeArray { dims, leaves }, &part.subscripts, ctx, &path)?;
+            cur = self.apply_node_subscripts(
+                NodeArray { dims, leaves },
+                &part.subscripts,
+                ctx,
+                &path,
+            )?;
         }
         Ok(Some(cur))
     }
 
     /// The node of component `name` of instance `inst`, instantiating it if needed.
-    pub(super) fn component_node(&mut self, inst: InstId, name: &str) -> Result<Option<CompNode>, Diagnostic> {
+    pub(super) fn component_node(
+        &mut self,
+        inst: InstId,
+        name: &str,
+    ) -> Result<Option<CompNode>, Diagnostic> {
         self.ensure_component(inst, name)?;
-        Ok(self.instances[inst as usize].components.get(name).map(|c| c.node.clone()))
+        Ok(self.instances[inst as usize]
+            .components
+            .get(name)
+            .map(|c| c.node.clone()))
     }
 
-    fn apply_node_subscripts(&mut self, a: NodeArray, subs: &[Subscript], ctx: &Ctx, path: &str) -> Result<NodeArray, Diagnostic> {
+    fn apply_node_subscripts(
+        &mut self,
+        a: NodeArray,
+        subs: &[Subscript],
+        ctx: &Ctx,
+        path: &str,
+    ) -> Result<NodeArray, Diagnostic> {
         if subs.is_empty() {
             return Ok(a);
         }
@@ -793,7 +998,11 @@ impl<'l> Flattener<'l> {
             };
             return Err(Diagnostic::error(
                 span,
-                format!("`{path}` has {} dimension(s) but {} subscript(s) are given", a.dims.len(), subs.len()),
+                format!(
+                    "`{path}` has {} dimension(s) but {} subscript(s) are given",
+                    a.dims.len(),
+                    subs.len()
+                ),
             ));
         }
         let mut sel = Vec::new();
@@ -804,7 +1013,10 @@ impl<'l> Flattener<'l> {
                         Subscript::All(s) => *s,
                         Subscript::Index(e) => e.span,
                     };
-                    return Err(Diagnostic::error(span, "the index of a component array must be a parameter expression"));
+                    return Err(Diagnostic::error(
+                        span,
+                        "the index of a component array must be a parameter expression",
+                    ));
                 }
                 i => sel.push(i),
             }
@@ -814,7 +1026,13 @@ impl<'l> Flattener<'l> {
         Ok(NodeArray { dims, leaves })
     }
 
-    fn eval_index(&mut self, s: &Subscript, size: usize, ctx: &Ctx, path: &str) -> Result<Index, Diagnostic> {
+    fn eval_index(
+        &mut self,
+        s: &Subscript,
+        size: usize,
+        ctx: &Ctx,
+        path: &str,
+    ) -> Result<Index, Diagnostic> {
         match s {
             Subscript::All(_) => Ok(Index::Many((1..=size).collect())),
             Subscript::Index(e) => {
@@ -838,7 +1056,10 @@ impl<'l> Flattener<'l> {
                     if val.fract() != 0.0 || val < 1.0 || val as usize > size {
                         return Err(Diagnostic::error(
                             e.span,
-                            format!("index {} is out of bounds for `{path}`, which has size {size} here", super::super::flat::expr::format_number(val)),
+                            format!(
+                                "index {} is out of bounds for `{path}`, which has size {size} here",
+                                super::super::flat::expr::format_number(val)
+                            ),
                         ));
                     }
                     idx.push(val as usize);
@@ -855,18 +1076,22 @@ impl<'l> Flattener<'l> {
     pub(super) fn resolve_ref(&mut self, r: &ComponentRef, ctx: &Ctx) -> Result<Value, Diagnostic> {
         let first = &r.parts[0];
         let name = first.ident.name.as_str();
-        if !r.global && r.parts.len() == 1 {
-            if let Some((_, v)) = ctx.loops.iter().rev().find(|(n, _)| n == name) {
-                let v = v.clone();
-                return self.apply_value_subscripts(v, &first.subscripts, ctx, name);
-            }
+        if !r.global
+            && r.parts.len() == 1
+            && let Some((_, v)) = ctx.loops.iter().rev().find(|(n, _)| n == name)
+        {
+            let v = v.clone();
+            return self.apply_value_subscripts(v, &first.subscripts, ctx, name);
         }
         if !r.global
             && let Some(locals) = &ctx.locals
             && let Some(l) = locals.get(name).cloned()
         {
             if r.parts.len() > 1 {
-                return Err(Diagnostic::error(r.span, "records are not supported in functions"));
+                return Err(Diagnostic::error(
+                    r.span,
+                    "records are not supported in functions",
+                ));
             }
             return self.local_value(&l, &first.subscripts, ctx, name);
         }
@@ -909,7 +1134,10 @@ impl<'l> Flattener<'l> {
             let CompNode::Var(v) = leaf else {
                 return Err(Diagnostic::error(
                     r.span,
-                    format!("`{}` is a component, not a variable, and cannot be used in an expression", r.dotted()),
+                    format!(
+                        "`{}` is a component, not a variable, and cannot be used in an expression",
+                        r.dotted()
+                    ),
                 )
                 .with_hint("refer to one of its variables, e.g. `a.phi`"));
             };
@@ -926,10 +1154,13 @@ impl<'l> Flattener<'l> {
                     None => {
                         let n = self.vars[*v as usize].name.clone();
                         let decl = self.vars[*v as usize].span;
-                        return Err(Diagnostic::error(decl, format!("constant `{n}` has no value"))
-                            .with_label("declared without a value")
-                            .with_secondary(r.span, "used here")
-                            .with_hint(format!("give it a value: `constant Real {n} = ...;`")));
+                        return Err(Diagnostic::error(
+                            decl,
+                            format!("constant `{n}` has no value"),
+                        )
+                        .with_label("declared without a value")
+                        .with_secondary(r.span, "used here")
+                        .with_hint(format!("give it a value: `constant Real {n} = ...;`")));
                     }
                 }
             } else {
@@ -943,7 +1174,13 @@ impl<'l> Flattener<'l> {
         })
     }
 
-    fn local_value(&mut self, l: &Local, subs: &[Subscript], ctx: &Ctx, name: &str) -> Result<Value, Diagnostic> {
+    fn local_value(
+        &mut self,
+        l: &Local,
+        subs: &[Subscript],
+        ctx: &Ctx,
+        name: &str,
+    ) -> Result<Value, Diagnostic> {
         let n: usize = l.dims.iter().product();
         let elems: Vec<ExprId> = (0..n as u32).map(|k| self.arena.var(l.base + k)).collect();
         let v = Value {
@@ -960,7 +1197,13 @@ impl<'l> Flattener<'l> {
         let mut dynamic = false;
         for (k, s) in subs.iter().enumerate() {
             if k >= l.dims.len() {
-                return Err(Diagnostic::error(r_span(s), format!("`{name}` has {} dimension(s) but more subscripts are given", l.dims.len())));
+                return Err(Diagnostic::error(
+                    r_span(s),
+                    format!(
+                        "`{name}` has {} dimension(s) but more subscripts are given",
+                        l.dims.len()
+                    ),
+                ));
             }
             let i = self.eval_index(s, l.dims[k], ctx, name)?;
             if matches!(i, Index::Dynamic(_)) {
@@ -1009,18 +1252,30 @@ impl<'l> Flattener<'l> {
         Ok(Value::scalar(l.ty, e))
     }
 
-    fn apply_value_subscripts(&mut self, v: Value, subs: &[Subscript], ctx: &Ctx, name: &str) -> Result<Value, Diagnostic> {
+    fn apply_value_subscripts(
+        &mut self,
+        v: Value,
+        subs: &[Subscript],
+        ctx: &Ctx,
+        name: &str,
+    ) -> Result<Value, Diagnostic> {
         if subs.is_empty() {
             return Ok(v);
         }
         if subs.len() > v.dims.len() {
-            return Err(Diagnostic::error(r_span(&subs[0]), format!("`{name}` has {} dimension(s)", v.dims.len())));
+            return Err(Diagnostic::error(
+                r_span(&subs[0]),
+                format!("`{name}` has {} dimension(s)", v.dims.len()),
+            ));
         }
         let mut sel = Vec::new();
         for (k, s) in subs.iter().enumerate() {
             match self.eval_index(s, v.dims[k], ctx, name)? {
                 Index::Dynamic(_) => {
-                    return Err(Diagnostic::error(r_span(s), "this index must be a parameter expression"));
+                    return Err(Diagnostic::error(
+                        r_span(s),
+                        "this index must be a parameter expression",
+                    ));
                 }
                 i => sel.push(i),
             }
@@ -1034,7 +1289,11 @@ impl<'l> Flattener<'l> {
     }
 
     /// Constants of enclosing classes and packages, and enumeration literals.
-    fn resolve_lexical(&mut self, r: &ComponentRef, ctx: &Ctx) -> Result<Option<Value>, Diagnostic> {
+    fn resolve_lexical(
+        &mut self,
+        r: &ComponentRef,
+        ctx: &Ctx,
+    ) -> Result<Option<Value>, Diagnostic> {
         let first = &r.parts[0].ident.name;
         // A constant declared in an enclosing class.
         if !r.global {
@@ -1042,9 +1301,14 @@ impl<'l> Flattener<'l> {
             while let Some(c) = s {
                 if let Some(v) = self.package_constant(c, first, r.parts[0].ident.span)? {
                     if r.parts.len() > 1 {
-                        return Err(Diagnostic::error(r.span, "record constants are not supported"));
+                        return Err(Diagnostic::error(
+                            r.span,
+                            "record constants are not supported",
+                        ));
                     }
-                    return self.apply_value_subscripts(v, &r.parts[0].subscripts, ctx, first).map(Some);
+                    return self
+                        .apply_value_subscripts(v, &r.parts[0].subscripts, ctx, first)
+                        .map(Some);
                 }
                 s = self.lib.entry(c).parent;
             }
@@ -1053,11 +1317,7 @@ impl<'l> Flattener<'l> {
         if r.parts.len() < 2 {
             return Ok(None);
         }
-        let start = if r.global {
-            None
-        } else {
-            ctx.scope.class
-        };
+        let start = if r.global { None } else { ctx.scope.class };
         let Some(mut class) = self.lib.lookup_simple(start, first)? else {
             return Ok(None);
         };
@@ -1068,15 +1328,23 @@ impl<'l> Flattener<'l> {
                 let cname = self.lib.entry(class).full_name.clone();
                 match cname.as_str() {
                     "StateSelect" => {
-                        let v = ["never", "avoid", "default", "prefer", "always"].iter().position(|x| x == pname);
+                        let v = ["never", "avoid", "default", "prefer", "always"]
+                            .iter()
+                            .position(|x| x == pname);
                         if let Some(i) = v {
-                            return Ok(Some(Value::scalar(Ty::Integer, self.arena.constant(i as f64 + 1.0))));
+                            return Ok(Some(Value::scalar(
+                                Ty::Integer,
+                                self.arena.constant(i as f64 + 1.0),
+                            )));
                         }
                     }
                     "AssertionLevel" => {
                         let v = ["error", "warning"].iter().position(|x| x == pname);
                         if let Some(i) = v {
-                            return Ok(Some(Value::scalar(Ty::Integer, self.arena.constant(i as f64 + 1.0))));
+                            return Ok(Some(Value::scalar(
+                                Ty::Integer,
+                                self.arena.constant(i as f64 + 1.0),
+                            )));
                         }
                     }
                     _ => {}
@@ -1085,20 +1353,34 @@ impl<'l> Flattener<'l> {
                     && let ast::ClassBody::Enumeration(lits) = &def.body
                 {
                     if let Some(i) = lits.iter().position(|l| l.name == *pname) {
-                        return Ok(Some(Value::scalar(Ty::Integer, self.arena.constant(i as f64 + 1.0))));
+                        return Ok(Some(Value::scalar(
+                            Ty::Integer,
+                            self.arena.constant(i as f64 + 1.0),
+                        )));
                     }
-                    return Err(Diagnostic::error(part.ident.span, format!("enumeration `{cname}` has no literal `{pname}`")));
+                    return Err(Diagnostic::error(
+                        part.ident.span,
+                        format!("enumeration `{cname}` has no literal `{pname}`"),
+                    ));
                 }
                 if let Some(v) = self.package_constant(class, pname, part.ident.span)? {
-                    return self.apply_value_subscripts(v, &part.subscripts, ctx, pname).map(Some);
+                    return self
+                        .apply_value_subscripts(v, &part.subscripts, ctx, pname)
+                        .map(Some);
                 }
-                return Err(Diagnostic::error(part.ident.span, format!("`{cname}` has no constant `{pname}`")));
+                return Err(Diagnostic::error(
+                    part.ident.span,
+                    format!("`{cname}` has no constant `{pname}`"),
+                ));
             }
             class = match self.lib.member_class(class, pname)? {
                 Some(c) => c,
                 None => {
                     let cname = self.lib.entry(class).full_name.clone();
-                    return Err(Diagnostic::error(part.ident.span, format!("`{cname}` has no class `{pname}`")));
+                    return Err(Diagnostic::error(
+                        part.ident.span,
+                        format!("`{cname}` has no class `{pname}`"),
+                    ));
                 }
             };
         }
@@ -1107,7 +1389,12 @@ impl<'l> Flattener<'l> {
 
     /// The value of constant `name` declared in class `class` (a package or
     /// an enclosing model), evaluated in that class's scope.
-    fn package_constant(&mut self, class: ast_class::ClassId, name: &str, span: Span) -> Result<Option<Value>, Diagnostic> {
+    fn package_constant(
+        &mut self,
+        class: ast_class::ClassId,
+        name: &str,
+        span: Span,
+    ) -> Result<Option<Value>, Diagnostic> {
         if let Some(v) = self.package_constants.get(&(class, name.to_string())) {
             return Ok(Some(v.clone()));
         }
@@ -1121,14 +1408,29 @@ impl<'l> Flattener<'l> {
             return Ok(None);
         }
         let contents = self.contents(class, &super::modifier::Modifier::default(), None, 0)?;
-        let Some(pc) = contents.components.into_iter().find(|c| c.decl.name.name == name) else {
+        let Some(pc) = contents
+            .components
+            .into_iter()
+            .find(|c| c.decl.name.name == name)
+        else {
             return Ok(None);
         };
-        if !matches!(pc.decl.prefix.variability, ast::Variability::Constant | ast::Variability::Parameter) {
+        if !matches!(
+            pc.decl.prefix.variability,
+            ast::Variability::Constant | ast::Variability::Parameter
+        ) {
             return Ok(None);
         }
-        let Some(b) = pc.decl.modification.as_ref().and_then(|m| m.binding.as_ref()) else {
-            return Err(Diagnostic::error(span, format!("constant `{name}` has no value")));
+        let Some(b) = pc
+            .decl
+            .modification
+            .as_ref()
+            .and_then(|m| m.binding.as_ref())
+        else {
+            return Err(Diagnostic::error(
+                span,
+                format!("constant `{name}` has no value"),
+            ));
         };
         let ctx = Ctx::model(Scope {
             inst: None,
@@ -1142,19 +1444,30 @@ impl<'l> Flattener<'l> {
             elems.push(self.arena.constant(c));
         }
         let v = Value { elems, ..v };
-        self.package_constants.insert((class, name.to_string()), v.clone());
+        self.package_constants
+            .insert((class, name.to_string()), v.clone());
         Ok(Some(v))
     }
 
     // ------------------------------------------------------------ calls
 
-    fn positional(&self, args: &[Arg], span: Span, name: &str, min: usize, max: usize) -> Result<Vec<ast::Expr>, Diagnostic> {
+    fn positional(
+        &self,
+        args: &[Arg],
+        span: Span,
+        name: &str,
+        min: usize,
+        max: usize,
+    ) -> Result<Vec<ast::Expr>, Diagnostic> {
         let mut out = Vec::new();
         for a in args {
             match a {
                 Arg::Positional(e) => out.push(e.clone()),
                 Arg::Named(n, _) => {
-                    return Err(Diagnostic::error(n.span, format!("`{name}` takes no named argument `{}`", n.name)));
+                    return Err(Diagnostic::error(
+                        n.span,
+                        format!("`{name}` takes no named argument `{}`", n.name),
+                    ));
                 }
             }
         }
@@ -1164,24 +1477,44 @@ impl<'l> Flattener<'l> {
             } else {
                 format!("{min} to {max}")
             };
-            return Err(Diagnostic::error(span, format!("`{name}` takes {expect} argument(s), {} given", out.len())));
+            return Err(Diagnostic::error(
+                span,
+                format!("`{name}` takes {expect} argument(s), {} given", out.len()),
+            ));
         }
         Ok(out)
     }
 
-    fn eval_call(&mut self, func: &ComponentRef, args: &[Arg], span: Span, ctx: &Ctx) -> Result<Value, Diagnostic> {
+    fn eval_call(
+        &mut self,
+        func: &ComponentRef,
+        args: &[Arg],
+        span: Span,
+        ctx: &Ctx,
+    ) -> Result<Value, Diagnostic> {
         let name = func.dotted();
         if func.parts.len() == 1 && BUILTINS.contains(&name.as_str()) {
             return self.eval_builtin(&name, args, span, ctx);
         }
         if name == "reinit" || name == "assert" || name == "terminate" {
-            return Err(Diagnostic::error(span, format!("`{name}` is an equation or statement, not a function with a value")));
+            return Err(Diagnostic::error(
+                span,
+                format!("`{name}` is an equation or statement, not a function with a value"),
+            ));
         }
         let outs = self.call_user_function(func, args, span, ctx)?;
-        outs.into_iter().next().ok_or_else(|| Diagnostic::error(span, format!("function `{name}` has no output")))
+        outs.into_iter()
+            .next()
+            .ok_or_else(|| Diagnostic::error(span, format!("function `{name}` has no output")))
     }
 
-    fn eval_builtin(&mut self, name: &str, args: &[Arg], span: Span, ctx: &Ctx) -> Result<Value, Diagnostic> {
+    fn eval_builtin(
+        &mut self,
+        name: &str,
+        args: &[Arg],
+        span: Span,
+        ctx: &Ctx,
+    ) -> Result<Value, Diagnostic> {
         if let Some(f) = Fn1::from_name(name) {
             let a = self.positional(args, span, name, 1, 1)?;
             let v = self.eval_expr(&a[0], ctx)?;
@@ -1193,13 +1526,20 @@ impl<'l> Flattener<'l> {
                 Fn1::Abs => v.ty,
                 _ => Ty::Real,
             };
-            return Ok(Value { ty, dims: v.dims, elems });
+            return Ok(Value {
+                ty,
+                dims: v.dims,
+                elems,
+            });
         }
         match name {
             "der" => {
                 let a = self.positional(args, span, name, 1, 1)?;
                 if ctx.in_function() {
-                    return Err(Diagnostic::error(span, "`der` is not allowed in a function"));
+                    return Err(Diagnostic::error(
+                        span,
+                        "`der` is not allowed in a function",
+                    ));
                 }
                 let v = self.eval_expr(&a[0], ctx)?;
                 self.expect_numeric(&v, a[0].span)?;
@@ -1207,7 +1547,11 @@ impl<'l> Flattener<'l> {
                 for &x in &v.elems {
                     elems.push(self.der_of(x, a[0].span, ctx)?);
                 }
-                Ok(Value { ty: Ty::Real, dims: v.dims, elems })
+                Ok(Value {
+                    ty: Ty::Real,
+                    dims: v.dims,
+                    elems,
+                })
             }
             "pre" => {
                 let a = self.positional(args, span, name, 1, 1)?;
@@ -1220,7 +1564,11 @@ impl<'l> Flattener<'l> {
                         _ => return Err(Diagnostic::error(a[0].span, "`pre` needs a variable")),
                     }
                 }
-                Ok(Value { ty: v.ty, dims: v.dims, elems })
+                Ok(Value {
+                    ty: v.ty,
+                    dims: v.dims,
+                    elems,
+                })
             }
             "edge" | "change" => {
                 let a = self.positional(args, span, name, 1, 1)?;
@@ -1231,7 +1579,10 @@ impl<'l> Flattener<'l> {
                 let mut elems = Vec::new();
                 for &x in &v.elems {
                     let Node::Var(var) = self.arena.node(x) else {
-                        return Err(Diagnostic::error(a[0].span, format!("`{name}` needs a variable")));
+                        return Err(Diagnostic::error(
+                            a[0].span,
+                            format!("`{name}` needs a variable"),
+                        ));
                     };
                     let p = self.arena.intern(Node::Pre(var));
                     let e = if name == "edge" {
@@ -1242,11 +1593,19 @@ impl<'l> Flattener<'l> {
                     };
                     elems.push(e);
                 }
-                Ok(Value { ty: Ty::Boolean, dims: v.dims, elems })
+                Ok(Value {
+                    ty: Ty::Boolean,
+                    dims: v.dims,
+                    elems,
+                })
             }
             "initial" | "terminal" => {
                 self.positional(args, span, name, 0, 0)?;
-                let n = if name == "initial" { Node::Initial } else { Node::Terminal };
+                let n = if name == "initial" {
+                    Node::Initial
+                } else {
+                    Node::Terminal
+                };
                 Ok(Value::scalar(Ty::Boolean, self.arena.intern(n)))
             }
             "noEvent" => {
@@ -1271,7 +1630,13 @@ impl<'l> Flattener<'l> {
                 Ok(Value::scalar(Ty::Boolean, e))
             }
             "atan2" | "mod" | "rem" | "div" | "semiLinear" => {
-                let a = self.positional(args, span, name, 2, if name == "semiLinear" { 3 } else { 2 })?;
+                let a = self.positional(
+                    args,
+                    span,
+                    name,
+                    2,
+                    if name == "semiLinear" { 3 } else { 2 },
+                )?;
                 let x = self.eval_expr(&a[0], ctx)?;
                 let y = self.eval_expr(&a[1], ctx)?;
                 if name == "semiLinear" {
@@ -1307,10 +1672,16 @@ impl<'l> Flattener<'l> {
                 let x = self.eval_expr(&a[0], ctx)?;
                 let y = self.eval_expr(&a[1], ctx)?;
                 if !x.is_scalar() || !y.is_scalar() {
-                    return Err(Diagnostic::error(span, format!("`{name}(a, b)` takes two scalars")));
+                    return Err(Diagnostic::error(
+                        span,
+                        format!("`{name}(a, b)` takes two scalars"),
+                    ));
                 }
                 let ty = unify_ty(x.ty, y.ty).unwrap_or(Ty::Real);
-                Ok(Value::scalar(ty, self.arena.call2(f, x.elems[0], y.elems[0])))
+                Ok(Value::scalar(
+                    ty,
+                    self.arena.call2(f, x.elems[0], y.elems[0]),
+                ))
             }
             "sum" | "product" => {
                 let a = self.positional(args, span, name, 1, 1)?;
@@ -1328,24 +1699,48 @@ impl<'l> Flattener<'l> {
                     let k = self.eval_scalar_const(&a[1], ctx)?;
                     let k = k as usize;
                     if k == 0 || k > v.dims.len() {
-                        return Err(Diagnostic::error(a[1].span, format!("dimension {k} does not exist; the array has {}", v.dims.len())));
+                        return Err(Diagnostic::error(
+                            a[1].span,
+                            format!(
+                                "dimension {k} does not exist; the array has {}",
+                                v.dims.len()
+                            ),
+                        ));
                     }
-                    return Ok(Value::scalar(Ty::Integer, self.arena.constant(v.dims[k - 1] as f64)));
+                    return Ok(Value::scalar(
+                        Ty::Integer,
+                        self.arena.constant(v.dims[k - 1] as f64),
+                    ));
                 }
-                let elems = v.dims.iter().map(|&d| self.arena.constant(d as f64)).collect();
-                Ok(Value { ty: Ty::Integer, dims: vec![v.dims.len()], elems })
+                let elems = v
+                    .dims
+                    .iter()
+                    .map(|&d| self.arena.constant(d as f64))
+                    .collect();
+                Ok(Value {
+                    ty: Ty::Integer,
+                    dims: vec![v.dims.len()],
+                    elems,
+                })
             }
             "ndims" => {
                 let a = self.positional(args, span, name, 1, 1)?;
                 let v = self.eval_expr(&a[0], ctx)?;
-                Ok(Value::scalar(Ty::Integer, self.arena.constant(v.dims.len() as f64)))
+                Ok(Value::scalar(
+                    Ty::Integer,
+                    self.arena.constant(v.dims.len() as f64),
+                ))
             }
             "zeros" | "ones" => {
                 let a = self.positional(args, span, name, 1, 8)?;
                 let dims = self.const_dims(&a, ctx)?;
                 let c = self.arena.constant(if name == "zeros" { 0.0 } else { 1.0 });
                 let n: usize = dims.iter().product();
-                Ok(Value { ty: Ty::Integer, dims, elems: vec![c; n] })
+                Ok(Value {
+                    ty: Ty::Integer,
+                    dims,
+                    elems: vec![c; n],
+                })
             }
             "fill" => {
                 let a = self.positional(args, span, name, 2, 9)?;
@@ -1358,15 +1753,25 @@ impl<'l> Flattener<'l> {
                 }
                 let mut all = dims;
                 all.extend(v.dims);
-                Ok(Value { ty: v.ty, dims: all, elems })
+                Ok(Value {
+                    ty: v.ty,
+                    dims: all,
+                    elems,
+                })
             }
             "identity" => {
                 let a = self.positional(args, span, name, 1, 1)?;
                 let n = self.eval_scalar_const(&a[0], ctx)? as usize;
                 let one = self.arena.one();
                 let zero = self.arena.zero();
-                let elems = (0..n * n).map(|k| if k / n == k % n { one } else { zero }).collect();
-                Ok(Value { ty: Ty::Integer, dims: vec![n, n], elems })
+                let elems = (0..n * n)
+                    .map(|k| if k / n == k % n { one } else { zero })
+                    .collect();
+                Ok(Value {
+                    ty: Ty::Integer,
+                    dims: vec![n, n],
+                    elems,
+                })
             }
             "diagonal" => {
                 let a = self.positional(args, span, name, 1, 1)?;
@@ -1376,8 +1781,14 @@ impl<'l> Flattener<'l> {
                 }
                 let n = v.dims[0];
                 let zero = self.arena.zero();
-                let elems = (0..n * n).map(|k| if k / n == k % n { v.elems[k / n] } else { zero }).collect();
-                Ok(Value { ty: v.ty, dims: vec![n, n], elems })
+                let elems = (0..n * n)
+                    .map(|k| if k / n == k % n { v.elems[k / n] } else { zero })
+                    .collect();
+                Ok(Value {
+                    ty: v.ty,
+                    dims: vec![n, n],
+                    elems,
+                })
             }
             "linspace" => {
                 let a = self.positional(args, span, name, 3, 3)?;
@@ -1385,7 +1796,10 @@ impl<'l> Flattener<'l> {
                 let x2 = self.eval_expr(&a[1], ctx)?;
                 let n = self.eval_scalar_const(&a[2], ctx)? as usize;
                 if n < 2 {
-                    return Err(Diagnostic::error(a[2].span, "`linspace` needs at least 2 points"));
+                    return Err(Diagnostic::error(
+                        a[2].span,
+                        "`linspace` needs at least 2 points",
+                    ));
                 }
                 let mut elems = Vec::new();
                 for k in 0..n {
@@ -1394,7 +1808,11 @@ impl<'l> Flattener<'l> {
                     let t = self.arena.mul(f, d);
                     elems.push(self.arena.add(x1.elems[0], t));
                 }
-                Ok(Value { ty: Ty::Real, dims: vec![n], elems })
+                Ok(Value {
+                    ty: Ty::Real,
+                    dims: vec![n],
+                    elems,
+                })
             }
             "transpose" => {
                 let a = self.positional(args, span, name, 1, 1)?;
@@ -1404,7 +1822,11 @@ impl<'l> Flattener<'l> {
                 }
                 let (n, m) = (v.dims[0], v.dims[1]);
                 let elems = (0..n * m).map(|k| v.elems[(k % n) * m + k / n]).collect();
-                Ok(Value { ty: v.ty, dims: vec![m, n], elems })
+                Ok(Value {
+                    ty: v.ty,
+                    dims: vec![m, n],
+                    elems,
+                })
             }
             "cross" => {
                 let a = self.positional(args, span, name, 2, 2)?;
@@ -1419,7 +1841,11 @@ impl<'l> Flattener<'l> {
                     let q = self.arena.mul(x.elems[j], y.elems[i]);
                     elems.push(self.arena.sub(p, q));
                 }
-                Ok(Value { ty: Ty::Real, dims: vec![3], elems })
+                Ok(Value {
+                    ty: Ty::Real,
+                    dims: vec![3],
+                    elems,
+                })
             }
             "skew" => {
                 let a = self.positional(args, span, name, 1, 1)?;
@@ -1432,7 +1858,11 @@ impl<'l> Flattener<'l> {
                 let n1 = self.arena.neg(x1);
                 let n2 = self.arena.neg(x2);
                 let n3 = self.arena.neg(x3);
-                Ok(Value { ty: Ty::Real, dims: vec![3, 3], elems: vec![z, n3, x2, x3, z, n1, n2, x1, z] })
+                Ok(Value {
+                    ty: Ty::Real,
+                    dims: vec![3, 3],
+                    elems: vec![z, n3, x2, x3, z, n1, n2, x1, z],
+                })
             }
             "outerProduct" => {
                 let a = self.positional(args, span, name, 2, 2)?;
@@ -1447,13 +1877,20 @@ impl<'l> Flattener<'l> {
                         elems.push(self.arena.mul(p, q));
                     }
                 }
-                Ok(Value { ty: Ty::Real, dims: vec![x.dims[0], y.dims[0]], elems })
+                Ok(Value {
+                    ty: Ty::Real,
+                    dims: vec![x.dims[0], y.dims[0]],
+                    elems,
+                })
             }
             "scalar" => {
                 let a = self.positional(args, span, name, 1, 1)?;
                 let v = self.eval_expr(&a[0], ctx)?;
                 if v.elems.len() != 1 {
-                    return Err(Diagnostic::error(a[0].span, "`scalar` needs an array with one element"));
+                    return Err(Diagnostic::error(
+                        a[0].span,
+                        "`scalar` needs an array with one element",
+                    ));
                 }
                 Ok(Value::scalar(v.ty, v.elems[0]))
             }
@@ -1461,50 +1898,92 @@ impl<'l> Flattener<'l> {
                 let a = self.positional(args, span, name, 1, 1)?;
                 let v = self.eval_expr(&a[0], ctx)?;
                 let n = v.elems.len();
-                Ok(Value { ty: v.ty, dims: vec![n], elems: v.elems })
+                Ok(Value {
+                    ty: v.ty,
+                    dims: vec![n],
+                    elems: v.elems,
+                })
             }
             "cat" => {
                 let a = self.positional(args, span, name, 2, 64)?;
                 let k = self.eval_scalar_const(&a[0], ctx)? as usize;
-                let vals = a[1..].iter().map(|x| self.eval_expr(x, ctx)).collect::<Result<Vec<_>, _>>()?;
+                let vals = a[1..]
+                    .iter()
+                    .map(|x| self.eval_expr(x, ctx))
+                    .collect::<Result<Vec<_>, _>>()?;
                 if k != 1 || vals.iter().any(|v| v.dims.len() != 1) {
-                    return Err(Diagnostic::error(span, "`cat` is supported for vectors along dimension 1"));
+                    return Err(Diagnostic::error(
+                        span,
+                        "`cat` is supported for vectors along dimension 1",
+                    ));
                 }
                 let ty = vals.first().map(|v| v.ty).unwrap_or(Ty::Real);
-                let elems: Vec<ExprId> = vals.iter().flat_map(|v| v.elems.iter().copied()).collect();
-                Ok(Value { ty, dims: vec![elems.len()], elems })
+                let elems: Vec<ExprId> =
+                    vals.iter().flat_map(|v| v.elems.iter().copied()).collect();
+                Ok(Value {
+                    ty,
+                    dims: vec![elems.len()],
+                    elems,
+                })
             }
             "Integer" => {
                 let a = self.positional(args, span, name, 1, 1)?;
                 let v = self.eval_expr(&a[0], ctx)?;
-                Ok(Value { ty: Ty::Integer, ..v })
+                Ok(Value {
+                    ty: Ty::Integer,
+                    ..v
+                })
             }
-            "String" => Err(Diagnostic::error(span, "`String(...)` may only appear in messages")),
-            other => Err(Diagnostic::error(span, format!("builtin `{other}` is not supported here"))),
+            "String" => Err(Diagnostic::error(
+                span,
+                "`String(...)` may only appear in messages",
+            )),
+            other => Err(Diagnostic::error(
+                span,
+                format!("builtin `{other}` is not supported here"),
+            )),
         }
     }
 
-    fn call_args_named(&self, args: &[Arg], span: Span, name: &str, params: &[&str]) -> Result<Vec<ast::Expr>, Diagnostic> {
+    fn call_args_named(
+        &self,
+        args: &[Arg],
+        span: Span,
+        name: &str,
+        params: &[&str],
+    ) -> Result<Vec<ast::Expr>, Diagnostic> {
         let mut out: Vec<Option<ast::Expr>> = vec![None; params.len()];
         let mut k = 0;
         for a in args {
             match a {
                 Arg::Positional(e) => {
                     if k >= params.len() {
-                        return Err(Diagnostic::error(e.span, format!("too many arguments to `{name}`")));
+                        return Err(Diagnostic::error(
+                            e.span,
+                            format!("too many arguments to `{name}`"),
+                        ));
                     }
                     out[k] = Some(e.clone());
                     k += 1;
                 }
                 Arg::Named(n, e) => match params.iter().position(|p| *p == n.name) {
                     Some(i) => out[i] = Some(e.clone()),
-                    None => return Err(Diagnostic::error(n.span, format!("`{name}` has no argument `{}`", n.name))),
+                    None => {
+                        return Err(Diagnostic::error(
+                            n.span,
+                            format!("`{name}` has no argument `{}`", n.name),
+                        ));
+                    }
                 },
             }
         }
         out.into_iter()
             .enumerate()
-            .map(|(i, e)| e.ok_or_else(|| Diagnostic::error(span, format!("`{name}` needs argument `{}`", params[i]))))
+            .map(|(i, e)| {
+                e.ok_or_else(|| {
+                    Diagnostic::error(span, format!("`{name}` needs argument `{}`", params[i]))
+                })
+            })
             .collect()
     }
 
@@ -1513,7 +1992,10 @@ impl<'l> Flattener<'l> {
         for x in a {
             let v = self.eval_scalar_const(x, ctx)?;
             if v < 0.0 || v.fract() != 0.0 {
-                return Err(Diagnostic::error(x.span, "an array size must be a non-negative integer"));
+                return Err(Diagnostic::error(
+                    x.span,
+                    "an array size must be a non-negative integer",
+                ));
             }
             dims.push(v as usize);
         }
@@ -1531,7 +2013,10 @@ impl<'l> Flattener<'l> {
                 }
                 if var.ty != ScalarType::Real {
                     let n = var.name.clone();
-                    return Err(Diagnostic::error(span, format!("`der({n})`: `{n}` is not a Real variable")));
+                    return Err(Diagnostic::error(
+                        span,
+                        format!("`der({n})`: `{n}` is not a Real variable"),
+                    ));
                 }
                 Ok(self.arena.intern(Node::Der(v)))
             }
@@ -1560,23 +2045,39 @@ impl<'l> Flattener<'l> {
                 });
                 let lhs = self.arena.var(v);
                 let scope = self.inst_path(ctx.scope.inst);
-                self.equations.push(crate::flat::Equation { lhs, rhs: x, span, scope });
+                self.equations.push(crate::flat::Equation {
+                    lhs,
+                    rhs: x,
+                    span,
+                    scope,
+                });
                 Ok(self.arena.intern(Node::Der(v)))
             }
         }
     }
 
     /// Calls a user function; returns every output's value.
-    pub(super) fn call_user_function(&mut self, func: &ComponentRef, args: &[Arg], span: Span, ctx: &Ctx) -> Result<Vec<Value>, Diagnostic> {
+    pub(super) fn call_user_function(
+        &mut self,
+        func: &ComponentRef,
+        args: &[Arg],
+        span: Span,
+        ctx: &Ctx,
+    ) -> Result<Vec<Value>, Diagnostic> {
         let Some(fname) = func.as_name() else {
-            return Err(Diagnostic::error(func.span, "a function name cannot have subscripts"));
+            return Err(Diagnostic::error(
+                func.span,
+                "a function name cannot have subscripts",
+            ));
         };
         let class = match self.lib.lookup(ctx.scope.class, &fname) {
             Ok(c) => c,
             Err(_) => {
-                let mut d = Diagnostic::error(func.span, format!("unknown function `{}`", fname.dotted()))
-                    .with_label("no function of this name is visible here");
-                if let Some(c) = super::library::closest(&fname.dotted(), BUILTINS.iter().copied()) {
+                let mut d =
+                    Diagnostic::error(func.span, format!("unknown function `{}`", fname.dotted()))
+                        .with_label("no function of this name is visible here");
+                if let Some(c) = super::library::closest(&fname.dotted(), BUILTINS.iter().copied())
+                {
                     d = d.with_hint(format!("did you mean the builtin `{c}`?"));
                 }
                 return Err(d);
@@ -1586,10 +2087,19 @@ impl<'l> Flattener<'l> {
         match def.as_ref().map(|d| d.kind) {
             Some(ast::ClassKind::Function) => {}
             Some(ast::ClassKind::Record) => {
-                return Err(Diagnostic::error(span, format!("record constructor `{}` is not supported yet", fname.dotted())));
+                return Err(Diagnostic::error(
+                    span,
+                    format!(
+                        "record constructor `{}` is not supported yet",
+                        fname.dotted()
+                    ),
+                ));
             }
             _ => {
-                return Err(Diagnostic::error(func.span, format!("`{}` is not a function", fname.dotted())));
+                return Err(Diagnostic::error(
+                    func.span,
+                    format!("`{}` is not a function", fname.dotted()),
+                ));
             }
         }
         let sig = self.function_signature(class, span)?;
@@ -1600,14 +2110,24 @@ impl<'l> Flattener<'l> {
             match a {
                 Arg::Positional(e) => {
                     if k >= sig.inputs.len() {
-                        return Err(Diagnostic::error(e.span, format!("`{}` takes {} argument(s)", fname.dotted(), sig.inputs.len())));
+                        return Err(Diagnostic::error(
+                            e.span,
+                            format!(
+                                "`{}` takes {} argument(s)",
+                                fname.dotted(),
+                                sig.inputs.len()
+                            ),
+                        ));
                     }
                     given[k] = Some(self.eval_expr(e, ctx)?);
                     k += 1;
                 }
                 Arg::Named(n, e) => {
                     let Some(i) = sig.inputs.iter().position(|x| x.name == n.name) else {
-                        return Err(Diagnostic::error(n.span, format!("`{}` has no input `{}`", fname.dotted(), n.name)));
+                        return Err(Diagnostic::error(
+                            n.span,
+                            format!("`{}` has no input `{}`", fname.dotted(), n.name),
+                        ));
                     };
                     given[i] = Some(self.eval_expr(e, ctx)?);
                 }
@@ -1626,7 +2146,10 @@ impl<'l> Flattener<'l> {
                         values.push(self.eval_expr(d, &c)?);
                     }
                     None => {
-                        return Err(Diagnostic::error(span, format!("`{}` needs input `{}`", fname.dotted(), sig.inputs[i].name)));
+                        return Err(Diagnostic::error(
+                            span,
+                            format!("`{}` needs input `{}`", fname.dotted(), sig.inputs[i].name),
+                        ));
                     }
                 },
             }
@@ -1637,7 +2160,10 @@ impl<'l> Flattener<'l> {
         for v in &values {
             flat_args.extend_from_slice(&v.elems);
         }
-        let call = self.arena.call_site(CallSite { func: fid, args: flat_args });
+        let call = self.arena.call_site(CallSite {
+            func: fid,
+            args: flat_args,
+        });
         let mut outs = Vec::new();
         let mut output = 0u32;
         for (dims, ty) in out_shapes {
@@ -1659,7 +2185,15 @@ impl<'l> Flattener<'l> {
     pub(super) fn eval_string(&mut self, e: &ast::Expr, ctx: &Ctx) -> Result<String, Diagnostic> {
         match &e.kind {
             ExprKind::String(s) => Ok(s.clone()),
-            ExprKind::Binary { op: BinOp::Add, lhs, rhs } => Ok(format!("{}{}", self.eval_string(lhs, ctx)?, self.eval_string(rhs, ctx)?)),
+            ExprKind::Binary {
+                op: BinOp::Add,
+                lhs,
+                rhs,
+            } => Ok(format!(
+                "{}{}",
+                self.eval_string(lhs, ctx)?,
+                self.eval_string(rhs, ctx)?
+            )),
             ExprKind::Call { func, args } if func.dotted() == "String" => {
                 let text = match args.first() {
                     Some(Arg::Positional(x)) => {
@@ -1674,7 +2208,9 @@ impl<'l> Flattener<'l> {
                 Ok(text)
             }
             ExprKind::Ref(r) => match self.resolve_lexical(r, ctx) {
-                Ok(Some(_)) | Ok(None) | Err(_) => Err(Diagnostic::error(e.span, "expected a string")),
+                Ok(Some(_)) | Ok(None) | Err(_) => {
+                    Err(Diagnostic::error(e.span, "expected a string"))
+                }
             },
             _ => Err(Diagnostic::error(e.span, "expected a string")),
         }

@@ -12,6 +12,9 @@ use crate::syntax::ast::{self, Span, StatementKind};
 use std::collections::HashMap;
 use std::rc::Rc;
 
+/// The shape and element type of each output of a specialized function.
+type OutputShapes = Vec<(Vec<usize>, Ty)>;
+
 pub(super) struct FnInput {
     pub name: String,
     pub default: Option<ast::Expr>,
@@ -28,7 +31,11 @@ struct FnBuilder {
 }
 
 impl<'l> Flattener<'l> {
-    pub(super) fn function_signature(&mut self, class: ClassId, _span: Span) -> Result<Signature, Diagnostic> {
+    pub(super) fn function_signature(
+        &mut self,
+        class: ClassId,
+        _span: Span,
+    ) -> Result<Signature, Diagnostic> {
         let contents = self.contents(class, &Modifier::default(), None, 0)?;
         let inputs = contents
             .components
@@ -49,7 +56,7 @@ impl<'l> Flattener<'l> {
         class: ClassId,
         arg_shapes: &[Vec<usize>],
         span: Span,
-    ) -> Result<(u32, Vec<(Vec<usize>, Ty)>), Diagnostic> {
+    ) -> Result<(u32, OutputShapes), Diagnostic> {
         let full = self.lib.entry(class).full_name.clone();
         let key = format!("{full}{arg_shapes:?}");
         if let Some((id, _)) = self.function_index.get(&key) {
@@ -57,7 +64,10 @@ impl<'l> Flattener<'l> {
             return Ok((id, self.function_outputs(id)));
         }
         if self.functions_in_progress.contains(&key) {
-            return Err(Diagnostic::error(span, format!("function `{full}` calls itself; recursive functions are not supported")));
+            return Err(Diagnostic::error(
+                span,
+                format!("function `{full}` calls itself; recursive functions are not supported"),
+            ));
         }
         self.functions_in_progress.push(key.clone());
         let saved = std::mem::replace(&mut self.arena, ExprArena::new());
@@ -74,7 +84,10 @@ impl<'l> Flattener<'l> {
     }
 
     fn function_outputs(&self, id: u32) -> Vec<(Vec<usize>, Ty)> {
-        self.function_out_types.get(&id).cloned().unwrap_or_default()
+        self.function_out_types
+            .get(&id)
+            .cloned()
+            .unwrap_or_default()
     }
 
     fn compile_function_body(
@@ -83,10 +96,13 @@ impl<'l> Flattener<'l> {
         full: &str,
         arg_shapes: &[Vec<usize>],
         span: Span,
-    ) -> Result<(flat::Function, Vec<(Vec<usize>, Ty)>), Diagnostic> {
+    ) -> Result<(flat::Function, OutputShapes), Diagnostic> {
         let contents = self.contents(class, &Modifier::default(), None, 0)?;
         if let Some((eq, _, _)) = contents.equations.first() {
-            return Err(Diagnostic::error(eq.span, "a function has an algorithm section, not equations"));
+            return Err(Diagnostic::error(
+                eq.span,
+                "a function has an algorithm section, not equations",
+            ));
         }
         let mut b = FnBuilder {
             slots: Vec::new(),
@@ -111,23 +127,35 @@ impl<'l> Flattener<'l> {
                 if (pass == 0) != is_input {
                     continue;
                 }
-                if matches!(d.prefix.variability, ast::Variability::Constant | ast::Variability::Parameter) {
+                if matches!(
+                    d.prefix.variability,
+                    ast::Variability::Constant | ast::Variability::Parameter
+                ) {
                     continue;
                 }
                 let tclass = self.lib.lookup(pc.type_scope, &d.type_name)?;
                 let resolved = self.resolve_short(tclass, Modifier::default(), None)?;
                 let ty = match self.lib.builtin(resolved.class) {
                     Some(super::library::Builtin::Real) => Ty::Real,
-                    Some(super::library::Builtin::Integer) | Some(super::library::Builtin::Enumeration) => Ty::Integer,
+                    Some(super::library::Builtin::Integer)
+                    | Some(super::library::Builtin::Enumeration) => Ty::Integer,
                     Some(super::library::Builtin::Boolean) => Ty::Boolean,
                     _ => {
                         return Err(Diagnostic::error(
                             d.type_name.span,
-                            format!("function variables must be Real, Integer or Boolean (`{}`)", d.type_name.dotted()),
+                            format!(
+                                "function variables must be Real, Integer or Boolean (`{}`)",
+                                d.type_name.dotted()
+                            ),
                         ));
                     }
                 };
-                let decl_dims: Vec<&ast::Subscript> = d.dims.iter().chain(d.type_dims.iter()).chain(resolved.dims.iter()).collect();
+                let decl_dims: Vec<&ast::Subscript> = d
+                    .dims
+                    .iter()
+                    .chain(d.type_dims.iter())
+                    .chain(resolved.dims.iter())
+                    .collect();
                 let dims = if is_input {
                     let shape = arg_shapes.get(k).cloned().unwrap_or_default();
                     k += 1;
@@ -149,7 +177,10 @@ impl<'l> Flattener<'l> {
                             if want as usize != n {
                                 return Err(Diagnostic::error(
                                     span,
-                                    format!("argument `{}` of `{full}` has size {n}, the input is declared with size {want}", d.name.name),
+                                    format!(
+                                        "argument `{}` of `{full}` has size {n}, the input is declared with size {want}",
+                                        d.name.name
+                                    ),
                                 ));
                             }
                         }
@@ -160,7 +191,10 @@ impl<'l> Flattener<'l> {
                     for s in &decl_dims {
                         match s {
                             ast::Subscript::All(sp) => {
-                                return Err(Diagnostic::error(*sp, "the size of a function output or local must be given (use size(input, k))"));
+                                return Err(Diagnostic::error(
+                                    *sp,
+                                    "the size of a function output or local must be given (use size(input, k))",
+                                ));
                             }
                             ast::Subscript::Index(e) => {
                                 let ctx = self.fn_ctx(scope, &b);
@@ -199,11 +233,16 @@ impl<'l> Flattener<'l> {
                     }
                     ast::Causality::None => {}
                 }
-                if !is_input && let Some(bind) = d.modification.as_ref().and_then(|m| m.binding.as_ref()) {
+                if !is_input
+                    && let Some(bind) = d.modification.as_ref().and_then(|m| m.binding.as_ref())
+                {
                     let ctx = self.fn_ctx(scope, &b);
                     let v = self.eval_expr(bind, &ctx)?;
                     if v.dims != dims {
-                        return Err(Diagnostic::error(bind.span, format!("`{}` is given a value of the wrong size", d.name.name)));
+                        return Err(Diagnostic::error(
+                            bind.span,
+                            format!("`{}` is given a value of the wrong size", d.name.name),
+                        ));
                     }
                     for (i, &e) in v.elems.iter().enumerate() {
                         init.push((base + i as u32, e));
@@ -251,21 +290,38 @@ impl<'l> Flattener<'l> {
         }
         match self.arena.as_const(v.elems[0]) {
             Some(c) => Ok(c),
-            None => Err(Diagnostic::error(e.span, "this size must be known when the function is compiled")),
+            None => Err(Diagnostic::error(
+                e.span,
+                "this size must be known when the function is compiled",
+            )),
         }
     }
 
-    fn assign_target(&mut self, target: &ast::ComponentRef, ctx: &Ctx, b: &FnBuilder) -> Result<Target, Diagnostic> {
+    fn assign_target(
+        &mut self,
+        target: &ast::ComponentRef,
+        ctx: &Ctx,
+        b: &FnBuilder,
+    ) -> Result<Target, Diagnostic> {
         let name = &target.parts[0].ident.name;
         let Some(l) = b.locals.get(name).cloned() else {
-            return Err(Diagnostic::error(target.span, format!("unknown variable `{name}`"))
-                .with_hint("declare it as an output or in the protected section of the function"));
+            return Err(
+                Diagnostic::error(target.span, format!("unknown variable `{name}`")).with_hint(
+                    "declare it as an output or in the protected section of the function",
+                ),
+            );
         };
         if target.parts.len() > 1 {
-            return Err(Diagnostic::error(target.span, "records are not supported in functions"));
+            return Err(Diagnostic::error(
+                target.span,
+                "records are not supported in functions",
+            ));
         }
         if l.input {
-            return Err(Diagnostic::error(target.span, format!("`{name}` is an input and cannot be assigned")));
+            return Err(Diagnostic::error(
+                target.span,
+                format!("`{name}` is an input and cannot be assigned"),
+            ));
         }
         let r = ast::Expr {
             kind: ast::ExprKind::Ref(target.clone()),
@@ -277,24 +333,47 @@ impl<'l> Flattener<'l> {
         for &e in &v.elems {
             match self.arena.node(e) {
                 Node::Var(s) => slots.push(TargetSlot::Slot(s)),
-                Node::Elem { base, len, index } => slots.push(TargetSlot::Elem { base, len, index }),
-                _ => return Err(Diagnostic::error(target.span, "cannot assign to this expression")),
+                Node::Elem { base, len, index } => {
+                    slots.push(TargetSlot::Elem { base, len, index })
+                }
+                _ => {
+                    return Err(Diagnostic::error(
+                        target.span,
+                        "cannot assign to this expression",
+                    ));
+                }
             }
         }
-        Ok(Target { dims: v.dims, slots })
+        Ok(Target {
+            dims: v.dims,
+            slots,
+        })
     }
 
-    fn fn_statement(&mut self, s: &ast::Statement, ctx: &Ctx, b: &mut FnBuilder, out: &mut Vec<flat::Statement>) -> Result<(), Diagnostic> {
+    fn fn_statement(
+        &mut self,
+        s: &ast::Statement,
+        ctx: &Ctx,
+        b: &mut FnBuilder,
+        out: &mut Vec<flat::Statement>,
+    ) -> Result<(), Diagnostic> {
         match &s.kind {
             StatementKind::Assign { target, value } => {
                 let t = self.assign_target(target, ctx, b)?;
                 let v = self.eval_expr(value, ctx)?;
                 self.emit_assign(&t, &v, s.span, b, out)
             }
-            StatementKind::TupleAssign { targets, func, args } => {
+            StatementKind::TupleAssign {
+                targets,
+                func,
+                args,
+            } => {
                 let outs = self.call_user_function(func, args, s.span, ctx)?;
                 if targets.len() > outs.len() {
-                    return Err(Diagnostic::error(s.span, format!("`{}` has only {} output(s)", func.dotted(), outs.len())));
+                    return Err(Diagnostic::error(
+                        s.span,
+                        format!("`{}` has only {} output(s)", func.dotted(), outs.len()),
+                    ));
                 }
                 for (t, v) in targets.iter().zip(&outs) {
                     let Some(t) = t else { continue };
@@ -308,15 +387,20 @@ impl<'l> Flattener<'l> {
             }
             StatementKind::Call { func, args } => match func.dotted().as_str() {
                 "assert" => {
-                    let mut pos = args.iter().filter_map(|a| match a {
-                        ast::Arg::Positional(e) => Some(e),
-                        ast::Arg::Named(_, e) => Some(e),
+                    let mut pos = args.iter().map(|a| match a {
+                        ast::Arg::Positional(e) => e,
+                        ast::Arg::Named(_, e) => e,
                     });
                     let (Some(c), Some(m)) = (pos.next(), pos.next()) else {
-                        return Err(Diagnostic::error(s.span, "`assert` takes a condition and a message"));
+                        return Err(Diagnostic::error(
+                            s.span,
+                            "`assert` takes a condition and a message",
+                        ));
                     };
                     let cv = self.eval_expr(c, ctx)?;
-                    let message = self.eval_string(m, ctx).unwrap_or_else(|_| "assertion failed".into());
+                    let message = self
+                        .eval_string(m, ctx)
+                        .unwrap_or_else(|_| "assertion failed".into());
                     out.push(flat::Statement::Assert {
                         condition: cv.elems[0],
                         message,
@@ -324,7 +408,10 @@ impl<'l> Flattener<'l> {
                     });
                     Ok(())
                 }
-                "terminate" | "reinit" => Err(Diagnostic::error(s.span, format!("`{}` is not allowed in a function", func.dotted()))),
+                "terminate" | "reinit" => Err(Diagnostic::error(
+                    s.span,
+                    format!("`{}` is not allowed in a function", func.dotted()),
+                )),
                 _ => {
                     // A call whose outputs are unused has no effect (functions are pure).
                     self.call_user_function(func, args, s.span, ctx)?;
@@ -336,7 +423,10 @@ impl<'l> Flattener<'l> {
                 for (c, body) in branches {
                     let cv = self.eval_expr(c, ctx)?;
                     if cv.ty != Ty::Boolean || !cv.is_scalar() {
-                        return Err(Diagnostic::error(c.span, "the condition of `if` must be a Boolean scalar"));
+                        return Err(Diagnostic::error(
+                            c.span,
+                            "the condition of `if` must be a Boolean scalar",
+                        ));
                     }
                     let mut stmts = Vec::new();
                     for x in body {
@@ -348,19 +438,29 @@ impl<'l> Flattener<'l> {
                 for x in else_ {
                     self.fn_statement(x, ctx, b, &mut e)?;
                 }
-                out.push(flat::Statement::If { branches: arms, else_: e });
+                out.push(flat::Statement::If {
+                    branches: arms,
+                    else_: e,
+                });
                 Ok(())
             }
             StatementKind::While { cond, body } => {
                 let cv = self.eval_expr(cond, ctx)?;
                 if cv.ty != Ty::Boolean || !cv.is_scalar() {
-                    return Err(Diagnostic::error(cond.span, "the condition of `while` must be a Boolean scalar"));
+                    return Err(Diagnostic::error(
+                        cond.span,
+                        "the condition of `while` must be a Boolean scalar",
+                    ));
                 }
                 let mut stmts = Vec::new();
                 for x in body {
                     self.fn_statement(x, ctx, b, &mut stmts)?;
                 }
-                out.push(flat::Statement::While { cond: cv.elems[0], body: stmts });
+                out.push(flat::Statement::While {
+                    cond: cv.elems[0],
+                    body: stmts,
+                    span: cond.span,
+                });
                 Ok(())
             }
             StatementKind::For { indices, body } => self.fn_for(indices, body, ctx, b, out),
@@ -372,7 +472,10 @@ impl<'l> Flattener<'l> {
                 out.push(flat::Statement::Return);
                 Ok(())
             }
-            StatementKind::When { .. } => Err(Diagnostic::error(s.span, "`when` is not allowed in a function")),
+            StatementKind::When { .. } => Err(Diagnostic::error(
+                s.span,
+                "`when` is not allowed in a function",
+            )),
         }
     }
 
@@ -391,7 +494,10 @@ impl<'l> Flattener<'l> {
             return Ok(());
         };
         let Some(range) = &first.range else {
-            return Err(Diagnostic::error(first.name.span, "a for-loop needs `in range`"));
+            return Err(Diagnostic::error(
+                first.name.span,
+                "a for-loop needs `in range`",
+            ));
         };
         // `a:b` or `a:s:b` becomes a run-time loop over a new Integer slot;
         // any other vector is unrolled.
@@ -444,7 +550,10 @@ impl<'l> Flattener<'l> {
         }
         let v = self.eval_expr(range, ctx)?;
         if v.dims.len() != 1 {
-            return Err(Diagnostic::error(range.span, "the range of a for-loop must be a vector"));
+            return Err(Diagnostic::error(
+                range.span,
+                "the range of a for-loop must be a vector",
+            ));
         }
         for &x in &v.elems {
             let c = ctx.with_loop(&first.name.name, Value::scalar(v.ty, x));
@@ -453,7 +562,14 @@ impl<'l> Flattener<'l> {
         Ok(())
     }
 
-    fn emit_assign(&mut self, t: &Target, v: &Value, span: Span, b: &mut FnBuilder, out: &mut Vec<flat::Statement>) -> Result<(), Diagnostic> {
+    fn emit_assign(
+        &mut self,
+        t: &Target,
+        v: &Value,
+        span: Span,
+        b: &mut FnBuilder,
+        out: &mut Vec<flat::Statement>,
+    ) -> Result<(), Diagnostic> {
         if t.dims != v.dims {
             return Err(Diagnostic::error(
                 span,
@@ -475,14 +591,19 @@ impl<'l> Flattener<'l> {
                     _ => None,
                 })
                 .collect();
-            v.elems.iter().any(|&e| self.arena.vars_of(e).iter().any(|x| targets.contains(x)))
+            v.elems
+                .iter()
+                .any(|&e| self.arena.vars_of(e).iter().any(|x| targets.contains(x)))
         };
         let mut values = v.elems.clone();
         if needs_temp {
             for val in values.iter_mut() {
                 let tmp = b.slots.len() as u32;
                 b.slots.push(format!("$tmp{tmp}"));
-                out.push(flat::Statement::Assign { slot: tmp, value: *val });
+                out.push(flat::Statement::Assign {
+                    slot: tmp,
+                    value: *val,
+                });
                 *val = self.arena.var(tmp);
             }
         }

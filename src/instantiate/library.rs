@@ -226,7 +226,10 @@ impl Library {
     }
 
     /// Registers the classes of the user's (fully parsed) model file.
-    pub fn add_user_file(&mut self, def: &ast::StoredDefinition) -> Result<Vec<ClassId>, Diagnostic> {
+    pub fn add_user_file(
+        &mut self,
+        def: &ast::StoredDefinition,
+    ) -> Result<Vec<ClassId>, Diagnostic> {
         let parent = match &def.within {
             Some(w) if !w.parts.is_empty() => Some(self.lookup(None, w)?),
             _ => None,
@@ -565,7 +568,11 @@ impl Library {
     /// Looks up the first identifier of a name from scope `scope`: the scope
     /// and its enclosing classes (members, inherited members, imports), then
     /// the top level.
-    pub fn lookup_simple(&mut self, scope: Option<ClassId>, name: &str) -> Result<Option<ClassId>, Diagnostic> {
+    pub fn lookup_simple(
+        &mut self,
+        scope: Option<ClassId>,
+        name: &str,
+    ) -> Result<Option<ClassId>, Diagnostic> {
         let mut s = scope;
         while let Some(c) = s {
             if self.classes[c as usize].name == name && self.classes[c as usize].parent.is_none() {
@@ -592,7 +599,11 @@ impl Library {
     }
 
     /// Resolves a dotted class name from `scope`.
-    pub fn lookup(&mut self, scope: Option<ClassId>, name: &ast::Name) -> Result<ClassId, Diagnostic> {
+    pub fn lookup(
+        &mut self,
+        scope: Option<ClassId>,
+        name: &ast::Name,
+    ) -> Result<ClassId, Diagnostic> {
         self.lookup_from(scope, name, None)
     }
 
@@ -631,9 +642,13 @@ impl Library {
     fn unknown_class(&mut self, scope: Option<ClassId>, id: &ast::Ident) -> Diagnostic {
         let mut d = Diagnostic::error(id.span, format!("unknown class `{}`", id.name))
             .with_label("no class of this name is visible here");
-        let keyword = closest(&id.name, crate::syntax::parser::KEYWORDS.iter().copied()).filter(|k| id.name.len() >= 4 && *k != id.name);
+        let keyword = closest(&id.name, crate::syntax::parser::KEYWORDS.iter().copied())
+            .filter(|k| id.name.len() >= 4 && *k != id.name);
         if let Some(k) = keyword {
-            d = d.with_hint(format!("`{}` is read as a type name here; did you mean the keyword `{k}`?", id.name));
+            d = d.with_hint(format!(
+                "`{}` is read as a type name here; did you mean the keyword `{k}`?",
+                id.name
+            ));
         } else if let Some(s) = self.suggest_class(scope, &id.name) {
             d = d.with_hint(format!("did you mean `{s}`?"));
         } else {
@@ -667,7 +682,12 @@ impl Library {
 /// likely typo.
 pub fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<String> {
     // Ties go to the candidate sharing the longest prefix (`sinn` -> `sin`, not `sign`).
-    let prefix = |c: &str| name.chars().zip(c.chars()).take_while(|(a, b)| a == b).count();
+    let prefix = |c: &str| {
+        name.chars()
+            .zip(c.chars())
+            .take_while(|(a, b)| a == b)
+            .count()
+    };
     let mut best: Option<(usize, usize, &str)> = None;
     for c in candidates {
         let d = edit_distance(&name.to_lowercase(), &c.to_lowercase());

@@ -19,7 +19,9 @@ pub mod library;
 pub mod modifier;
 
 use crate::diag::Diagnostic;
-use crate::flat::{self, ExprArena, FlatModel, ScalarType, StateSelect, VarId, Variable, Variability};
+use crate::flat::{
+    self, ExprArena, FlatModel, ScalarType, StateSelect, VarId, Variability, Variable,
+};
 use crate::syntax::ast::{self, ClassBody, ClassKind, Element, Span};
 use library::{Builtin, ClassId, Library};
 use modifier::{Binding, Modifier, Scope, merge};
@@ -56,8 +58,6 @@ struct PendingComp {
     type_scope: Option<ClassId>,
     /// Scope of the declaration's own modifier.
     decl_scope: Scope,
-    /// A redeclared component replaces the declaration's modifier entirely.
-    redeclared: bool,
 }
 
 #[derive(Debug)]
@@ -157,7 +157,11 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
     let name = f.lib.entry(model).full_name.clone();
     let def = match f.lib.def(model) {
         Ok(Some(d)) => d,
-        Ok(None) => return Err(vec![Diagnostic::error_nospan(format!("`{name}` is a builtin type, not a model"))]),
+        Ok(None) => {
+            return Err(vec![Diagnostic::error_nospan(format!(
+                "`{name}` is a builtin type, not a model"
+            ))]);
+        }
         Err(d) => return Err(vec![d]),
     };
     let experiment = inherited_experiment(f.lib, model, 0);
@@ -166,7 +170,14 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
         Ok(r) => r,
         Err(d) => return Err(vec![d]),
     };
-    match f.instantiate_class(top.class, &top.modifier, String::new(), None, ast::TypePrefix::default(), def.span) {
+    match f.instantiate_class(
+        top.class,
+        &top.modifier,
+        String::new(),
+        None,
+        ast::TypePrefix::default(),
+        def.span,
+    ) {
         Ok(_) => {}
         Err(d) => f.diags.push(d),
     }
@@ -198,7 +209,12 @@ fn inherited_experiment(lib: &mut Library, class: ClassId, depth: usize) -> flat
         return flat::Experiment::default();
     };
     let own = experiment_of(&def);
-    if own.stop_time.is_some() || own.start_time.is_some() || own.tolerance.is_some() || own.interval.is_some() || depth > 16 {
+    if own.stop_time.is_some()
+        || own.start_time.is_some()
+        || own.tolerance.is_some()
+        || own.interval.is_some()
+        || depth > 16
+    {
         return own;
     }
     if let ClassBody::Long(comp) = &def.body {
@@ -290,7 +306,12 @@ impl<'l> Flattener<'l> {
     /// Follows short class definitions (`type Angle = Real(unit = "rad")`,
     /// `connector RealInput = input Real`) down to a long class or builtin,
     /// merging their modifiers under `outer`.
-    fn resolve_short(&mut self, class: ClassId, outer: Modifier, inst: Option<InstId>) -> Result<Resolved, Diagnostic> {
+    fn resolve_short(
+        &mut self,
+        class: ClassId,
+        outer: Modifier,
+        inst: Option<InstId>,
+    ) -> Result<Resolved, Diagnostic> {
         let mut class = class;
         let mut modifier = outer;
         let mut dims = Vec::new();
@@ -304,7 +325,10 @@ impl<'l> Flattener<'l> {
                 break;
             };
             let parent = self.lib.entry(class).parent;
-            let scope = self.synthetic_scopes.get(&class).copied().unwrap_or(Scope { inst, class: parent });
+            let scope = self.synthetic_scopes.get(&class).copied().unwrap_or(Scope {
+                inst,
+                class: parent,
+            });
             if let Some(cm) = &s.modification {
                 let inner = Modifier::from_class_mod(cm, scope)?;
                 modifier = merge(&modifier, &inner);
@@ -331,11 +355,19 @@ impl<'l> Flattener<'l> {
 
     /// The components, equations and class redeclarations of class `class`
     /// (a long class), with inherited ones, under modifier `m`.
-    fn contents(&mut self, class: ClassId, m: &Modifier, inst: Option<InstId>, depth: usize) -> Result<Contents, Diagnostic> {
+    fn contents(
+        &mut self,
+        class: ClassId,
+        m: &Modifier,
+        inst: Option<InstId>,
+        depth: usize,
+    ) -> Result<Contents, Diagnostic> {
         let mut out = Contents::default();
         if depth > 32 {
             let name = self.lib.entry(class).full_name.clone();
-            return Err(Diagnostic::error_nospan(format!("`{name}` extends itself (cyclic inheritance)")));
+            return Err(Diagnostic::error_nospan(format!(
+                "`{name}` extends itself (cyclic inheritance)"
+            )));
         }
         let Some(def) = self.lib.def(class)? else {
             return Ok(out);
@@ -354,7 +386,13 @@ impl<'l> Flattener<'l> {
                 if let Some(t) = target
                     && !self.lib.entry(t).replaceable
                 {
-                    return self.err(cd.name.span, format!("`{}` is not replaceable and cannot be redeclared", cd.name.name));
+                    return self.err(
+                        cd.name.span,
+                        format!(
+                            "`{}` is not replaceable and cannot be redeclared",
+                            cd.name.name
+                        ),
+                    );
                 }
                 let id = self.lib.add_synthetic((**cd).clone(), r.scope.class);
                 // Its modifiers were written where the redeclaration was.
@@ -383,10 +421,20 @@ impl<'l> Flattener<'l> {
                     if let Some(bd) = &base_def
                         && matches!(bd.body, ClassBody::Long(_))
                     {
-                        let sub = self.contents(resolved.class, &resolved.modifier, inst, depth + 1)?;
+                        let sub =
+                            self.contents(resolved.class, &resolved.modifier, inst, depth + 1)?;
                         // Every name the extends clause modifies must exist in the base.
-                        let names: Vec<String> = sub.components.iter().map(|c| c.decl.name.name.clone()).collect();
-                        self.check_modifier_names(&ext_mod, &names, resolved.class, &sub.class_overrides)?;
+                        let names: Vec<String> = sub
+                            .components
+                            .iter()
+                            .map(|c| c.decl.name.name.clone())
+                            .collect();
+                        self.check_modifier_names(
+                            &ext_mod,
+                            &names,
+                            resolved.class,
+                            &sub.class_overrides,
+                        )?;
                         out.components.extend(sub.components);
                         out.equations.extend(sub.equations);
                         out.algorithms.extend(sub.algorithms);
@@ -396,7 +444,10 @@ impl<'l> Flattener<'l> {
                     }
                 }
                 Element::Component(c) => {
-                    let outer = m.sub(&c.name.name).map(|s| s.modifier.clone()).unwrap_or_default();
+                    let outer = m
+                        .sub(&c.name.name)
+                        .map(|s| s.modifier.clone())
+                        .unwrap_or_default();
                     if let Some(r) = m.redeclare(&c.name.name) {
                         let ast::Redeclared::Component(nc) = &*r.element else {
                             continue;
@@ -404,10 +455,17 @@ impl<'l> Flattener<'l> {
                         if !c.replaceable {
                             return Err(Diagnostic::error(
                                 r.span,
-                                format!("`{}` is not declared `replaceable` and cannot be redeclared", c.name.name),
+                                format!(
+                                    "`{}` is not declared `replaceable` and cannot be redeclared",
+                                    c.name.name
+                                ),
                             )
                             .with_secondary(c.name.span, "declared here")
-                            .with_hint(format!("declare it as `replaceable {} {}`", c.type_name.dotted(), c.name.name)));
+                            .with_hint(format!(
+                                "declare it as `replaceable {} {}`",
+                                c.type_name.dotted(),
+                                c.name.name
+                            )));
                         }
                         self.check_redeclare_subtype(class, c, nc, r)?;
                         let mut decl = (**nc).clone();
@@ -427,7 +485,6 @@ impl<'l> Flattener<'l> {
                             outer,
                             type_scope: r.scope.class,
                             decl_scope: r.scope,
-                            redeclared: true,
                         });
                     } else {
                         out.components.push(PendingComp {
@@ -435,7 +492,6 @@ impl<'l> Flattener<'l> {
                             outer,
                             type_scope: Some(class),
                             decl_scope: own_scope,
-                            redeclared: false,
                         });
                     }
                 }
@@ -444,7 +500,8 @@ impl<'l> Flattener<'l> {
         }
         for sec in &comp.equations {
             for eq in &sec.equations {
-                out.equations.push((Rc::new(eq.clone()), Some(class), sec.initial));
+                out.equations
+                    .push((Rc::new(eq.clone()), Some(class), sec.initial));
             }
         }
         for alg in &comp.algorithms {
@@ -460,18 +517,37 @@ impl<'l> Flattener<'l> {
             return Ok(Vec::new());
         }
         let contents = self.contents(resolved.class, &Modifier::default(), None, 0)?;
-        Ok(contents.components.iter().filter(|c| !c.decl.protected).map(|c| c.decl.name.name.clone()).collect())
+        Ok(contents
+            .components
+            .iter()
+            .filter(|c| !c.decl.protected)
+            .map(|c| c.decl.name.name.clone())
+            .collect())
     }
 
     /// A redeclared component's class must have every public element of the
     /// constraining class (the `constrainedby` class, else the original type).
-    fn check_redeclare_subtype(&mut self, scope: ClassId, old: &ast::Component, new: &ast::Component, r: &modifier::Redecl) -> Result<(), Diagnostic> {
-        let constraint_name = old.constrainedby.as_ref().map(|cb| &cb.base).unwrap_or(&old.type_name);
+    fn check_redeclare_subtype(
+        &mut self,
+        scope: ClassId,
+        old: &ast::Component,
+        new: &ast::Component,
+        r: &modifier::Redecl,
+    ) -> Result<(), Diagnostic> {
+        let constraint_name = old
+            .constrainedby
+            .as_ref()
+            .map(|cb| &cb.base)
+            .unwrap_or(&old.type_name);
         let constraint = self.lib.lookup(Some(scope), constraint_name)?;
         let new_class = self.lib.lookup(r.scope.class, &new.type_name)?;
         let need = self.interface_names(constraint)?;
         let have = self.interface_names(new_class)?;
-        let missing: Vec<String> = need.iter().filter(|n| !have.contains(n)).map(|n| format!("`{n}`")).collect();
+        let missing: Vec<String> = need
+            .iter()
+            .filter(|n| !have.contains(n))
+            .map(|n| format!("`{n}`"))
+            .collect();
         if !missing.is_empty() {
             return Err(Diagnostic::error(
                 new.type_name.span,
@@ -498,10 +574,13 @@ impl<'l> Flattener<'l> {
         overrides: &HashMap<String, ClassId>,
     ) -> Result<(), Diagnostic> {
         for s in &m.subs {
-            if !names.iter().any(|n| *n == s.name) {
+            if !names.contains(&s.name) {
                 let cname = self.lib.entry(class).full_name.clone();
-                let mut d = Diagnostic::error(s.span, format!("`{cname}` has no element `{}` to modify", s.name))
-                    .with_label("unknown element");
+                let mut d = Diagnostic::error(
+                    s.span,
+                    format!("`{cname}` has no element `{}` to modify", s.name),
+                )
+                .with_label("unknown element");
                 if let Some(c) = library::closest(&s.name, names.iter().map(|x| x.as_str())) {
                     d = d.with_hint(format!("did you mean `{c}`?"));
                 } else if !names.is_empty() {
@@ -520,7 +599,10 @@ impl<'l> Flattener<'l> {
             };
             if !known {
                 let cname = self.lib.entry(class).full_name.clone();
-                return self.err(r.span, format!("`{cname}` has no replaceable element `{n}` to redeclare"));
+                return self.err(
+                    r.span,
+                    format!("`{cname}` has no replaceable element `{n}` to redeclare"),
+                );
             }
         }
         Ok(())
@@ -562,12 +644,23 @@ impl<'l> Flattener<'l> {
         if let Some(b) = self.lib.builtin(class) {
             return self.primitive(b, m, path, prefix, span).map(CompNode::Var);
         }
-        let def = self.lib.def(class)?.expect("non-builtin class has a definition");
+        let def = self
+            .lib
+            .def(class)?
+            .expect("non-builtin class has a definition");
         if self.class_stack.contains(&class) {
             let comp = path.rsplit('.').next().unwrap_or(&path).to_string();
-            return Err(Diagnostic::error(span, format!("`{}` contains itself through component `{comp}`", def.name.name))
-                .with_label("a component of its own class")
-                .with_hint("a model cannot contain an instance of itself (the structure would be infinite)"));
+            return Err(Diagnostic::error(
+                span,
+                format!(
+                    "`{}` contains itself through component `{comp}`",
+                    def.name.name
+                ),
+            )
+            .with_label("a component of its own class")
+            .with_hint(
+                "a model cannot contain an instance of itself (the structure would be infinite)",
+            ));
         }
         self.class_stack.push(class);
         let r = self.instantiate_model(class, &def, m, path, parent, prefix, span);
@@ -588,10 +681,22 @@ impl<'l> Flattener<'l> {
     ) -> Result<CompNode, Diagnostic> {
         match def.kind {
             ClassKind::Function => {
-                return self.err(span, format!("`{}` is a function and cannot be used as a component type", def.name.name));
+                return self.err(
+                    span,
+                    format!(
+                        "`{}` is a function and cannot be used as a component type",
+                        def.name.name
+                    ),
+                );
             }
             ClassKind::Package => {
-                return self.err(span, format!("`{}` is a package and cannot be used as a component type", def.name.name));
+                return self.err(
+                    span,
+                    format!(
+                        "`{}` is a package and cannot be used as a component type",
+                        def.name.name
+                    ),
+                );
             }
             _ => {}
         }
@@ -609,7 +714,11 @@ impl<'l> Flattener<'l> {
             prefix,
         });
         let contents = self.contents(class, m, Some(id), 0)?;
-        let names: Vec<String> = contents.components.iter().map(|c| c.decl.name.name.clone()).collect();
+        let names: Vec<String> = contents
+            .components
+            .iter()
+            .map(|c| c.decl.name.name.clone())
+            .collect();
         self.check_modifier_names(m, &names, class, &contents.class_overrides)?;
         if let Some((alg, _)) = contents.algorithms.first() {
             return self.err(
@@ -624,7 +733,10 @@ impl<'l> Flattener<'l> {
             for pc in contents.components {
                 let name = pc.decl.name.name.clone();
                 if inst.pending.contains_key(&name) {
-                    return Err(Diagnostic::error(pc.decl.name.span, format!("`{name}` is declared twice")));
+                    return Err(Diagnostic::error(
+                        pc.decl.name.span,
+                        format!("`{name}` is declared twice"),
+                    ));
                 }
                 inst.order.push(name.clone());
                 inst.pending.insert(name, pc);
@@ -643,14 +755,21 @@ impl<'l> Flattener<'l> {
             return Ok(());
         };
         if let Some(c) = self.instantiate_component(inst, &pc)? {
-            self.instances[inst as usize].components.insert(name.to_string(), c);
+            self.instances[inst as usize]
+                .components
+                .insert(name.to_string(), c);
         }
         Ok(())
     }
 
     /// Looks up a component's class from `scope`, honouring class
     /// redeclarations of the enclosing instances.
-    fn component_class(&mut self, inst: Option<InstId>, scope: Option<ClassId>, name: &ast::Name) -> Result<ClassId, Diagnostic> {
+    fn component_class(
+        &mut self,
+        inst: Option<InstId>,
+        scope: Option<ClassId>,
+        name: &ast::Name,
+    ) -> Result<ClassId, Diagnostic> {
         let first = &name.parts[0].name;
         let mut i = inst;
         while let Some(x) = i {
@@ -668,7 +787,11 @@ impl<'l> Flattener<'l> {
         self.lib.lookup(scope, name)
     }
 
-    fn instantiate_component(&mut self, inst: InstId, pc: &PendingComp) -> Result<Option<Comp>, Diagnostic> {
+    fn instantiate_component(
+        &mut self,
+        inst: InstId,
+        pc: &PendingComp,
+    ) -> Result<Option<Comp>, Diagnostic> {
         let decl = pc.decl.clone();
         let scope_here = Scope {
             inst: Some(inst),
@@ -685,16 +808,18 @@ impl<'l> Flattener<'l> {
         if decl.final_
             && let Some(b) = &pc.outer.binding
         {
-            return Err(Diagnostic::error(b.expr.span, format!("`{}` is declared final and cannot be modified", decl.name.name))
-                .with_label("modification of a final element")
-                .with_secondary(decl.name.span, "declared final here"));
+            return Err(Diagnostic::error(
+                b.expr.span,
+                format!(
+                    "`{}` is declared final and cannot be modified",
+                    decl.name.name
+                ),
+            )
+            .with_label("modification of a final element")
+            .with_secondary(decl.name.span, "declared final here"));
         }
         modifier::check_final(&pc.outer, &decl_mod, &decl.name.name)?;
-        let m = if pc.redeclared {
-            merge(&pc.outer, &decl_mod)
-        } else {
-            merge(&pc.outer, &decl_mod)
-        };
+        let m = merge(&pc.outer, &decl_mod);
         let resolved = self.resolve_short(type_class, m, Some(inst))?;
         let mut dims = Vec::new();
         for s in decl.dims.iter().chain(decl.type_dims.iter()) {
@@ -724,7 +849,15 @@ impl<'l> Flattener<'l> {
                 format!("{p}.{}", decl.name.name)
             }
         };
-        let node = self.build_node(&resolved, &dims, &base_path, Some(inst), prefix, decl.name.span, &decl)?;
+        let node = self.build_node(
+            &resolved,
+            &dims,
+            &base_path,
+            Some(inst),
+            prefix,
+            decl.name.span,
+            &decl,
+        )?;
         if let Some(d) = &decl.description {
             self.describe(&node, d);
         }
@@ -747,7 +880,12 @@ impl<'l> Flattener<'l> {
         }
     }
 
-    fn eval_dim(&mut self, s: &ast::Subscript, scope: Scope, decl: &ast::Component) -> Result<usize, Diagnostic> {
+    fn eval_dim(
+        &mut self,
+        s: &ast::Subscript,
+        scope: Scope,
+        decl: &ast::Component,
+    ) -> Result<usize, Diagnostic> {
         match s {
             ast::Subscript::All(sp) => self.err(
                 *sp,
@@ -775,22 +913,40 @@ impl<'l> Flattener<'l> {
         decl: &ast::Component,
     ) -> Result<CompNode, Diagnostic> {
         if dims.is_empty() {
-            return self.instantiate_class(resolved.class, &resolved.modifier, path.to_string(), parent, prefix, span);
+            return self.instantiate_class(
+                resolved.class,
+                &resolved.modifier,
+                path.to_string(),
+                parent,
+                prefix,
+                span,
+            );
         }
         const MAX_ELEMENTS: usize = 10_000_000;
-        let total = dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d)).filter(|&t| t <= MAX_ELEMENTS);
+        let total = dims
+            .iter()
+            .try_fold(1usize, |a, &d| a.checked_mul(d))
+            .filter(|&t| t <= MAX_ELEMENTS);
         let Some(total) = total else {
             let shown: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
-            return Err(Diagnostic::error(span, format!("array `{path}` of size [{}] is too large", shown.join(", ")))
-                .with_label("too many elements")
-                .with_hint(format!("rmoc scalarizes arrays; at most {MAX_ELEMENTS} elements are supported")));
+            return Err(Diagnostic::error(
+                span,
+                format!("array `{path}` of size [{}] is too large", shown.join(", ")),
+            )
+            .with_label("too many elements")
+            .with_hint(format!(
+                "rmoc scalarizes arrays; at most {MAX_ELEMENTS} elements are supported"
+            )));
         };
         let mut elems = Vec::with_capacity(total);
         for flat_index in 0..total {
             let idx = unflatten_index(flat_index, dims);
             let name = format!(
                 "{path}[{}]",
-                idx.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(",")
+                idx.iter()
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
             );
             let m = resolved.modifier.for_element(&idx);
             let node = self.instantiate_class(resolved.class, &m, name, parent, prefix, span)?;
@@ -801,13 +957,23 @@ impl<'l> Flattener<'l> {
     }
 
     /// Creates the flat variable of a primitive component.
-    fn primitive(&mut self, b: Builtin, m: &Modifier, path: String, prefix: ast::TypePrefix, span: Span) -> Result<VarId, Diagnostic> {
+    fn primitive(
+        &mut self,
+        b: Builtin,
+        m: &Modifier,
+        path: String,
+        prefix: ast::TypePrefix,
+        span: Span,
+    ) -> Result<VarId, Diagnostic> {
         let ty = match b {
             Builtin::Real => ScalarType::Real,
             Builtin::Integer | Builtin::Enumeration => ScalarType::Integer,
             Builtin::Boolean => ScalarType::Boolean,
             Builtin::String => {
-                return self.err(span, "String components are not supported (strings may only appear in messages)");
+                return self.err(
+                    span,
+                    "String components are not supported (strings may only appear in messages)",
+                );
             }
         };
         let variability = match prefix.variability {
@@ -824,7 +990,15 @@ impl<'l> Flattener<'l> {
         };
         for s in &m.subs {
             const ATTRS: [&str; 9] = [
-                "start", "fixed", "nominal", "min", "max", "unit", "displayUnit", "quantity", "stateSelect",
+                "start",
+                "fixed",
+                "nominal",
+                "min",
+                "max",
+                "unit",
+                "displayUnit",
+                "quantity",
+                "stateSelect",
             ];
             if !ATTRS.contains(&s.name.as_str()) {
                 let tn = match ty {
@@ -832,8 +1006,11 @@ impl<'l> Flattener<'l> {
                     ScalarType::Integer => "Integer",
                     ScalarType::Boolean => "Boolean",
                 };
-                let mut d = Diagnostic::error(s.span, format!("`{path}` is a {tn} and has no attribute `{}`", s.name))
-                    .with_label("unknown attribute");
+                let mut d = Diagnostic::error(
+                    s.span,
+                    format!("`{path}` is a {tn} and has no attribute `{}`", s.name),
+                )
+                .with_label("unknown attribute");
                 if let Some(c) = library::closest(&s.name, ATTRS.iter().copied()) {
                     d = d.with_hint(format!("did you mean `{c}`?"));
                 } else {
@@ -926,7 +1103,11 @@ impl<'l> Flattener<'l> {
             };
             match s.name.as_str() {
                 "start" | "nominal" | "min" | "max" => {
-                    let ty = if s.name == "start" { self.vars[v as usize].ty } else { ScalarType::Real };
+                    let ty = if s.name == "start" {
+                        self.vars[v as usize].ty
+                    } else {
+                        ScalarType::Real
+                    };
                     let e = self.eval_binding_scalar(b, &format!("{name}.{}", s.name), ty)?;
                     let var = &mut self.vars[v as usize];
                     match s.name.as_str() {
@@ -937,26 +1118,27 @@ impl<'l> Flattener<'l> {
                     }
                 }
                 "fixed" => {
-                    let e = self.eval_binding_scalar(b, &format!("{name}.fixed"), ScalarType::Boolean)?;
+                    let e =
+                        self.eval_binding_scalar(b, &format!("{name}.fixed"), ScalarType::Boolean)?;
                     let val = self.const_value(e, b.expr.span)?;
                     self.vars[v as usize].fixed = Some(val != 0.0);
                 }
-                "unit" | "displayUnit" | "quantity" => {
-                    if s.name == "unit" {
-                        let text = self.eval_string(&b.expr, &eval::Ctx::model(b.scope))?;
-                        self.vars[v as usize].unit = Some(text);
-                    }
+                "unit" | "displayUnit" | "quantity" if s.name == "unit" => {
+                    let text = self.eval_string(&b.expr, &eval::Ctx::model(b.scope))?;
+                    self.vars[v as usize].unit = Some(text);
                 }
                 "stateSelect" => {
                     let sel = match &b.expr.kind {
-                        ast::ExprKind::Ref(r) => match r.parts.last().map(|p| p.ident.name.as_str()) {
-                            Some("never") => Some(StateSelect::Never),
-                            Some("avoid") => Some(StateSelect::Avoid),
-                            Some("default") => Some(StateSelect::Default),
-                            Some("prefer") => Some(StateSelect::Prefer),
-                            Some("always") => Some(StateSelect::Always),
-                            _ => None,
-                        },
+                        ast::ExprKind::Ref(r) => {
+                            match r.parts.last().map(|p| p.ident.name.as_str()) {
+                                Some("never") => Some(StateSelect::Never),
+                                Some("avoid") => Some(StateSelect::Avoid),
+                                Some("default") => Some(StateSelect::Default),
+                                Some("prefer") => Some(StateSelect::Prefer),
+                                Some("always") => Some(StateSelect::Always),
+                                _ => None,
+                            }
+                        }
                         _ => None,
                     };
                     let Some(sel) = sel else {
@@ -977,7 +1159,10 @@ impl<'l> Flattener<'l> {
             if !val.dims.is_empty() {
                 return self.err(
                     b.expr.span,
-                    format!("`{name}` is a scalar but its binding has size {}", eval::shape_text(&val.dims)),
+                    format!(
+                        "`{name}` is a scalar but its binding has size {}",
+                        eval::shape_text(&val.dims)
+                    ),
                 );
             }
             let scope = self.inst_path(b.scope.inst);
@@ -993,7 +1178,8 @@ impl<'l> Flattener<'l> {
     }
 
     fn inst_path(&self, inst: Option<InstId>) -> String {
-        inst.map(|i| self.instances[i as usize].path.clone()).unwrap_or_default()
+        inst.map(|i| self.instances[i as usize].path.clone())
+            .unwrap_or_default()
     }
 
     /// The binding expression of a parameter, evaluating it on first use.
@@ -1006,7 +1192,10 @@ impl<'l> Flattener<'l> {
         };
         if self.evaluating.contains(&v) {
             let name = self.vars[v as usize].name.clone();
-            return self.err(b.expr.span, format!("the value of `{name}` depends on itself"));
+            return self.err(
+                b.expr.span,
+                format!("the value of `{name}` depends on itself"),
+            );
         }
         self.evaluating.push(v);
         self.binding_spans.insert(v, b.expr.span);
@@ -1021,14 +1210,22 @@ impl<'l> Flattener<'l> {
     }
 
     /// A scalar binding of type `ty` (Boolean values only for Booleans).
-    fn eval_binding_scalar(&mut self, b: &Binding, what: &str, ty: ScalarType) -> Result<flat::ExprId, Diagnostic> {
+    fn eval_binding_scalar(
+        &mut self,
+        b: &Binding,
+        what: &str,
+        ty: ScalarType,
+    ) -> Result<flat::ExprId, Diagnostic> {
         let ctx = eval::Ctx::model(b.scope);
         let val = self.eval_expr(&b.expr, &ctx)?;
         let val = eval::select(&val, &b.index, b.expr.span)?;
         if !val.dims.is_empty() {
             return self.err(
                 b.expr.span,
-                format!("`{what}` is a scalar but is given a value of size {}", eval::shape_text(&val.dims)),
+                format!(
+                    "`{what}` is a scalar but is given a value of size {}",
+                    eval::shape_text(&val.dims)
+                ),
             );
         }
         let got_bool = val.ty == eval::Ty::Boolean;
@@ -1040,13 +1237,27 @@ impl<'l> Flattener<'l> {
                 ScalarType::Boolean => "Boolean",
             };
             let got = if got_bool { "Boolean" } else { "number" };
-            return Err(Diagnostic::error(b.expr.span, format!("type mismatch: `{what}` is {want} but is given a {got}"))
-                .with_label(format!("a {got}"))
-                .with_hint(if want_bool { "write `true` or `false`, or a condition" } else { "write a number, or `if cond then 1 else 0`" }));
+            return Err(Diagnostic::error(
+                b.expr.span,
+                format!("type mismatch: `{what}` is {want} but is given a {got}"),
+            )
+            .with_label(format!("a {got}"))
+            .with_hint(if want_bool {
+                "write `true` or `false`, or a condition"
+            } else {
+                "write a number, or `if cond then 1 else 0`"
+            }));
         }
-        if ty == ScalarType::Integer && val.ty == eval::Ty::Real && let Some(c) = self.arena.as_const(val.elems[0]) && c.fract() != 0.0 {
-            return Err(Diagnostic::error(b.expr.span, format!("type mismatch: `{what}` is Integer but is given {c}"))
-                .with_hint("use `integer(x)` to round down, or declare it Real"));
+        if ty == ScalarType::Integer
+            && val.ty == eval::Ty::Real
+            && let Some(c) = self.arena.as_const(val.elems[0])
+            && c.fract() != 0.0
+        {
+            return Err(Diagnostic::error(
+                b.expr.span,
+                format!("type mismatch: `{what}` is Integer but is given {c}"),
+            )
+            .with_hint("use `integer(x)` to round down, or declare it Real"));
         }
         Ok(val.elems[0])
     }
@@ -1067,7 +1278,12 @@ impl<'l> Flattener<'l> {
         self.const_value_memo(e, span, &mut memo)
     }
 
-    fn const_value_memo(&mut self, e: flat::ExprId, span: Span, memo: &mut HashMap<flat::ExprId, f64>) -> Result<f64, Diagnostic> {
+    fn const_value_memo(
+        &mut self,
+        e: flat::ExprId,
+        span: Span,
+        memo: &mut HashMap<flat::ExprId, f64>,
+    ) -> Result<f64, Diagnostic> {
         use flat::Node;
         if let Some(&v) = memo.get(&e) {
             return Ok(v);
@@ -1084,24 +1300,47 @@ impl<'l> Flattener<'l> {
                 }
                 let Some(b) = self.binding_of(v)? else {
                     let name = self.vars[v as usize].name.clone();
-                    return Err(Diagnostic::error(span, format!("parameter `{name}` has no value"))
-                        .with_hint(format!("give `{name}` a value in its declaration or a modifier")));
+                    return Err(Diagnostic::error(
+                        span,
+                        format!("parameter `{name}` has no value"),
+                    )
+                    .with_hint(format!(
+                        "give `{name}` a value in its declaration or a modifier"
+                    )));
                 };
                 self.vars[v as usize].structural = true;
                 self.const_value_memo(b, span, memo)?
             }
             Node::Neg(a) => -self.const_value_memo(a, span, memo)?,
             Node::Not(a) => f64::from(self.const_value_memo(a, span, memo)? == 0.0),
-            Node::Add(a, b) => self.const_value_memo(a, span, memo)? + self.const_value_memo(b, span, memo)?,
-            Node::Sub(a, b) => self.const_value_memo(a, span, memo)? - self.const_value_memo(b, span, memo)?,
-            Node::Mul(a, b) => self.const_value_memo(a, span, memo)? * self.const_value_memo(b, span, memo)?,
-            Node::Div(a, b) => self.const_value_memo(a, span, memo)? / self.const_value_memo(b, span, memo)?,
-            Node::Pow(a, b) => crate::flat::expr::pow(self.const_value_memo(a, span, memo)?, self.const_value_memo(b, span, memo)?),
-            Node::And(a, b) => f64::from(self.const_value_memo(a, span, memo)? != 0.0 && self.const_value_memo(b, span, memo)? != 0.0),
-            Node::Or(a, b) => f64::from(self.const_value_memo(a, span, memo)? != 0.0 || self.const_value_memo(b, span, memo)? != 0.0),
-            Node::Rel { op, lhs, rhs, .. } => {
-                f64::from(op.apply(self.const_value_memo(lhs, span, memo)?, self.const_value_memo(rhs, span, memo)?))
+            Node::Add(a, b) => {
+                self.const_value_memo(a, span, memo)? + self.const_value_memo(b, span, memo)?
             }
+            Node::Sub(a, b) => {
+                self.const_value_memo(a, span, memo)? - self.const_value_memo(b, span, memo)?
+            }
+            Node::Mul(a, b) => {
+                self.const_value_memo(a, span, memo)? * self.const_value_memo(b, span, memo)?
+            }
+            Node::Div(a, b) => {
+                self.const_value_memo(a, span, memo)? / self.const_value_memo(b, span, memo)?
+            }
+            Node::Pow(a, b) => crate::flat::expr::pow(
+                self.const_value_memo(a, span, memo)?,
+                self.const_value_memo(b, span, memo)?,
+            ),
+            Node::And(a, b) => f64::from(
+                self.const_value_memo(a, span, memo)? != 0.0
+                    && self.const_value_memo(b, span, memo)? != 0.0,
+            ),
+            Node::Or(a, b) => f64::from(
+                self.const_value_memo(a, span, memo)? != 0.0
+                    || self.const_value_memo(b, span, memo)? != 0.0,
+            ),
+            Node::Rel { op, lhs, rhs, .. } => f64::from(op.apply(
+                self.const_value_memo(lhs, span, memo)?,
+                self.const_value_memo(rhs, span, memo)?,
+            )),
             Node::If(c, a, b) => {
                 if self.const_value_memo(c, span, memo)? != 0.0 {
                     self.const_value_memo(a, span, memo)?
@@ -1110,7 +1349,10 @@ impl<'l> Flattener<'l> {
                 }
             }
             Node::Call1(f, a) => f.apply(self.const_value_memo(a, span, memo)?),
-            Node::Call2(f, a, b) => f.apply(self.const_value_memo(a, span, memo)?, self.const_value_memo(b, span, memo)?),
+            Node::Call2(f, a, b) => f.apply(
+                self.const_value_memo(a, span, memo)?,
+                self.const_value_memo(b, span, memo)?,
+            ),
             _ => {
                 return Err(Diagnostic::error(span, "this value must be known while compiling (a parameter expression)")
                     .with_hint("array sizes, for-ranges and the conditions of if-equations must depend only on parameters and constants"));
@@ -1126,7 +1368,12 @@ impl<'l> Flattener<'l> {
         let n = self.vars.len();
         let mut state = vec![0u8; n];
         let mut path: Vec<VarId> = Vec::new();
-        fn visit(f: &Flattener, v: VarId, state: &mut [u8], path: &mut Vec<VarId>) -> Option<Vec<VarId>> {
+        fn visit(
+            f: &Flattener,
+            v: VarId,
+            state: &mut [u8],
+            path: &mut Vec<VarId>,
+        ) -> Option<Vec<VarId>> {
             match state[v as usize] {
                 2 => return None,
                 1 => {
@@ -1155,12 +1402,26 @@ impl<'l> Flattener<'l> {
                 && let Some(cycle) = visit(self, v, &mut state, &mut path)
             {
                 let first = cycle[0];
-                let names: Vec<String> = cycle.iter().chain(std::iter::once(&first)).map(|&x| format!("`{}`", self.vars[x as usize].name)).collect();
-                let span = self.binding_spans.get(&first).copied().unwrap_or(self.vars[first as usize].span);
+                let names: Vec<String> = cycle
+                    .iter()
+                    .chain(std::iter::once(&first))
+                    .map(|&x| format!("`{}`", self.vars[x as usize].name))
+                    .collect();
+                let span = self
+                    .binding_spans
+                    .get(&first)
+                    .copied()
+                    .unwrap_or(self.vars[first as usize].span);
                 let msg = if cycle.len() == 1 {
-                    format!("the value of `{}` depends on itself", self.vars[first as usize].name)
+                    format!(
+                        "the value of `{}` depends on itself",
+                        self.vars[first as usize].name
+                    )
                 } else {
-                    format!("the values of these parameters depend on each other: {}", names.join(" -> "))
+                    format!(
+                        "the values of these parameters depend on each other: {}",
+                        names.join(" -> ")
+                    )
                 };
                 return Err(Diagnostic::error(span, msg)
                     .with_label("circular binding")

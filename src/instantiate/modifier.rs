@@ -4,8 +4,8 @@
 //! the same element; a `final` element cannot be modified again; modifiers of
 //! an array component apply element-wise unless marked `each`.
 
-use super::library::ClassId;
 use super::InstId;
+use super::library::ClassId;
 use crate::diag::Diagnostic;
 use crate::syntax::ast::{self, Span};
 use std::rc::Rc;
@@ -66,7 +66,10 @@ impl Modifier {
     }
 
     /// From the text after a declared name: `(start = 1) = 2`.
-    pub fn from_modification(m: Option<&ast::Modification>, scope: Scope) -> Result<Modifier, Diagnostic> {
+    pub fn from_modification(
+        m: Option<&ast::Modification>,
+        scope: Scope,
+    ) -> Result<Modifier, Diagnostic> {
         let Some(m) = m else {
             return Ok(Modifier::default());
         };
@@ -123,9 +126,7 @@ impl Modifier {
                         span: parts[0].span,
                     })?;
                 }
-                ast::ModArg::Redeclare {
-                    element, span, ..
-                } => out.redeclares.push(Redecl {
+                ast::ModArg::Redeclare { element, span, .. } => out.redeclares.push(Redecl {
                     element: Rc::new(element.clone()),
                     scope,
                     span: *span,
@@ -140,9 +141,12 @@ impl Modifier {
             // `a(x = 1), a(y = 2)` written separately combine; the same value
             // set twice is an error (MLS 7.2.6).
             if s.modifier.binding.is_some() && existing.modifier.binding.is_some() {
-                return Err(Diagnostic::error(s.span, format!("`{}` is modified twice in the same modification", s.name))
-                    .with_secondary(existing.span, "first modified here")
-                    .with_hint("remove one of the two modifications"));
+                return Err(Diagnostic::error(
+                    s.span,
+                    format!("`{}` is modified twice in the same modification", s.name),
+                )
+                .with_secondary(existing.span, "first modified here")
+                .with_hint("remove one of the two modifications"));
             }
             let merged = merge(&s.modifier, &existing.modifier);
             existing.modifier = merged;
@@ -188,7 +192,11 @@ pub fn merge(outer: &Modifier, inner: &Modifier) -> Modifier {
     }
     // `each` belongs to the binding it qualifies: the outer one wins with
     // its own flag (`x(start = {1, 2})` over `each start = a` splits).
-    let each = if outer.binding.is_some() { outer.each } else { outer.each || inner.each };
+    let each = if outer.binding.is_some() {
+        outer.each
+    } else {
+        outer.each || inner.each
+    };
     let mut m = Modifier {
         binding: outer.binding.clone().or_else(|| inner.binding.clone()),
         each,
@@ -221,9 +229,12 @@ pub fn check_final(outer: &Modifier, inner: &Modifier, name: &str) -> Result<(),
     if inner.final_
         && let (Some(ob), Some(ib)) = (&outer.binding, &inner.binding)
     {
-        return Err(Diagnostic::error(ob.expr.span, format!("`{name}` is final and cannot be modified"))
-            .with_label("modification of a final element")
-            .with_secondary(ib.expr.span, "made final here"));
+        return Err(Diagnostic::error(
+            ob.expr.span,
+            format!("`{name}` is final and cannot be modified"),
+        )
+        .with_label("modification of a final element")
+        .with_secondary(ib.expr.span, "made final here"));
     }
     for s in &outer.subs {
         if let Some(i) = inner.sub(&s.name) {

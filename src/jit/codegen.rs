@@ -14,7 +14,9 @@ use super::ir::{Expr, Func, Op1, Op2, Stmt, status};
 use super::lower::Program;
 use crate::flat::{Fn1, Fn2, RelOp};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
-use cranelift_codegen::ir::{self, AbiParam, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, types};
+use cranelift_codegen::ir::{
+    self, AbiParam, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind, types,
+};
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_jit::{JITBuilder, JITModule};
@@ -35,7 +37,7 @@ unsafe impl Sync for Jit {}
 
 impl Jit {
     /// Runs entry `k` (in the order of [`Program::entries`]) on `frame`.
-    pub fn run(&self, k: usize, frame: &mut [f64]) -> i32 {
+    pub fn run_index(&self, k: usize, frame: &mut [f64]) -> i32 {
         let (_, f, _) = self.entries[k];
         // Safety: the function checks `frame.len()` against its frame size
         // before any access, and only touches `frame`.
@@ -77,7 +79,12 @@ extern "C" fn rmoc_atan2(y: f64, x: f64) -> f64 {
 extern "C" fn rmoc_solve(n: u64, a: *mut f64, b: *mut f64) -> i32 {
     let n = n as usize;
     // Safety: the generated code passes stack slots of exactly n*n and n f64.
-    let (a, b) = unsafe { (std::slice::from_raw_parts_mut(a, n * n), std::slice::from_raw_parts_mut(b, n)) };
+    let (a, b) = unsafe {
+        (
+            std::slice::from_raw_parts_mut(a, n * n),
+            std::slice::from_raw_parts_mut(b, n),
+        )
+    };
     i32::from(crate::jit::interp::solve_dense(n, a, b))
 }
 
@@ -102,7 +109,10 @@ fn symbol_of(f: Fn1) -> Option<(&'static str, *const u8)> {
 /// Compiles a verified program.
 pub fn compile(p: &Program) -> Result<Jit, String> {
     let mut flags = settings::builder();
-    let set = |f: &mut settings::Builder, k: &str, v: &str| f.set(k, v).map_err(|e| format!("cranelift setting {k}: {e}"));
+    let set = |f: &mut settings::Builder, k: &str, v: &str| {
+        f.set(k, v)
+            .map_err(|e| format!("cranelift setting {k}: {e}"))
+    };
     set(&mut flags, "use_colocated_libcalls", "false")?;
     set(&mut flags, "is_pic", "false")?;
     set(&mut flags, "opt_level", "speed")?;
@@ -134,12 +144,16 @@ pub fn compile(p: &Program) -> Result<Jit, String> {
     let mut imports: HashMap<&'static str, FuncId> = HashMap::new();
     for f in Fn1::ALL {
         if let Some((n, _)) = symbol_of(f) {
-            let id = module.declare_function(n, Linkage::Import, &sig1).map_err(|e| e.to_string())?;
+            let id = module
+                .declare_function(n, Linkage::Import, &sig1)
+                .map_err(|e| e.to_string())?;
             imports.insert(n, id);
         }
     }
     for n in ["rmoc_pow", "rmoc_atan2"] {
-        let id = module.declare_function(n, Linkage::Import, &sig2).map_err(|e| e.to_string())?;
+        let id = module
+            .declare_function(n, Linkage::Import, &sig2)
+            .map_err(|e| e.to_string())?;
         imports.insert(n, id);
     }
     let mut solve_sig = module.make_signature();
@@ -147,7 +161,9 @@ pub fn compile(p: &Program) -> Result<Jit, String> {
     solve_sig.params.push(AbiParam::new(ptr));
     solve_sig.params.push(AbiParam::new(ptr));
     solve_sig.returns.push(AbiParam::new(types::I32));
-    let solve_id = module.declare_function("rmoc_solve", Linkage::Import, &solve_sig).map_err(|e| e.to_string())?;
+    let solve_id = module
+        .declare_function("rmoc_solve", Linkage::Import, &solve_sig)
+        .map_err(|e| e.to_string())?;
     imports.insert("rmoc_solve", solve_id);
 
     // User functions: fn(frame) -> i32.
@@ -157,7 +173,11 @@ pub fn compile(p: &Program) -> Result<Jit, String> {
     let mut user_ids = Vec::new();
     for (i, f) in p.user.iter().enumerate() {
         let id = module
-            .declare_function(&format!("user{i}_{}", sanitize(&f.name)), Linkage::Local, &user_sig)
+            .declare_function(
+                &format!("user{i}_{}", sanitize(&f.name)),
+                Linkage::Local,
+                &user_sig,
+            )
             .map_err(|e| e.to_string())?;
         user_ids.push(id);
     }
@@ -167,7 +187,9 @@ pub fn compile(p: &Program) -> Result<Jit, String> {
     entry_sig.returns.push(AbiParam::new(types::I32));
     let mut entry_ids = Vec::new();
     for f in p.entries() {
-        let id = module.declare_function(&f.name, Linkage::Export, &entry_sig).map_err(|e| e.to_string())?;
+        let id = module
+            .declare_function(&f.name, Linkage::Export, &entry_sig)
+            .map_err(|e| e.to_string())?;
         entry_ids.push(id);
     }
 
@@ -181,13 +203,17 @@ pub fn compile(p: &Program) -> Result<Jit, String> {
     for (i, f) in p.user.iter().enumerate() {
         ctx.func.signature = user_sig.clone();
         build(&mut module, &mut ctx.func, &mut fctx, f, false, &env)?;
-        module.define_function(user_ids[i], &mut ctx).map_err(|e| format!("{}: {e:?}", f.name))?;
+        module
+            .define_function(user_ids[i], &mut ctx)
+            .map_err(|e| format!("{}: {e:?}", f.name))?;
         module.clear_context(&mut ctx);
     }
     for (k, f) in p.entries().iter().enumerate() {
         ctx.func.signature = entry_sig.clone();
         build(&mut module, &mut ctx.func, &mut fctx, f, true, &env)?;
-        module.define_function(entry_ids[k], &mut ctx).map_err(|e| format!("{}: {e:?}", f.name))?;
+        module
+            .define_function(entry_ids[k], &mut ctx)
+            .map_err(|e| format!("{}: {e:?}", f.name))?;
         module.clear_context(&mut ctx);
     }
     module.finalize_definitions().map_err(|e| e.to_string())?;
@@ -203,11 +229,16 @@ pub fn compile(p: &Program) -> Result<Jit, String> {
             (f.name.clone(), fp, f.frame_size)
         })
         .collect();
-    Ok(Jit { _module: module, entries })
+    Ok(Jit {
+        _module: module,
+        entries,
+    })
 }
 
 fn sanitize(s: &str) -> String {
-    s.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect()
 }
 
 struct Env<'a> {
@@ -243,13 +274,17 @@ fn build(
     if entry {
         // ABI bounds check: the frame must hold the whole layout.
         let len = b.block_params(start)[1];
-        let ok = b.ins().icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, len, f.frame_size as i64);
+        let ok = b
+            .ins()
+            .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, len, f.frame_size as i64);
         let body = b.create_block();
         let bad = b.create_block();
         b.ins().brif(ok, body, &[], bad, &[]);
         b.switch_to_block(bad);
         b.seal_block(bad);
-        let code = b.ins().iconst(types::I32, status::encode(status::FRAME, 0) as i64);
+        let code = b
+            .ins()
+            .iconst(types::I32, status::encode(status::FRAME, 0) as i64);
         b.ins().return_(&[code]);
         b.switch_to_block(body);
         b.seal_block(body);
@@ -355,7 +390,11 @@ impl Gen<'_, '_> {
     fn expr(&mut self, e: &Expr) -> Result<ir::Value, String> {
         Ok(match e {
             Expr::Const(c) => self.b.ins().f64const(*c),
-            Expr::Load(s) => self.b.ins().load(types::F64, Self::flags(), self.frame, (*s as i32) * 8),
+            Expr::Load(s) => {
+                self.b
+                    .ins()
+                    .load(types::F64, Self::flags(), self.frame, (*s as i32) * 8)
+            }
             Expr::LoadElem { base, len, index } => {
                 let addr = self.elem_addr(*base, *len, index)?;
                 self.b.ins().load(types::F64, Self::flags(), addr, 0)
@@ -385,7 +424,8 @@ impl Gen<'_, '_> {
                             self.b.ins().select(gt, one, neg)
                         }
                         other => {
-                            let (name, _) = symbol_of(*other).ok_or_else(|| format!("no symbol for {other:?}"))?;
+                            let (name, _) = symbol_of(*other)
+                                .ok_or_else(|| format!("no symbol for {other:?}"))?;
                             self.call_import(name, &[x])
                         }
                     },
@@ -400,13 +440,19 @@ impl Gen<'_, '_> {
                     Op2::Mul => self.b.ins().fmul(x, y),
                     Op2::Div => self.b.ins().fdiv(x, y),
                     Op2::Pow => match &**c {
-                        Expr::Const(k) if *k == k.trunc() && k.abs() <= 64.0 => self.powi(x, *k as i32),
+                        Expr::Const(k) if *k == k.trunc() && k.abs() <= 64.0 => {
+                            self.powi(x, *k as i32)
+                        }
                         _ => self.call_import("rmoc_pow", &[x, y]),
                     },
                     Op2::And | Op2::Or => {
                         let tx = self.truth(x);
                         let ty = self.truth(y);
-                        let c = if *op == Op2::And { self.b.ins().band(tx, ty) } else { self.b.ins().bor(tx, ty) };
+                        let c = if *op == Op2::And {
+                            self.b.ins().band(tx, ty)
+                        } else {
+                            self.b.ins().bor(tx, ty)
+                        };
                         self.bool_to_f64(c)
                     }
                     Op2::Rel(r) => {
@@ -491,7 +537,11 @@ impl Gen<'_, '_> {
     }
 
     fn stack(&mut self, n: usize) -> ir::StackSlot {
-        self.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, (8 * n.max(1)) as u32, 3))
+        self.b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            (8 * n.max(1)) as u32,
+            3,
+        ))
     }
 
     fn stmts(&mut self, body: &[Stmt]) -> Result<(), String> {
@@ -505,9 +555,16 @@ impl Gen<'_, '_> {
         match s {
             Stmt::Store(slot, e) => {
                 let v = self.expr(e)?;
-                self.b.ins().store(Self::flags(), v, self.frame, (*slot as i32) * 8);
+                self.b
+                    .ins()
+                    .store(Self::flags(), v, self.frame, (*slot as i32) * 8);
             }
-            Stmt::StoreElem { base, len, index, value } => {
+            Stmt::StoreElem {
+                base,
+                len,
+                index,
+                value,
+            } => {
                 let addr = self.elem_addr(*base, *len, index)?;
                 let v = self.expr(value)?;
                 self.b.ins().store(Self::flags(), v, addr, 0);
@@ -555,13 +612,17 @@ impl Gen<'_, '_> {
                 // Zero the callee's frame: its locals start at 0 as in the interpreter.
                 let zero = self.b.ins().f64const(0.0);
                 for k in 0..callee.frame_size {
-                    self.b.ins().store(Self::flags(), zero, base, (k * 8) as i32);
+                    self.b
+                        .ins()
+                        .store(Self::flags(), zero, base, (k * 8) as i32);
                 }
                 let inputs = callee.inputs.clone();
                 let outputs = callee.outputs.clone();
                 for (a, &slot_in) in args.iter().zip(&inputs) {
                     let v = self.expr(a)?;
-                    self.b.ins().store(Self::flags(), v, base, (slot_in * 8) as i32);
+                    self.b
+                        .ins()
+                        .store(Self::flags(), v, base, (slot_in * 8) as i32);
                 }
                 let id = self.env.user_ids[*func as usize];
                 let r = self.func_ref(id);
@@ -576,7 +637,10 @@ impl Gen<'_, '_> {
                 self.b.ins().return_(&[code]);
                 self.b.switch_to_block(cont);
                 for (&o, &slot_out) in outs.iter().zip(&outputs) {
-                    let v = self.b.ins().load(types::F64, Self::flags(), base, (slot_out * 8) as i32);
+                    let v =
+                        self.b
+                            .ins()
+                            .load(types::F64, Self::flags(), base, (slot_out * 8) as i32);
                     self.b.def_var(self.locals[o as usize], v);
                 }
             }
@@ -599,7 +663,10 @@ impl Gen<'_, '_> {
                 let bad = self.b.ins().icmp_imm_s(IntCC::Equal, ok, 0);
                 self.fail_if(bad, *fail);
                 for (k, &l) in x.iter().enumerate() {
-                    let v = self.b.ins().stack_load(types::I64, types::F64, sb, (k * 8) as i32);
+                    let v = self
+                        .b
+                        .ins()
+                        .stack_load(types::I64, types::F64, sb, (k * 8) as i32);
                     self.b.def_var(self.locals[l as usize], v);
                 }
             }

@@ -3,7 +3,6 @@
 
 use super::ir::{Expr, Func, Op1, Op2, Stmt, status};
 
-
 enum Flow {
     Next,
     Break,
@@ -87,7 +86,12 @@ fn exec(body: &[Stmt], frame: &mut [f64], locals: &mut [f64], user: &[Func]) -> 
                 let v = ev!(e);
                 frame[*slot as usize] = v;
             }
-            Stmt::StoreElem { base, len, index, value } => {
+            Stmt::StoreElem {
+                base,
+                len,
+                index,
+                value,
+            } => {
                 let i = ev!(index);
                 if !(i >= 1.0 && i <= *len as f64) {
                     return Flow::Return(status::encode(status::INDEX, 0));
@@ -188,4 +192,3 @@ pub fn solve_dense(n: usize, a: &mut [f64], b: &mut [f64]) -> bool {
     }
     true
 }
-

@@ -110,6 +110,10 @@ pub mod status {
     pub const INDEX: i32 = 5;
     pub const FRAME: i32 = 6;
     pub const TERMINATE: i32 = 7;
+    /// An assert in a user function failed (index: `Program::function_checks`).
+    pub const FN_ASSERT: i32 = 8;
+    /// A while loop in a user function ran past its limit (same index).
+    pub const LOOP: i32 = 9;
 
     pub fn encode(kind: i32, index: u32) -> i32 {
         -(kind * 1_000_000 + index as i32)
@@ -129,7 +133,10 @@ pub fn verify(funcs: &[Func], user: &[Func]) -> Result<(), VerifyError> {
         verify_body(f, &f.body, user, 0)?;
         for &s in f.inputs.iter().chain(&f.outputs) {
             if s >= f.frame_size {
-                return Err(VerifyError(format!("{}: parameter slot {s} outside frame {}", f.name, f.frame_size)));
+                return Err(VerifyError(format!(
+                    "{}: parameter slot {s} outside frame {}",
+                    f.name, f.frame_size
+                )));
             }
         }
     }
@@ -141,19 +148,28 @@ fn verify_expr(f: &Func, e: &Expr) -> Result<(), VerifyError> {
         Expr::Const(_) => Ok(()),
         Expr::Load(s) => {
             if *s >= f.frame_size {
-                return Err(VerifyError(format!("{}: load of slot {s} outside frame {}", f.name, f.frame_size)));
+                return Err(VerifyError(format!(
+                    "{}: load of slot {s} outside frame {}",
+                    f.name, f.frame_size
+                )));
             }
             Ok(())
         }
         Expr::LoadElem { base, len, index } => {
             if base + len > f.frame_size {
-                return Err(VerifyError(format!("{}: array {base}+{len} outside frame", f.name)));
+                return Err(VerifyError(format!(
+                    "{}: array {base}+{len} outside frame",
+                    f.name
+                )));
             }
             verify_expr(f, index)
         }
         Expr::Local(l) => {
             if *l >= f.n_locals {
-                return Err(VerifyError(format!("{}: local {l} >= {}", f.name, f.n_locals)));
+                return Err(VerifyError(format!(
+                    "{}: local {l} >= {}",
+                    f.name, f.n_locals
+                )));
             }
             Ok(())
         }
@@ -173,7 +189,10 @@ fn verify_expr(f: &Func, e: &Expr) -> Result<(), VerifyError> {
 fn verify_body(f: &Func, body: &[Stmt], user: &[Func], loops: usize) -> Result<(), VerifyError> {
     let local = |l: u32| {
         if l >= f.n_locals {
-            Err(VerifyError(format!("{}: local {l} >= {}", f.name, f.n_locals)))
+            Err(VerifyError(format!(
+                "{}: local {l} >= {}",
+                f.name, f.n_locals
+            )))
         } else {
             Ok(())
         }
@@ -182,13 +201,24 @@ fn verify_body(f: &Func, body: &[Stmt], user: &[Func], loops: usize) -> Result<(
         match s {
             Stmt::Store(slot, e) => {
                 if *slot >= f.frame_size {
-                    return Err(VerifyError(format!("{}: store to slot {slot} outside frame", f.name)));
+                    return Err(VerifyError(format!(
+                        "{}: store to slot {slot} outside frame",
+                        f.name
+                    )));
                 }
                 verify_expr(f, e)?;
             }
-            Stmt::StoreElem { base, len, index, value } => {
+            Stmt::StoreElem {
+                base,
+                len,
+                index,
+                value,
+            } => {
                 if base + len > f.frame_size {
-                    return Err(VerifyError(format!("{}: array store outside frame", f.name)));
+                    return Err(VerifyError(format!(
+                        "{}: array store outside frame",
+                        f.name
+                    )));
                 }
                 verify_expr(f, index)?;
                 verify_expr(f, value)?;
@@ -210,11 +240,14 @@ fn verify_body(f: &Func, body: &[Stmt], user: &[Func], loops: usize) -> Result<(
             }
             Stmt::Return(_) => {}
             Stmt::Call { func, args, outs } => {
-                let callee = user
-                    .get(*func as usize)
-                    .ok_or_else(|| VerifyError(format!("{}: call of unknown function {func}", f.name)))?;
+                let callee = user.get(*func as usize).ok_or_else(|| {
+                    VerifyError(format!("{}: call of unknown function {func}", f.name))
+                })?;
                 if args.len() != callee.inputs.len() || outs.len() != callee.outputs.len() {
-                    return Err(VerifyError(format!("{}: call of {} with wrong arity", f.name, callee.name)));
+                    return Err(VerifyError(format!(
+                        "{}: call of {} with wrong arity",
+                        f.name, callee.name
+                    )));
                 }
                 for a in args {
                     verify_expr(f, a)?;
@@ -226,7 +259,10 @@ fn verify_body(f: &Func, body: &[Stmt], user: &[Func], loops: usize) -> Result<(
             Stmt::Solve { n, a, b, x, .. } => {
                 let n = *n as usize;
                 if a.len() != n * n || b.len() != n || x.len() != n {
-                    return Err(VerifyError(format!("{}: solve with inconsistent sizes", f.name)));
+                    return Err(VerifyError(format!(
+                        "{}: solve with inconsistent sizes",
+                        f.name
+                    )));
                 }
                 for &l in a.iter().chain(b).chain(x) {
                     local(l)?;
@@ -239,7 +275,10 @@ fn verify_body(f: &Func, body: &[Stmt], user: &[Func], loops: usize) -> Result<(
 
 /// Text form, for debugging and snapshot tests.
 pub fn display(f: &Func) -> String {
-    let mut s = format!("func {} (frame {}, locals {})\n", f.name, f.frame_size, f.n_locals);
+    let mut s = format!(
+        "func {} (frame {}, locals {})\n",
+        f.name, f.frame_size, f.n_locals
+    );
     fn expr(e: &Expr) -> String {
         match e {
             Expr::Const(c) => crate::flat::expr::format_number(*c),
@@ -258,7 +297,12 @@ pub fn display(f: &Func) -> String {
                 Stmt::Store(slot, e) => {
                     let _ = writeln!(s, "{pad}[{slot}] = {}", expr(e));
                 }
-                Stmt::StoreElem { base, len, index, value } => {
+                Stmt::StoreElem {
+                    base,
+                    len,
+                    index,
+                    value,
+                } => {
                     let _ = writeln!(s, "{pad}[{base}+{}:{len}] = {}", expr(index), expr(value));
                 }
                 Stmt::Set(l, e) => {
@@ -285,7 +329,12 @@ pub fn display(f: &Func) -> String {
                 Stmt::Call { func, args, outs } => {
                     let a: Vec<String> = args.iter().map(expr).collect();
                     let o: Vec<String> = outs.iter().map(|l| format!("%{l}")).collect();
-                    let _ = writeln!(s, "{pad}({}) = call f{func}({})", o.join(", "), a.join(", "));
+                    let _ = writeln!(
+                        s,
+                        "{pad}({}) = call f{func}({})",
+                        o.join(", "),
+                        a.join(", ")
+                    );
                 }
                 Stmt::Solve { n, .. } => {
                     let _ = writeln!(s, "{pad}solve {n}x{n}");

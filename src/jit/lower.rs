@@ -104,7 +104,23 @@ pub struct Program {
     pub user: Vec<Func>,
     pub relations: Vec<Relation>,
     pub branches: Vec<Branch>,
+    /// The run-time checks inside user functions (asserts, while-loop
+    /// limits), indexed by the status codes `FN_ASSERT` and `LOOP`.
+    pub function_checks: Vec<FunctionCheck>,
 }
+
+/// A check inside a user function, for the message when it fails.
+#[derive(Clone, Debug)]
+pub struct FunctionCheck {
+    pub function: String,
+    pub span: crate::syntax::ast::Span,
+    /// The assert's message; empty for a while loop.
+    pub message: String,
+}
+
+/// A while loop in a user function that has run this many times is taken
+/// not to end (a condition that cannot become false, like `abs(e) > -1`).
+pub const MAX_WHILE_ITERATIONS: f64 = 1e6;
 
 impl Program {
     pub fn entries(&self) -> [&Func; 10] {
@@ -135,10 +151,20 @@ pub fn lower(c: &mut Causal) -> Result<Program, String> {
     let roots = model_roots(c);
     for id in c.arena.reachable(&roots) {
         match c.arena.node(id) {
-            Node::Rel { op, event: true, lhs, rhs } => {
-                let crossing = !matches!(op, RelOp::Eq | RelOp::Ne) && (depends_on_time(c, lhs) || depends_on_time(c, rhs));
+            Node::Rel {
+                op,
+                event: true,
+                lhs,
+                rhs,
+            } => {
+                let crossing = !matches!(op, RelOp::Eq | RelOp::Ne)
+                    && (depends_on_time(c, lhs) || depends_on_time(c, rhs));
                 rel_index.insert(id, relations.len() as u32);
-                relations.push(Relation { op, crossing, expr: id });
+                relations.push(Relation {
+                    op,
+                    crossing,
+                    expr: id,
+                });
             }
             Node::Sample(..) => {
                 sample_index.insert(id, samples.len() as u32);
@@ -152,17 +178,20 @@ pub fn lower(c: &mut Causal) -> Result<Program, String> {
         .iter()
         .enumerate()
         .flat_map(|(ci, w)| {
-            w.branches.iter().enumerate().map(move |(bi, (_, stmts))| Branch {
-                clause: ci,
-                index: bi,
-                reinits: stmts
-                    .iter()
-                    .filter_map(|s| match s {
-                        WhenStatement::Reinit { var, .. } => Some(*var),
-                        _ => None,
-                    })
-                    .collect(),
-            })
+            w.branches
+                .iter()
+                .enumerate()
+                .map(move |(bi, (_, stmts))| Branch {
+                    clause: ci,
+                    index: bi,
+                    reinits: stmts
+                        .iter()
+                        .filter_map(|s| match s {
+                            WhenStatement::Reinit { var, .. } => Some(*var),
+                            _ => None,
+                        })
+                        .collect(),
+                })
         })
         .collect();
     let n_rel = relations.len() as u32;
@@ -210,13 +239,19 @@ pub fn lower(c: &mut Causal) -> Result<Program, String> {
     // parameters
     let mut p = Lowerer::new(&ctx, "parameters");
     for v in parameter_order(c) {
-        let Some(b) = c.vars[v as usize].binding else { continue };
+        let Some(b) = c.vars[v as usize].binding else {
+            continue;
+        };
         let mut inner = Lowerer::new(&ctx, "");
         inner.n_locals = p.n_locals;
         let e = inner.expr(&c.arena, b);
         inner.stmts.push(Stmt::Store(l.var(v), e));
         p.n_locals = inner.n_locals;
-        let cond = Expr::Bin(Op2::Rel(RelOp::Eq), Box::new(Expr::Load(l.override_flag + v)), Box::new(Expr::Const(0.0)));
+        let cond = Expr::Bin(
+            Op2::Rel(RelOp::Eq),
+            Box::new(Expr::Load(l.override_flag + v)),
+            Box::new(Expr::Const(0.0)),
+        );
         p.stmts.push(Stmt::If(cond, inner.stmts, vec![]));
     }
     for (k, &s) in samples.iter().enumerate() {
@@ -224,7 +259,8 @@ pub fn lower(c: &mut Causal) -> Result<Program, String> {
             let ea = p.expr(&c.arena, a);
             p.stmts.push(Stmt::Store(l.sample_param + 2 * k as u32, ea));
             let eb = p.expr(&c.arena, b);
-            p.stmts.push(Stmt::Store(l.sample_param + 2 * k as u32 + 1, eb));
+            p.stmts
+                .push(Stmt::Store(l.sample_param + 2 * k as u32 + 1, eb));
         }
     }
     let parameters = p.finish(&l);
@@ -258,7 +294,7 @@ pub fn lower(c: &mut Causal) -> Result<Program, String> {
     }
     let tangent = t.finish(&l);
     // Derivative functions made for the tangent code are lowered last.
-    let user = lower_functions(&c.functions.functions);
+    let (user, function_checks) = lower_functions(&c.functions.functions);
 
     // zero crossings
     let mut z = Lowerer::new(&ctx, "zero_crossings");
@@ -266,10 +302,15 @@ pub fn lower(c: &mut Causal) -> Result<Program, String> {
         if !r.crossing {
             continue;
         }
-        let Node::Rel { lhs, rhs, .. } = c.arena.node(r.expr) else { continue };
+        let Node::Rel { lhs, rhs, .. } = c.arena.node(r.expr) else {
+            continue;
+        };
         let a = z.expr(&c.arena, lhs);
         let b = z.expr(&c.arena, rhs);
-        z.stmts.push(Stmt::Store(l.zc + k as u32, Expr::Bin(Op2::Sub, Box::new(a), Box::new(b))));
+        z.stmts.push(Stmt::Store(
+            l.zc + k as u32,
+            Expr::Bin(Op2::Sub, Box::new(a), Box::new(b)),
+        ));
     }
     let zero_crossings = z.finish(&l);
 
@@ -288,7 +329,8 @@ pub fn lower(c: &mut Causal) -> Result<Program, String> {
             let mut pending = Vec::new();
             for st in stmts {
                 match st {
-                    WhenStatement::Assign { var, value, .. } | WhenStatement::Reinit { var, value, .. } => {
+                    WhenStatement::Assign { var, value, .. }
+                    | WhenStatement::Reinit { var, value, .. } => {
                         let e = body.expr(&c.arena, *value);
                         let tmp = body.local();
                         body.stmts.push(Stmt::Set(tmp, e));
@@ -297,17 +339,27 @@ pub fn lower(c: &mut Causal) -> Result<Program, String> {
                     WhenStatement::Assert(a) => {
                         let e = body.expr(&c.arena, a.condition);
                         if a.level == flat::AssertLevel::Error {
-                            body.stmts.push(Stmt::If(e, vec![], vec![Stmt::Return(status::encode(status::ASSERT, bidx))]));
+                            body.stmts.push(Stmt::If(
+                                e,
+                                vec![],
+                                vec![Stmt::Return(status::encode(status::ASSERT, bidx))],
+                            ));
                         }
                     }
-                    WhenStatement::Terminate { .. } => body.stmts.push(Stmt::Store(TERMINATE, Expr::Const(bidx as f64 + 1.0))),
+                    WhenStatement::Terminate { .. } => body
+                        .stmts
+                        .push(Stmt::Store(TERMINATE, Expr::Const(bidx as f64 + 1.0))),
                 }
             }
             for (var, tmp) in pending {
                 body.stmts.push(Stmt::Store(l.var(var), Expr::Local(tmp)));
             }
             act.n_locals = body.n_locals;
-            let active = Expr::Bin(Op2::Rel(RelOp::Ne), Box::new(Expr::Load(l.active + bidx)), Box::new(Expr::Const(0.0)));
+            let active = Expr::Bin(
+                Op2::Rel(RelOp::Ne),
+                Box::new(Expr::Load(l.active + bidx)),
+                Box::new(Expr::Const(0.0)),
+            );
             act.stmts.push(Stmt::If(active, body.stmts, vec![]));
             bidx += 1;
         }
@@ -353,6 +405,7 @@ pub fn lower(c: &mut Causal) -> Result<Program, String> {
         user,
         relations,
         branches,
+        function_checks,
     })
 }
 
@@ -363,7 +416,9 @@ fn model_roots(c: &Causal) -> Vec<ExprId> {
         match b {
             Block::Explicit { value, .. } => roots.push(*value),
             Block::Implicit { residual, .. } => roots.push(*residual),
-            Block::Torn { inner, residuals, .. } => {
+            Block::Torn {
+                inner, residuals, ..
+            } => {
                 roots.extend(inner.iter().map(|x| x.1));
                 roots.extend(residuals.iter().map(|x| x.0));
             }
@@ -374,7 +429,9 @@ fn model_roots(c: &Causal) -> Vec<ExprId> {
             roots.push(*cond);
             for s in stmts {
                 match s {
-                    WhenStatement::Assign { value, .. } | WhenStatement::Reinit { value, .. } => roots.push(*value),
+                    WhenStatement::Assign { value, .. } | WhenStatement::Reinit { value, .. } => {
+                        roots.push(*value)
+                    }
                     WhenStatement::Assert(a) => roots.push(a.condition),
                     WhenStatement::Terminate { .. } => {}
                 }
@@ -397,11 +454,17 @@ fn model_roots(c: &Causal) -> Vec<ExprId> {
 /// Whether an expression can change continuously (mentions time, a state or
 /// another continuous unknown).
 fn depends_on_time(c: &Causal, e: ExprId) -> bool {
-    c.arena.reachable(&[e]).into_iter().any(|id| match c.arena.node(id) {
-        Node::Time => true,
-        Node::Var(v) => matches!(c.roles[v as usize], Role::State | Role::Algebraic) && c.vars[v as usize].ty == flat::ScalarType::Real,
-        _ => false,
-    })
+    c.arena
+        .reachable(&[e])
+        .into_iter()
+        .any(|id| match c.arena.node(id) {
+            Node::Time => true,
+            Node::Var(v) => {
+                matches!(c.roles[v as usize], Role::State | Role::Algebraic)
+                    && c.vars[v as usize].ty == flat::ScalarType::Real
+            }
+            _ => false,
+        })
 }
 
 /// Parameters in an order where each binding's dependencies come first.
@@ -450,6 +513,9 @@ struct Lowerer<'s> {
     n_locals: u32,
     memo: HashMap<ExprId, Expr>,
     calls: HashMap<u32, Vec<u32>>,
+    /// Checks of user-function bodies, numbered from `check_base`.
+    checks: Vec<FunctionCheck>,
+    check_base: u32,
 }
 
 /// In tangent code, `Var(TANGENT + v)` stands for the tangent of `v`.
@@ -464,6 +530,8 @@ impl<'s> Lowerer<'s> {
             n_locals: 0,
             memo: HashMap::new(),
             calls: HashMap::new(),
+            checks: Vec::new(),
+            check_base: 0,
         }
     }
 
@@ -539,14 +607,23 @@ impl<'s> Lowerer<'s> {
             Node::And(x, y) => self.bin(a, Op2::And, x, y, uses),
             Node::Or(x, y) => self.bin(a, Op2::Or, x, y, uses),
             Node::Call2(f, x, y) => self.bin(a, Op2::F(f), x, y, uses),
-            Node::Rel { op, lhs, rhs, event } => {
+            Node::Rel {
+                op,
+                lhs,
+                rhs,
+                event,
+            } => {
                 let live = self.bin(a, Op2::Rel(op), lhs, rhs, uses);
                 match (event, self.sh.rel_index.get(&id)) {
                     (true, Some(&k)) => {
                         // Frozen between events, evaluated and stored at events.
                         let t = self.local();
                         let slot = l.rel + k;
-                        let is_event = Expr::Bin(Op2::Rel(RelOp::Ne), Box::new(Expr::Load(MODE)), Box::new(Expr::Const(0.0)));
+                        let is_event = Expr::Bin(
+                            Op2::Rel(RelOp::Ne),
+                            Box::new(Expr::Load(MODE)),
+                            Box::new(Expr::Const(0.0)),
+                        );
                         self.stmts.push(Stmt::If(
                             is_event,
                             vec![Stmt::Set(t, live), Stmt::Store(slot, Expr::Local(t))],
@@ -585,7 +662,11 @@ impl<'s> Lowerer<'s> {
                     Some(o) => o.clone(),
                     None => {
                         let site = a.calls[call as usize].clone();
-                        let args: Vec<Expr> = site.args.iter().map(|&x| self.expr_rec(a, x, uses)).collect();
+                        let args: Vec<Expr> = site
+                            .args
+                            .iter()
+                            .map(|&x| self.expr_rec(a, x, uses))
+                            .collect();
                         let nout = self.sh_function_outputs(site.func);
                         let outs: Vec<u32> = (0..nout).map(|_| self.local()).collect();
                         self.stmts.push(Stmt::Call {
@@ -618,7 +699,14 @@ impl<'s> Lowerer<'s> {
         self.sh.fn_outputs.get(f as usize).copied().unwrap_or(1)
     }
 
-    fn bin(&mut self, a: &ExprArena, op: Op2, x: ExprId, y: ExprId, uses: &HashMap<ExprId, u32>) -> Expr {
+    fn bin(
+        &mut self,
+        a: &ExprArena,
+        op: Op2,
+        x: ExprId,
+        y: ExprId,
+        uses: &HashMap<ExprId, u32>,
+    ) -> Expr {
         let xa = self.expr_rec(a, x, uses);
         let ya = self.expr_rec(a, y, uses);
         Expr::Bin(op, Box::new(xa), Box::new(ya))
@@ -636,9 +724,18 @@ fn prepare_derivatives(c: &mut Causal, b: &Block) -> Result<(), String> {
             symbolic::partial(&mut c.arena, *residual, *var, &mut c.functions)?;
             directional(c, *residual, &[*var])?;
         }
-        Block::Torn { tear, inner, residuals, .. } => {
+        Block::Torn {
+            tear,
+            inner,
+            residuals,
+            ..
+        } => {
             torn_parts(c, tear, inner, residuals)?;
-            let block: Vec<VarId> = tear.iter().copied().chain(inner.iter().map(|x| x.0)).collect();
+            let block: Vec<VarId> = tear
+                .iter()
+                .copied()
+                .chain(inner.iter().map(|x| x.0))
+                .collect();
             for (_, e, _) in inner {
                 directional(c, *e, &block)?;
             }
@@ -651,11 +748,15 @@ fn prepare_derivatives(c: &mut Causal, b: &Block) -> Result<(), String> {
 }
 
 fn has_call(a: &ExprArena, e: ExprId) -> bool {
-    a.reachable(&[e]).into_iter().any(|id| matches!(a.node(id), Node::Call { .. }))
+    a.reachable(&[e])
+        .into_iter()
+        .any(|id| matches!(a.node(id), Node::Call { .. }))
 }
 
 fn fn_outputs(fs: &[flat::Function]) -> Vec<usize> {
-    fs.iter().map(|f| f.outputs.iter().map(|r| r.len()).sum()).collect()
+    fs.iter()
+        .map(|f| f.outputs.iter().map(|r| r.len()).sum())
+        .collect()
 }
 
 /// Directional derivative rules: the tangent of every time-varying variable
@@ -670,14 +771,17 @@ struct Directional<'a> {
 impl DiffRules for Directional<'_> {
     fn leaf(&mut self, arena: &mut ExprArena, node: Node) -> Result<Option<ExprId>, String> {
         Ok(match node {
-            Node::Var(v) if !self.exclude.contains(&v) && matches!(self.roles[v as usize], Role::State | Role::Algebraic) => {
+            Node::Var(v)
+                if !self.exclude.contains(&v)
+                    && matches!(self.roles[v as usize], Role::State | Role::Algebraic) =>
+            {
                 Some(arena.var(TANGENT + v))
             }
             _ => None,
         })
     }
-    fn call(&mut self, arena: &mut ExprArena, call: u32, output: u32, ds: &[ExprId]) -> Result<ExprId, String> {
-        self.functions.call_derivative(arena, call, output, ds)
+    fn derivatives(&mut self) -> &mut crate::symbolic::fndiff::Derivatives {
+        self.functions
     }
 }
 
@@ -742,7 +846,12 @@ struct TornParts {
     res_partials: Vec<Vec<(VarId, ExprId)>>,
 }
 
-fn torn_parts(c: &mut Causal, tear: &[VarId], inner: &[(VarId, ExprId, usize)], residuals: &[(ExprId, usize)]) -> Result<TornParts, String> {
+fn torn_parts(
+    c: &mut Causal,
+    tear: &[VarId],
+    inner: &[(VarId, ExprId, usize)],
+    residuals: &[(ExprId, usize)],
+) -> Result<TornParts, String> {
     let mut block: Vec<VarId> = tear.to_vec();
     let mut inner_partials = Vec::new();
     for (u, e, _) in inner {
@@ -753,7 +862,10 @@ fn torn_parts(c: &mut Causal, tear: &[VarId], inner: &[(VarId, ExprId, usize)], 
     for (r, _) in residuals {
         res_partials.push(partials(c, *r, &block)?);
     }
-    Ok(TornParts { inner_partials, res_partials })
+    Ok(TornParts {
+        inner_partials,
+        res_partials,
+    })
 }
 
 /// Newton's convergence test for one variable: |dx| <= 1e-12 |x| + 1e-15 nominal.
@@ -797,11 +909,17 @@ impl Lowerer<'_> {
                     let j = s.expr(arena, d);
                     let dx = s.local();
                     s.stmts.push(Stmt::Set(dx, bin(Op2::Div, r, j)));
+                    s.unstick(dx, nominal);
                     s.newton_tail(&[(l.var(*var), dx, nominal)], it, bi);
                 });
                 self.stmts.push(Stmt::Loop(body));
             }
-            Block::Torn { tear, inner, residuals, linear } => {
+            Block::Torn {
+                tear,
+                inner,
+                residuals,
+                linear,
+            } => {
                 let parts = torn_parts(c, tear, inner, residuals)?;
                 let m = tear.len();
                 let arena = &c.arena;
@@ -828,7 +946,13 @@ impl Lowerer<'_> {
                     let a = s.block_jacobian(arena, tear, inner, &parts);
                     let dx: Vec<u32> = (0..m).map(|_| s.local()).collect();
                     if m == 1 {
-                        s.stmts.push(Stmt::Set(dx[0], bin(Op2::Div, Expr::Local(r[0]), Expr::Local(a[0]))));
+                        s.stmts.push(Stmt::Set(
+                            dx[0],
+                            bin(Op2::Div, Expr::Local(r[0]), Expr::Local(a[0])),
+                        ));
+                        if !*linear {
+                            s.unstick(dx[0], noms[0]);
+                        }
                     } else {
                         s.stmts.push(Stmt::Solve {
                             n: m as u32,
@@ -850,14 +974,21 @@ impl Lowerer<'_> {
                     let body = self.scoped(|s| {
                         let dx = step(s);
                         for (k, &t) in tear.iter().enumerate() {
-                            s.stmts.push(Stmt::Store(l.var(t), bin(Op2::Sub, Expr::Load(l.var(t)), Expr::Local(dx[k]))));
+                            s.stmts.push(Stmt::Store(
+                                l.var(t),
+                                bin(Op2::Sub, Expr::Load(l.var(t)), Expr::Local(dx[k])),
+                            ));
                         }
                     });
                     self.stmts.extend(body);
                 } else {
                     let body = self.scoped(|s| {
                         let dx = step(s);
-                        let vars: Vec<(u32, u32, f64)> = tear.iter().enumerate().map(|(k, &t)| (l.var(t), dx[k], noms[k])).collect();
+                        let vars: Vec<(u32, u32, f64)> = tear
+                            .iter()
+                            .enumerate()
+                            .map(|(k, &t)| (l.var(t), dx[k], noms[k]))
+                            .collect();
                         s.newton_tail(&vars, it, bi);
                     });
                     self.stmts.push(Stmt::Loop(body));
@@ -880,43 +1011,87 @@ impl Lowerer<'_> {
         let l = self.sh.layout.clone();
         for &v in vars {
             let slot = l.var(v);
-            let guess = c.vars[v as usize].start.and_then(|e| c.arena.as_const(e)).unwrap_or(0.0);
+            let guess = c.vars[v as usize]
+                .start
+                .and_then(|e| c.arena.as_const(e))
+                .unwrap_or(0.0);
             let x = Expr::Load(slot);
             let bad = bin(
                 Op2::Or,
                 bin(Op2::Rel(RelOp::Ne), x.clone(), x.clone()),
                 bin(Op2::Rel(RelOp::Gt), abs(x), Expr::Const(1e300)),
             );
-            self.stmts.push(Stmt::If(bad, vec![Stmt::Store(slot, Expr::Const(guess))], vec![]));
+            self.stmts.push(Stmt::If(
+                bad,
+                vec![Stmt::Store(slot, Expr::Const(guess))],
+                vec![],
+            ));
         }
     }
 
+    /// A scalar Newton step through a zero derivative (`y*y = c` from
+    /// `y = 0`) is infinite; step off the stationary point by a thousandth of
+    /// the nominal instead, and let the iteration limit catch a root that is
+    /// not there.
+    fn unstick(&mut self, dx: u32, nominal: f64) {
+        let d = Expr::Local(dx);
+        let bad = bin(
+            Op2::Or,
+            bin(Op2::Rel(RelOp::Ne), d.clone(), d.clone()),
+            bin(Op2::Rel(RelOp::Gt), abs(d), Expr::Const(1e300)),
+        );
+        self.stmts.push(Stmt::If(
+            bad,
+            vec![Stmt::Set(dx, Expr::Const(-1e-3 * nominal))],
+            vec![],
+        ));
+    }
+
     /// Update `x -= dx` for each variable, then stop on convergence, fail on
-    /// NaN or after too many iterations.
+    /// NaN, on overflow, or after too many iterations.
     fn newton_tail(&mut self, vars: &[(u32, u32, f64)], it: u32, bi: u32) {
         let mut all_conv: Option<Expr> = None;
         let mut bad: Option<Expr> = None;
         for &(slot, dx, nominal) in vars {
-            self.stmts.push(Stmt::Store(slot, bin(Op2::Sub, Expr::Load(slot), Expr::Local(dx))));
+            self.stmts.push(Stmt::Store(
+                slot,
+                bin(Op2::Sub, Expr::Load(slot), Expr::Local(dx)),
+            ));
             let conv = converged(slot, dx, nominal, 1e-12);
             all_conv = Some(match all_conv {
                 None => conv,
                 Some(a) => bin(Op2::And, a, conv),
             });
-            // NaN fails `x == x`.
-            let nan = bin(Op2::Rel(RelOp::Ne), Expr::Load(slot), Expr::Load(slot));
+            // NaN fails `x == x`; an infinite iterate would pass the
+            // convergence test (inf <= inf) and must not.
+            let nan = bin(
+                Op2::Or,
+                bin(Op2::Rel(RelOp::Ne), Expr::Load(slot), Expr::Load(slot)),
+                bin(
+                    Op2::Rel(RelOp::Gt),
+                    abs(Expr::Load(slot)),
+                    Expr::Const(1e300),
+                ),
+            );
             bad = Some(match bad {
                 None => nan,
                 Some(b) => bin(Op2::Or, b, nan),
             });
         }
         if let Some(b) = bad {
-            self.stmts.push(Stmt::If(b, vec![Stmt::Return(status::encode(status::NAN, bi))], vec![]));
+            self.stmts.push(Stmt::If(
+                b,
+                vec![Stmt::Return(status::encode(status::NAN, bi))],
+                vec![],
+            ));
         }
         if let Some(cv) = all_conv {
             self.stmts.push(Stmt::If(cv, vec![Stmt::Break], vec![]));
         }
-        self.stmts.push(Stmt::Set(it, bin(Op2::Add, Expr::Local(it), Expr::Const(1.0))));
+        self.stmts.push(Stmt::Set(
+            it,
+            bin(Op2::Add, Expr::Local(it), Expr::Const(1.0)),
+        ));
         // After many iterations accept a looser tolerance (round-off limits the
         // last digits), else fail.
         let mut loose: Option<Expr> = None;
@@ -927,7 +1102,11 @@ impl Lowerer<'_> {
                 Some(a) => bin(Op2::And, a, conv),
             });
         }
-        let limit = bin(Op2::Rel(RelOp::Ge), Expr::Local(it), Expr::Const(MAX_NEWTON));
+        let limit = bin(
+            Op2::Rel(RelOp::Ge),
+            Expr::Local(it),
+            Expr::Const(MAX_NEWTON),
+        );
         self.stmts.push(Stmt::If(
             limit,
             vec![Stmt::If(
@@ -942,7 +1121,13 @@ impl Lowerer<'_> {
     /// The total derivative of the residuals with respect to the tearing
     /// variables, through the inner assignments (forward mode, one tearing
     /// variable at a time). Returns the m x m matrix, row-major, in locals.
-    fn block_jacobian(&mut self, a: &ExprArena, tear: &[VarId], inner: &[(VarId, ExprId, usize)], parts: &TornParts) -> Vec<u32> {
+    fn block_jacobian(
+        &mut self,
+        a: &ExprArena,
+        tear: &[VarId],
+        inner: &[(VarId, ExprId, usize)],
+        parts: &TornParts,
+    ) -> Vec<u32> {
         let m = tear.len();
         let mut jac = vec![0u32; m * m];
         for j in 0..m {
@@ -953,7 +1138,12 @@ impl Lowerer<'_> {
             for (k, (u, _, _)) in inner.iter().enumerate() {
                 let terms: Vec<(Expr, Expr)> = parts.inner_partials[k]
                     .iter()
-                    .map(|&(w, d)| (self.expr(a, d), tang.get(&w).cloned().unwrap_or(Expr::Const(0.0))))
+                    .map(|&(w, d)| {
+                        (
+                            self.expr(a, d),
+                            tang.get(&w).cloned().unwrap_or(Expr::Const(0.0)),
+                        )
+                    })
                     .collect();
                 let e = combine(terms);
                 let t = self.local();
@@ -963,7 +1153,12 @@ impl Lowerer<'_> {
             for i in 0..m {
                 let terms: Vec<(Expr, Expr)> = parts.res_partials[i]
                     .iter()
-                    .map(|&(w, d)| (self.expr(a, d), tang.get(&w).cloned().unwrap_or(Expr::Const(0.0))))
+                    .map(|&(w, d)| {
+                        (
+                            self.expr(a, d),
+                            tang.get(&w).cloned().unwrap_or(Expr::Const(0.0)),
+                        )
+                    })
                     .collect();
                 let e = combine(terms);
                 let t = self.local();
@@ -992,19 +1187,40 @@ impl Lowerer<'_> {
                 let e = self.expr(&c.arena, neg);
                 self.stmts.push(Stmt::Store(l.tan(*var), e));
             }
-            Block::Torn { tear, inner, residuals, .. } => {
-                let block: Vec<VarId> = tear.iter().copied().chain(inner.iter().map(|x| x.0)).collect();
+            Block::Torn {
+                tear,
+                inner,
+                residuals,
+                ..
+            } => {
+                let block: Vec<VarId> = tear
+                    .iter()
+                    .copied()
+                    .chain(inner.iter().map(|x| x.0))
+                    .collect();
                 let parts = torn_parts(c, tear, inner, residuals)?;
-                let inner_out: Vec<ExprId> = inner.iter().map(|(_, e, _)| directional(c, *e, &block)).collect::<Result<_, _>>()?;
-                let res_out: Vec<ExprId> = residuals.iter().map(|(e, _)| directional(c, *e, &block)).collect::<Result<_, _>>()?;
+                let inner_out: Vec<ExprId> = inner
+                    .iter()
+                    .map(|(_, e, _)| directional(c, *e, &block))
+                    .collect::<Result<_, _>>()?;
+                let res_out: Vec<ExprId> = residuals
+                    .iter()
+                    .map(|(e, _)| directional(c, *e, &block))
+                    .collect::<Result<_, _>>()?;
                 let a = &c.arena;
                 let m = tear.len();
                 // Tangents with the tearing variables held: the outside's effect.
-                let mut tang: HashMap<VarId, Expr> = tear.iter().map(|&t| (t, Expr::Const(0.0))).collect();
+                let mut tang: HashMap<VarId, Expr> =
+                    tear.iter().map(|&t| (t, Expr::Const(0.0))).collect();
                 for (k, (u, _, _)) in inner.iter().enumerate() {
                     let mut terms: Vec<(Expr, Expr)> = parts.inner_partials[k]
                         .iter()
-                        .map(|&(w, d)| (self.expr(a, d), tang.get(&w).cloned().unwrap_or(Expr::Const(0.0))))
+                        .map(|&(w, d)| {
+                            (
+                                self.expr(a, d),
+                                tang.get(&w).cloned().unwrap_or(Expr::Const(0.0)),
+                            )
+                        })
                         .collect();
                     terms.push((self.expr(a, inner_out[k]), Expr::Const(1.0)));
                     let e = combine(terms);
@@ -1016,19 +1232,28 @@ impl Lowerer<'_> {
                     .map(|i| {
                         let mut terms: Vec<(Expr, Expr)> = parts.res_partials[i]
                             .iter()
-                            .map(|&(w, d)| (self.expr(a, d), tang.get(&w).cloned().unwrap_or(Expr::Const(0.0))))
+                            .map(|&(w, d)| {
+                                (
+                                    self.expr(a, d),
+                                    tang.get(&w).cloned().unwrap_or(Expr::Const(0.0)),
+                                )
+                            })
                             .collect();
                         terms.push((self.expr(a, res_out[i]), Expr::Const(1.0)));
                         let e = combine(terms);
                         let t = self.local();
-                        self.stmts.push(Stmt::Set(t, bin(Op2::Sub, Expr::Const(0.0), e)));
+                        self.stmts
+                            .push(Stmt::Set(t, bin(Op2::Sub, Expr::Const(0.0), e)));
                         t
                     })
                     .collect();
                 let jac = self.block_jacobian(a, tear, inner, &parts);
                 let dt: Vec<u32> = (0..m).map(|_| self.local()).collect();
                 if m == 1 {
-                    self.stmts.push(Stmt::Set(dt[0], bin(Op2::Div, Expr::Local(r0[0]), Expr::Local(jac[0]))));
+                    self.stmts.push(Stmt::Set(
+                        dt[0],
+                        bin(Op2::Div, Expr::Local(r0[0]), Expr::Local(jac[0])),
+                    ));
                 } else {
                     self.stmts.push(Stmt::Solve {
                         n: m as u32,
@@ -1046,7 +1271,12 @@ impl Lowerer<'_> {
                 for (k, (u, _, _)) in inner.iter().enumerate() {
                     let mut terms: Vec<(Expr, Expr)> = parts.inner_partials[k]
                         .iter()
-                        .map(|&(w, d)| (self.expr(a, d), tang.get(&w).cloned().unwrap_or(Expr::Const(0.0))))
+                        .map(|&(w, d)| {
+                            (
+                                self.expr(a, d),
+                                tang.get(&w).cloned().unwrap_or(Expr::Const(0.0)),
+                            )
+                        })
                         .collect();
                     terms.push((self.expr(a, inner_out[k]), Expr::Const(1.0)));
                     let e = combine(terms);
@@ -1061,12 +1291,14 @@ impl Lowerer<'_> {
     }
 }
 
-/// User functions (and the derivative functions made from them) as IR.
-fn lower_functions(fs: &[flat::Function]) -> Vec<Func> {
+/// User functions (and the derivative functions made from them) as IR, and
+/// the run-time checks in their bodies.
+fn lower_functions(fs: &[flat::Function]) -> (Vec<Func>, Vec<FunctionCheck>) {
     let outs = fn_outputs(fs);
-    fs.iter()
-        .enumerate()
-        .map(|(i, f)| {
+    let mut checks = Vec::new();
+    let funcs = fs
+        .iter()
+        .map(|f| {
             let sh = Shared {
                 layout: Layout::default(),
                 rel_index: HashMap::new(),
@@ -1075,13 +1307,15 @@ fn lower_functions(fs: &[flat::Function]) -> Vec<Func> {
                 function_frame: true,
             };
             let mut lw = Lowerer::new(&sh, &f.name);
+            lw.check_base = checks.len() as u32;
             for &(slot, e) in &f.init {
                 let x = lw.statement_expr(&f.arena, e);
                 lw.stmts.push(Stmt::Store(slot, x));
             }
-            let body = lw.fn_statements(&f.arena, &f.body, i as u32);
+            let body = lw.fn_statements(&f.arena, &f.body, f);
             lw.stmts.extend(body);
             lw.stmts.push(Stmt::Return(status::OK));
+            checks.append(&mut lw.checks);
             Func {
                 name: f.name.clone(),
                 frame_size: f.slots.len() as u32,
@@ -1091,7 +1325,8 @@ fn lower_functions(fs: &[flat::Function]) -> Vec<Func> {
                 body: lw.stmts,
             }
         })
-        .collect()
+        .collect();
+    (funcs, checks)
 }
 
 impl Lowerer<'_> {
@@ -1103,7 +1338,27 @@ impl Lowerer<'_> {
         self.expr(a, e)
     }
 
-    fn fn_statements(&mut self, a: &ExprArena, body: &[flat::Statement], fi: u32) -> Vec<Stmt> {
+    /// A new check of the function body; its status index.
+    fn add_check(
+        &mut self,
+        f: &flat::Function,
+        span: crate::syntax::ast::Span,
+        message: &str,
+    ) -> u32 {
+        self.checks.push(FunctionCheck {
+            function: f.name.clone(),
+            span,
+            message: message.to_string(),
+        });
+        self.check_base + self.checks.len() as u32 - 1
+    }
+
+    fn fn_statements(
+        &mut self,
+        a: &ExprArena,
+        body: &[flat::Statement],
+        f: &flat::Function,
+    ) -> Vec<Stmt> {
         self.scoped(|s| {
             for st in body {
                 match st {
@@ -1111,30 +1366,63 @@ impl Lowerer<'_> {
                         let x = s.statement_expr(a, *value);
                         s.stmts.push(Stmt::Store(*slot, x));
                     }
-                    flat::Statement::AssignElem { base, len, index, value } => {
+                    flat::Statement::AssignElem {
+                        base,
+                        len,
+                        index,
+                        value,
+                    } => {
                         let i = s.statement_expr(a, *index);
                         let v = s.expr(a, *value);
-                        s.stmts.push(Stmt::StoreElem { base: *base, len: *len, index: i, value: v });
+                        s.stmts.push(Stmt::StoreElem {
+                            base: *base,
+                            len: *len,
+                            index: i,
+                            value: v,
+                        });
                     }
                     flat::Statement::If { branches, else_ } => {
-                        let mut tail = s.fn_statements(a, else_, fi);
+                        let mut tail = s.fn_statements(a, else_, f);
                         for (c, b) in branches.iter().rev() {
                             let cond = s.statement_expr(a, *c);
-                            let then = s.fn_statements(a, b, fi);
+                            let then = s.fn_statements(a, b, f);
                             tail = vec![Stmt::If(cond, then, tail)];
                         }
                         s.stmts.extend(tail);
                     }
-                    flat::Statement::While { cond, body } => {
+                    flat::Statement::While { cond, body, span } => {
+                        let check = s.add_check(f, *span, "");
+                        let count = s.local();
+                        s.stmts.push(Stmt::Set(count, Expr::Const(0.0)));
                         let inner = s.scoped(|t| {
                             let c = t.statement_expr(a, *cond);
                             t.stmts.push(Stmt::If(c, vec![], vec![Stmt::Break]));
-                            let b = t.fn_statements(a, body, fi);
+                            t.stmts.push(Stmt::Set(
+                                count,
+                                bin(Op2::Add, Expr::Local(count), Expr::Const(1.0)),
+                            ));
+                            let runaway = bin(
+                                Op2::Rel(RelOp::Gt),
+                                Expr::Local(count),
+                                Expr::Const(MAX_WHILE_ITERATIONS),
+                            );
+                            t.stmts.push(Stmt::If(
+                                runaway,
+                                vec![Stmt::Return(status::encode(status::LOOP, check))],
+                                vec![],
+                            ));
+                            let b = t.fn_statements(a, body, f);
                             t.stmts.extend(b);
                         });
                         s.stmts.push(Stmt::Loop(inner));
                     }
-                    flat::Statement::For { slot, start, step, stop, body } => {
+                    flat::Statement::For {
+                        slot,
+                        start,
+                        step,
+                        stop,
+                        body,
+                    } => {
                         let x = s.statement_expr(a, *start);
                         s.stmts.push(Stmt::Store(*slot, x));
                         let st_l = s.local();
@@ -1147,21 +1435,36 @@ impl Lowerer<'_> {
                         let inner = s.scoped(|t| {
                             // Stop when past the end in the direction of the step.
                             let up = bin(Op2::Rel(RelOp::Gt), Expr::Local(st_l), Expr::Const(0.0));
-                            let past_up = bin(Op2::Rel(RelOp::Gt), Expr::Load(slot), Expr::Local(sp_l));
-                            let past_down = bin(Op2::Rel(RelOp::Lt), Expr::Load(slot), Expr::Local(sp_l));
-                            let past = Expr::Select(Box::new(up), Box::new(past_up), Box::new(past_down));
+                            let past_up =
+                                bin(Op2::Rel(RelOp::Gt), Expr::Load(slot), Expr::Local(sp_l));
+                            let past_down =
+                                bin(Op2::Rel(RelOp::Lt), Expr::Load(slot), Expr::Local(sp_l));
+                            let past =
+                                Expr::Select(Box::new(up), Box::new(past_up), Box::new(past_down));
                             t.stmts.push(Stmt::If(past, vec![Stmt::Break], vec![]));
-                            let b = t.fn_statements(a, body, fi);
+                            let b = t.fn_statements(a, body, f);
                             t.stmts.extend(b);
-                            t.stmts.push(Stmt::Store(slot, bin(Op2::Add, Expr::Load(slot), Expr::Local(st_l))));
+                            t.stmts.push(Stmt::Store(
+                                slot,
+                                bin(Op2::Add, Expr::Load(slot), Expr::Local(st_l)),
+                            ));
                         });
                         s.stmts.push(Stmt::Loop(inner));
                     }
                     flat::Statement::Break => s.stmts.push(Stmt::Break),
                     flat::Statement::Return => s.stmts.push(Stmt::Return(status::OK)),
-                    flat::Statement::Assert { condition, .. } => {
+                    flat::Statement::Assert {
+                        condition,
+                        message,
+                        span,
+                    } => {
+                        let check = s.add_check(f, *span, message);
                         let c = s.statement_expr(a, *condition);
-                        s.stmts.push(Stmt::If(c, vec![], vec![Stmt::Return(status::encode(status::ASSERT, fi))]));
+                        s.stmts.push(Stmt::If(
+                            c,
+                            vec![],
+                            vec![Stmt::Return(status::encode(status::FN_ASSERT, check))],
+                        ));
                     }
                 }
             }

@@ -28,7 +28,10 @@ pub fn read(path: &Path) -> std::io::Result<(Vec<String>, Vec<Vec<f64>>)> {
     let text = std::fs::read_to_string(path)?;
     let mut lines = text.lines();
     let head = lines.next().unwrap_or("");
-    let names: Vec<String> = split_csv(head).into_iter().map(|s| s.trim().trim_matches('"').replace("\"\"", "\"")).collect();
+    let names: Vec<String> = split_csv(head)
+        .into_iter()
+        .map(|s| s.trim().trim_matches('"').replace("\"\"", "\""))
+        .collect();
     let mut rows = Vec::new();
     for (k, line) in lines.enumerate() {
         if line.trim().is_empty() {
@@ -38,7 +41,10 @@ pub fn read(path: &Path) -> std::io::Result<(Vec<String>, Vec<Vec<f64>>)> {
         match row {
             Ok(r) => rows.push(r),
             Err(e) => {
-                return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("line {}: {e}", k + 2)));
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("line {}: {e}", k + 2),
+                ));
             }
         }
     }

@@ -13,7 +13,13 @@ use crate::solve::Results;
 use std::io::Write;
 use std::path::Path;
 
-fn header(w: &mut impl Write, ty: i32, rows: usize, cols: usize, name: &str) -> std::io::Result<()> {
+fn header(
+    w: &mut impl Write,
+    ty: i32,
+    rows: usize,
+    cols: usize,
+    name: &str,
+) -> std::io::Result<()> {
     w.write_all(&ty.to_le_bytes())?;
     w.write_all(&(rows as i32).to_le_bytes())?;
     w.write_all(&(cols as i32).to_le_bytes())?;
@@ -25,7 +31,12 @@ fn header(w: &mut impl Write, ty: i32, rows: usize, cols: usize, name: &str) -> 
 
 /// A char matrix of strings padded with NULs; `transposed` stores one string
 /// per column (binTrans).
-fn strings(w: &mut impl Write, name: &str, items: &[String], transposed: bool) -> std::io::Result<()> {
+fn strings(
+    w: &mut impl Write,
+    name: &str,
+    items: &[String],
+    transposed: bool,
+) -> std::io::Result<()> {
     let width = items.iter().map(|s| s.len()).max().unwrap_or(0).max(1);
     // Type 51: text, stored as u8.
     if transposed {

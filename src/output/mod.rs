@@ -10,7 +10,11 @@ use std::path::Path;
 
 /// Writes `results` to `path`, choosing the format by extension.
 pub fn write(results: &Results, path: &Path) -> std::io::Result<()> {
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
     let tmp = temp_path(path);
     let r = match ext.as_str() {
         "mat" => mat::write(results, &tmp),
@@ -24,6 +28,9 @@ pub fn write(results: &Results, path: &Path) -> std::io::Result<()> {
 }
 
 fn temp_path(path: &Path) -> std::path::PathBuf {
-    let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| "result".into());
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| "result".into());
     path.with_file_name(format!(".{name}.{}.partial", std::process::id()))
 }

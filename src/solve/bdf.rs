@@ -11,6 +11,10 @@
 //! the neighbouring orders after order+1 steps of equal size. Dense output is
 //! the interpolating polynomial in the same table.
 
+// The difference table and the small matrices R and U are indexed as in the
+// paper's formulas; iterator chains would hide them.
+#![allow(clippy::needless_range_loop)]
+
 use super::linalg::Lu;
 use faer::Mat;
 
@@ -18,6 +22,18 @@ pub const MAX_ORDER: usize = 5;
 const NEWTON_MAXITER: usize = 4;
 const MIN_FACTOR: f64 = 0.2;
 const MAX_FACTOR: f64 = 10.0;
+
+/// Error control and step limits of one integration.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub rtol: f64,
+    /// Absolute tolerance per component.
+    pub atol: Vec<f64>,
+    pub max_step: f64,
+    /// The first step; chosen from the problem's scales (Hairer, Norsett &
+    /// Wanner I, II.4) when `None`.
+    pub first_step: Option<f64>,
+}
 
 /// Why a right-hand side evaluation failed: the status code of the model code.
 #[derive(Clone, Copy, Debug)]
@@ -57,7 +73,11 @@ impl Stats {
 #[derive(Debug)]
 pub enum StepError {
     /// The step size fell below the smallest representable increment.
-    TooSmallStep { t: f64, h: f64, last_failure: Option<EvalFail> },
+    TooSmallStep {
+        t: f64,
+        h: f64,
+        last_failure: Option<EvalFail>,
+    },
 }
 
 /// The interpolating polynomial of the last step.
@@ -188,11 +208,14 @@ impl Bdf {
         t0: f64,
         y0: &[f64],
         t_bound: f64,
-        rtol: f64,
-        atol: Vec<f64>,
-        max_step: f64,
-        first_step: Option<f64>,
+        settings: Settings,
     ) -> Result<Bdf, EvalFail> {
+        let Settings {
+            rtol,
+            atol,
+            max_step,
+            first_step,
+        } = settings;
         let n = y0.len();
         let mut stats = Stats::default();
         let mut f0 = vec![0.0; n];
@@ -209,7 +232,9 @@ impl Bdf {
         }
         let h_abs = match first_step {
             Some(h) => h,
-            None => select_initial_step(p, t0, y0, t_bound, max_step, &f0, rtol, &atol, &mut stats)?,
+            None => {
+                select_initial_step(p, t0, y0, t_bound, max_step, &f0, rtol, &atol, &mut stats)?
+            }
         };
         let mut d = vec![vec![0.0; n]; MAX_ORDER + 3];
         d[0].copy_from_slice(y0);
@@ -286,7 +311,11 @@ impl Bdf {
 
     fn factor(&mut self, c: f64) {
         let n = self.n;
-        let m = Mat::from_fn(n, n, |i, j| if i == j { 1.0 } else { 0.0 } - c * self.jac[(i, j)]);
+        let m = Mat::from_fn(
+            n,
+            n,
+            |i, j| if i == j { 1.0 } else { 0.0 } - c * self.jac[(i, j)],
+        );
         self.lu = Lu::factor(&m);
         self.lu_c = c;
         self.stats.factorizations += 1;
@@ -337,7 +366,8 @@ impl Bdf {
             let dy_norm = rms(dy.iter().zip(scale).map(|(a, s)| a / s), n);
             let rate = dy_norm_old.map(|o| dy_norm / o);
             if let Some(r) = rate
-                && (r >= 1.0 || r.powi((NEWTON_MAXITER - k) as i32) / (1.0 - r) * dy_norm > self.newton_tol)
+                && (r >= 1.0
+                    || r.powi((NEWTON_MAXITER - k) as i32) / (1.0 - r) * dy_norm > self.newton_tol)
             {
                 break (false, k + 1);
             }
@@ -422,7 +452,7 @@ impl Bdf {
                     self.factor(c);
                 }
                 result = self.solve_system(p, t_new, &y_predict, c, &psi, &scale);
-                
+
                 if result.0 {
                     break;
                 }
@@ -455,9 +485,13 @@ impl Bdf {
                 self.stats.rejected += 1;
                 continue;
             }
-            let safety = 0.9 * (2 * NEWTON_MAXITER + 1) as f64 / (2 * NEWTON_MAXITER + n_iter) as f64;
+            let safety =
+                0.9 * (2 * NEWTON_MAXITER + 1) as f64 / (2 * NEWTON_MAXITER + n_iter) as f64;
             let ec = self.error_const[order];
-            let error_norm = rms((0..n).map(|i| ec * d[i] / (self.atol[i] + self.rtol * y_new[i].abs())), n);
+            let error_norm = rms(
+                (0..n).map(|i| ec * d[i] / (self.atol[i] + self.rtol * y_new[i].abs())),
+                n,
+            );
             if error_norm > 1.0 {
                 let factor = MIN_FACTOR.max(safety * error_norm.powf(-1.0 / (order as f64 + 1.0)));
                 h_abs *= factor;
@@ -507,7 +541,13 @@ impl Bdf {
         let factors: Vec<f64> = norms
             .iter()
             .enumerate()
-            .map(|(k, &e)| if e == 0.0 { f64::INFINITY } else { e.powf(-1.0 / (order + k) as f64) })
+            .map(|(k, &e)| {
+                if e == 0.0 {
+                    f64::INFINITY
+                } else {
+                    e.powf(-1.0 / (order + k) as f64)
+                }
+            })
             .collect();
         let (best, &fmax) = factors
             .iter()
@@ -546,7 +586,11 @@ fn select_initial_step(
     let scale: Vec<f64> = (0..n).map(|i| atol[i] + y0[i].abs() * rtol).collect();
     let d0 = rms(y0.iter().zip(&scale).map(|(y, s)| y / s), n);
     let d1 = rms(f0.iter().zip(&scale).map(|(f, s)| f / s), n);
-    let h0 = if d0 < 1e-5 || d1 < 1e-5 { 1e-6 } else { 0.01 * d0 / d1 };
+    let h0 = if d0 < 1e-5 || d1 < 1e-5 {
+        1e-6
+    } else {
+        0.01 * d0 / d1
+    };
     let h0 = h0.min(interval);
     let y1: Vec<f64> = (0..n).map(|i| y0[i] + h0 * f0[i]).collect();
     let mut f1 = vec![0.0; n];
@@ -597,7 +641,13 @@ mod tests {
         // y2 = 9.185534764557e-6, y3 = 0.2841637457452781.
         let mut p = Robertson;
         let atol = vec![1e-10, 1e-14, 1e-10];
-        let mut b = Bdf::new(&mut p, 0.0, &[1.0, 0.0, 0.0], 40.0, 1e-8, atol, f64::INFINITY, None).expect("start");
+        let settings = Settings {
+            rtol: 1e-8,
+            atol,
+            max_step: f64::INFINITY,
+            first_step: None,
+        };
+        let mut b = Bdf::new(&mut p, 0.0, &[1.0, 0.0, 0.0], 40.0, settings).expect("start");
         while b.t < 40.0 {
             b.step(&mut p).expect("step");
         }

@@ -32,7 +32,9 @@ fn residuals(run: &mut Run, sys: &InitSystem, x: &[f64]) -> Result<Vec<f64>, Dia
     }
     run.call(Entry::Ode)?;
     run.call(Entry::InitialResiduals)?;
-    let mut r: Vec<f64> = (0..l.n_init_res).map(|k| run.buf[(l.init_res + k) as usize]).collect();
+    let mut r: Vec<f64> = (0..l.n_init_res)
+        .map(|k| run.buf[(l.init_res + k) as usize])
+        .collect();
     for &(v, s) in &sys.fixed_algebraic {
         r.push(run.buf[l.var(v) as usize] - s);
     }
@@ -52,7 +54,12 @@ pub(super) fn initialize(run: &mut Run, opts: &Options) -> Result<(), Diagnostic
     for v in 0..l.n_vars {
         run.buf[l.pre(v) as usize] = run.buf[l.var(v) as usize];
     }
-    let free: Vec<u32> = c.states.iter().copied().filter(|&s| c.vars[s as usize].fixed != Some(true)).collect();
+    let free: Vec<u32> = c
+        .states
+        .iter()
+        .copied()
+        .filter(|&s| c.vars[s as usize].fixed != Some(true))
+        .collect();
     let fixed_algebraic: Vec<(u32, f64)> = (0..c.vars.len() as u32)
         .filter(|&v| {
             let var = &c.vars[v as usize];
@@ -60,7 +67,10 @@ pub(super) fn initialize(run: &mut Run, opts: &Options) -> Result<(), Diagnostic
         })
         .map(|v| (v, run.buf[l.var(v) as usize]))
         .collect();
-    let mut sys = InitSystem { free, fixed_algebraic };
+    let mut sys = InitSystem {
+        free,
+        fixed_algebraic,
+    };
     let n_res = l.n_init_res as usize + sys.fixed_algebraic.len();
     if n_res > 0 {
         solve_initial(run, &mut sys, n_res)?;
@@ -73,7 +83,9 @@ pub(super) fn initialize(run: &mut Run, opts: &Options) -> Result<(), Diagnostic
     run.buf[lower::MODE as usize] = 1.0;
     run.call(Entry::Ode)?;
     run.call(Entry::Conditions)?;
-    run.cond_pre = (0..run.p.branches.len()).map(|b| run.buf[(l.cond + b as u32) as usize] != 0.0).collect();
+    run.cond_pre = (0..run.p.branches.len())
+        .map(|b| run.buf[(l.cond + b as u32) as usize] != 0.0)
+        .collect();
     run.buf[lower::MODE as usize] = 0.0;
     run.call(Entry::Ode)?;
     Ok(())
@@ -88,7 +100,11 @@ fn solve_initial(run: &mut Run, sys: &mut InitSystem, n_res: usize) -> Result<()
     let l = run.p.layout.clone();
     let c = run.c;
     let n = sys.free.len();
-    let mut x: Vec<f64> = sys.free.iter().map(|&s| run.buf[l.var(s) as usize]).collect();
+    let mut x: Vec<f64> = sys
+        .free
+        .iter()
+        .map(|&s| run.buf[l.var(s) as usize])
+        .collect();
     let mut r = residuals(run, sys, &x)?;
     let scale = |x: &[f64]| x.iter().fold(1.0f64, |a, v| a.max(v.abs()));
     let mut damping = 1e-12;
@@ -119,7 +135,10 @@ fn solve_initial(run: &mut Run, sys: &mut InitSystem, n_res: usize) -> Result<()
                 }
             }
         }
-        let diag_max = (0..n).map(|p| a[p * n + p]).fold(0.0f64, f64::max).max(1e-300);
+        let diag_max = (0..n)
+            .map(|p| a[p * n + p])
+            .fold(0.0f64, f64::max)
+            .max(1e-300);
         let mut improved = false;
         for _ in 0..30 {
             let mut m = a.clone();
@@ -152,26 +171,42 @@ fn solve_initial(run: &mut Run, sys: &mut InitSystem, n_res: usize) -> Result<()
         let worst = r
             .iter()
             .enumerate()
-            .max_by(|a, b| a.1.abs().partial_cmp(&b.1.abs()).unwrap_or(std::cmp::Ordering::Equal))
+            .max_by(|a, b| {
+                a.1.abs()
+                    .partial_cmp(&b.1.abs())
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            })
             .map(|(k, _)| k)
             .unwrap_or(0);
         let span = if worst < c.initial_equations.len() {
             Some(c.initial_equations[worst].span)
         } else {
-            sys.fixed_algebraic.get(worst - c.initial_equations.len()).map(|&(v, _)| c.vars[v as usize].span)
+            sys.fixed_algebraic
+                .get(worst - c.initial_equations.len())
+                .map(|&(v, _)| c.vars[v as usize].span)
         };
         let what = if worst < c.initial_equations.len() {
             "this initial equation".to_string()
         } else {
             let v = sys.fixed_algebraic[worst - c.initial_equations.len()].0;
-            format!("`{}` = its start value (fixed = true)", c.vars[v as usize].name)
+            format!(
+                "`{}` = its start value (fixed = true)",
+                c.vars[v as usize].name
+            )
         };
-        let msg = format!("initialization failed: the initial conditions cannot all be met (largest residual {:e})", r[worst]);
+        let msg = format!(
+            "initialization failed: the initial conditions cannot all be met (largest residual {:e})",
+            r[worst]
+        );
         let d = match span {
             Some(s) => Diagnostic::error(s, msg).with_label(format!("{what} is not met")),
             None => Diagnostic::error_nospan(msg),
         };
-        let free: Vec<String> = sys.free.iter().map(|&s| format!("`{}`", c.vars[s as usize].name)).collect();
+        let free: Vec<String> = sys
+            .free
+            .iter()
+            .map(|&s| format!("`{}`", c.vars[s as usize].name))
+            .collect();
         let fixed: Vec<String> = c
             .states
             .iter()

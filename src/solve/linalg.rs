@@ -9,7 +9,11 @@ use faer::linalg::solvers::{PartialPivLu, Solve};
 const SMALL: usize = 48;
 
 pub enum Lu {
-    Small { n: usize, lu: Vec<f64>, piv: Vec<usize> },
+    Small {
+        n: usize,
+        lu: Vec<f64>,
+        piv: Vec<usize>,
+    },
     Large(PartialPivLu<f64>),
 }
 
@@ -99,14 +103,27 @@ mod tests {
     #[test]
     fn small_and_large_factorizations_solve_the_same_system() {
         for n in [3usize, 60] {
-            let m = Mat::from_fn(n, n, |i, j| if i == j { 4.0 + i as f64 } else { 1.0 / (1.0 + i as f64 + 2.0 * j as f64) });
+            let m = Mat::from_fn(n, n, |i, j| {
+                if i == j {
+                    4.0 + i as f64
+                } else {
+                    1.0 / (1.0 + i as f64 + 2.0 * j as f64)
+                }
+            });
             let x: Vec<f64> = (0..n).map(|i| (i as f64).sin()).collect();
-            let mut b: Vec<f64> = (0..n).map(|i| (0..n).map(|j| m[(i, j)] * x[j]).sum()).collect();
+            let mut b: Vec<f64> = (0..n)
+                .map(|i| (0..n).map(|j| m[(i, j)] * x[j]).sum())
+                .collect();
             let lu = Lu::factor(&m).expect("regular");
             let mut work = Vec::new();
             lu.solve(&mut b, &mut work);
             for i in 0..n {
-                assert!((b[i] - x[i]).abs() < 1e-12, "n={n} i={i}: {} vs {}", b[i], x[i]);
+                assert!(
+                    (b[i] - x[i]).abs() < 1e-12,
+                    "n={n} i={i}: {} vs {}",
+                    b[i],
+                    x[i]
+                );
             }
         }
     }

@@ -50,6 +50,8 @@ pub struct Results {
     /// Parameter names and values (constant over the run).
     pub parameters: Vec<(String, f64)>,
     pub stats: RunStats,
+    /// Warning-level asserts that failed, each once, at its first failure.
+    pub warnings: Vec<Diagnostic>,
 }
 
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
@@ -60,6 +62,29 @@ pub struct RunStats {
     pub event_iterations: u64,
     pub restarts: u64,
     pub model_evaluations: u64,
+}
+
+impl std::fmt::Display for RunStats {
+    /// The work of one run, as `--stats` prints it and the tests pin it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let i = &self.integrator;
+        write!(
+            f,
+            "steps {} (rejected {}), Newton iterations {} (failed {}), right-hand sides {}, Jacobians {}, factorizations {}; \
+             state events {}, time events {}, event iterations {}, restarts {}",
+            i.steps,
+            i.rejected,
+            i.newton_iterations,
+            i.newton_failures,
+            i.rhs_evaluations,
+            i.jacobians,
+            i.factorizations,
+            self.state_events,
+            self.time_events,
+            self.event_iterations,
+            self.restarts
+        )
+    }
 }
 
 impl Results {
@@ -81,7 +106,15 @@ pub fn output_columns(c: &Causal, l: &Layout) -> Vec<(String, Source, usize)> {
             Role::Alias => {
                 if let Some(a) = c.aliases.iter().find(|a| a.var == v as u32) {
                     let s = l.var(a.of);
-                    out.push((var.name.clone(), if a.negated { Source::Negated(s) } else { Source::Slot(s) }, v));
+                    out.push((
+                        var.name.clone(),
+                        if a.negated {
+                            Source::Negated(s)
+                        } else {
+                            Source::Slot(s)
+                        },
+                        v,
+                    ));
                 }
             }
             _ => {
@@ -109,6 +142,10 @@ struct Run<'a> {
     discrete: Vec<u32>,
     stats: RunStats,
     next_sample: Vec<f64>,
+    /// Warning-level asserts already reported.
+    warned: Vec<usize>,
+    /// The variables the BLT blocks compute, in evaluation order.
+    computed: Vec<u32>,
 }
 
 impl<'a> Run<'a> {
@@ -164,14 +201,18 @@ impl<'a> Run<'a> {
     }
 
     fn states(&self) -> Vec<f64> {
-        self.c.states.iter().map(|&s| self.buf[self.l().var(s) as usize]).collect()
+        self.c
+            .states
+            .iter()
+            .map(|&s| self.buf[self.l().var(s) as usize])
+            .collect()
     }
 
     fn set_states(&mut self, t: f64, x: &[f64]) {
         self.buf[lower::TIME as usize] = t;
-        let slots: Vec<u32> = self.c.states.iter().map(|&s| self.l().var(s)).collect();
-        for (s, v) in slots.into_iter().zip(x) {
-            self.buf[s as usize] = *v;
+        let layout = &self.p.layout;
+        for (&s, v) in self.c.states.iter().zip(x) {
+            self.buf[layout.var(s) as usize] = *v;
         }
     }
 
@@ -182,23 +223,229 @@ impl<'a> Run<'a> {
         self.call(Entry::Ode)
     }
 
-    fn check_asserts(&mut self) -> Result<(), Diagnostic> {
-        if self.c.asserts.is_empty() {
-            return Ok(());
-        }
-        self.call(Entry::Asserts)?;
-        let base = self.l().assert as usize;
-        for (k, a) in self.c.asserts.iter().enumerate() {
-            if self.buf[base + k] == 0.0 {
-                let t = self.buf[lower::TIME as usize];
-                if a.level == crate::flat::AssertLevel::Error {
-                    return Err(Diagnostic::error(a.span, format!("assertion failed at t = {t}: {}", a.message))
-                        .with_label("this assert")
-                        .with_note("the simulation stopped; no result file was written"));
+    /// Where `v` is computed: the when-clause assigning it, or the equation
+    /// of its BLT block.
+    fn defining_span(&self, v: u32) -> Option<crate::syntax::ast::Span> {
+        for w in &self.c.whens {
+            for (_, stmts) in &w.branches {
+                for st in stmts {
+                    if let crate::flat::WhenStatement::Assign { var, .. } = st
+                        && *var == v
+                    {
+                        return Some(w.span);
+                    }
                 }
             }
         }
-        Ok(())
+        let eq = self.c.blocks.iter().find_map(|b| match b {
+            Block::Explicit { var, eq, .. } | Block::Implicit { var, eq, .. } => {
+                (*var == v).then_some(*eq)
+            }
+            Block::Torn {
+                tear,
+                inner,
+                residuals,
+                ..
+            } => {
+                if let Some((_, _, eq)) = inner.iter().find(|x| x.0 == v) {
+                    Some(*eq)
+                } else if tear.contains(&v) {
+                    residuals.first().map(|r| r.1)
+                } else {
+                    None
+                }
+            }
+        })?;
+        Some(self.c.equations[eq].span)
+    }
+
+    /// The first variable, in evaluation order, that is NaN or infinite at
+    /// the buffer's point.
+    fn first_non_finite(&self) -> Option<u32> {
+        let l = self.l();
+        self.computed
+            .iter()
+            .copied()
+            .find(|&v| !self.buf[l.var(v) as usize].is_finite())
+    }
+
+    /// A model value that becomes NaN or infinite (`sqrt` or `log` of a
+    /// negative number, a division by zero) ends the run with the first such
+    /// variable, the equation computing it and the time, found by bisection
+    /// on the step's dense output.
+    fn check_finite_over(&mut self, dense: &Dense, t: f64) -> Result<(), Diagnostic> {
+        let Some(v) = self.first_non_finite() else {
+            return Ok(());
+        };
+        let b = self.first_time_in_step(dense, t, |run| Ok(run.first_non_finite().is_some()))?;
+        let mut x = vec![0.0; self.c.states.len()];
+        dense.eval(b, &mut x);
+        self.evaluate_at(b, &x)?;
+        let culprit = self.first_non_finite().unwrap_or(v);
+        let name = &self.c.vars[culprit as usize].name;
+        let value = self.buf[self.l().var(culprit) as usize];
+        let message = format!("`{name}` became {value} at t = {b}");
+        let d = match self.defining_span(culprit) {
+            Some(span) => {
+                Diagnostic::error(span, message).with_label(format!("`{name}` is computed here"))
+            }
+            None => Diagnostic::error_nospan(message),
+        };
+        Err(d
+            .with_hint("an argument left the domain of its function here (sqrt or log of a negative number, division by zero, asin of more than 1); guard it, or stop the run before")
+            .with_note(STOPPED))
+    }
+
+    /// Adds to a step-size failure the state that changes fastest relative
+    /// to its size, pointing at the equation of its derivative: the usual
+    /// culprit of a solution that runs away.
+    fn fastest_state(&mut self, t: f64, x: &[f64], d: Diagnostic) -> Diagnostic {
+        if self.evaluate_at(t, x).is_err() {
+            return d;
+        }
+        let l = self.l().clone();
+        let rate = |k: usize| {
+            let v = self.buf[l.var(self.c.state_ders[k]) as usize];
+            v.abs() / x[k].abs().max(1e-300)
+        };
+        let Some(k) = (0..x.len()).max_by(|&a, &b| rate(a).total_cmp(&rate(b))) else {
+            return d;
+        };
+        let name = &self.c.vars[self.c.states[k] as usize].name;
+        let der = self.buf[l.var(self.c.state_ders[k]) as usize];
+        let note = format!(
+            "fastest changing state: `{name}` = {:e} with der({name}) = {der:e}",
+            x[k]
+        );
+        match self.defining_span(self.c.state_ders[k]) {
+            Some(span) if d.span.is_none() => {
+                let mut d = d.with_note(note);
+                d.span = Some(span);
+                d.label = format!("der({name}) is computed here");
+                d
+            }
+            _ => d.with_note(note),
+        }
+    }
+
+    /// Checks the asserts at the buffer's point (after evaluating the model
+    /// there).
+    fn check_asserts(&mut self) -> Result<(), Diagnostic> {
+        let t = self.buf[lower::TIME as usize];
+        let (error, warnings) = self.failed_asserts()?;
+        for k in warnings {
+            self.warn(k, t);
+        }
+        match error {
+            Some(k) => Err(self.assert_error(k, t)),
+            None => Ok(()),
+        }
+    }
+
+    /// The first failing error-level assert, and the warning-level ones that
+    /// fail here for the first time.
+    fn failed_asserts(&mut self) -> Result<(Option<usize>, Vec<usize>), Diagnostic> {
+        if self.c.asserts.is_empty() {
+            return Ok((None, Vec::new()));
+        }
+        self.call(Entry::Asserts)?;
+        let base = self.l().assert as usize;
+        let mut warnings = Vec::new();
+        for (k, a) in self.c.asserts.iter().enumerate() {
+            if self.buf[base + k] != 0.0 {
+                continue;
+            }
+            if a.level == crate::flat::AssertLevel::Error {
+                return Ok((Some(k), warnings));
+            }
+            if !self.warned.contains(&k) {
+                warnings.push(k);
+            }
+        }
+        Ok((None, warnings))
+    }
+
+    fn warn(&mut self, k: usize, t: f64) {
+        let a = &self.c.asserts[k];
+        self.warned.push(k);
+        self.results.warnings.push(
+            Diagnostic::warning(
+                a.span,
+                format!("assertion failed at t = {t}: {}", a.message),
+            )
+            .with_label("this assert (level = AssertionLevel.warning)")
+            .with_note("the simulation went on; this warning is shown once"),
+        );
+    }
+
+    fn assert_error(&self, k: usize, t: f64) -> Diagnostic {
+        let a = &self.c.asserts[k];
+        Diagnostic::error(
+            a.span,
+            format!("assertion failed at t = {t}: {}", a.message),
+        )
+        .with_label("this assert")
+        .with_note(STOPPED)
+    }
+
+    /// Checks the asserts at the end of a step; an assert that fails there
+    /// is reported at the first time it fails within the step, found by
+    /// bisection on the step's dense output, so the reported time does not
+    /// depend on how long the step was.
+    fn check_asserts_over(&mut self, dense: &Dense, t: f64) -> Result<(), Diagnostic> {
+        if self.c.asserts.is_empty() {
+            return Ok(());
+        }
+        let (error, warnings) = self.failed_asserts()?;
+        for k in warnings {
+            let tk = self.first_failure(dense, k, t)?;
+            self.warn(k, tk);
+        }
+        if let Some(k) = error {
+            let tk = self.first_failure(dense, k, t)?;
+            return Err(self.assert_error(k, tk));
+        }
+        // Leave the buffer at the step's end.
+        let mut x = vec![0.0; self.c.states.len()];
+        dense.eval(t, &mut x);
+        self.evaluate_at(t, &x)
+    }
+
+    /// Bisection for the first time in (t_old, t] at which assert `k` fails,
+    /// given that it holds at t_old and fails at `t`.
+    fn first_failure(&mut self, dense: &Dense, k: usize, t: f64) -> Result<f64, Diagnostic> {
+        let slot = self.l().assert as usize + k;
+        self.first_time_in_step(dense, t, |run| {
+            run.call(Entry::Asserts)?;
+            Ok(run.buf[slot] == 0.0)
+        })
+    }
+
+    /// Bisection on the step's dense output for the first time in
+    /// (t_old, t] at which `fails` holds (after evaluating the model there),
+    /// given that it does not at t_old and does at `t`.
+    fn first_time_in_step(
+        &mut self,
+        dense: &Dense,
+        t: f64,
+        mut fails: impl FnMut(&mut Self) -> Result<bool, Diagnostic>,
+    ) -> Result<f64, Diagnostic> {
+        let mut x = vec![0.0; self.c.states.len()];
+        let (mut a, mut b) = (dense.t_old, t);
+        for _ in 0..64 {
+            let m = 0.5 * (a + b);
+            if m <= a || m >= b {
+                break;
+            }
+            dense.eval(m, &mut x);
+            self.evaluate_at(m, &x)?;
+            if fails(self)? {
+                b = m;
+            } else {
+                a = m;
+            }
+        }
+        Ok(b)
     }
 
     /// Relations that must be re-evaluated: live value differs from frozen.
@@ -247,7 +494,11 @@ impl<'a> Run<'a> {
                 break;
             }
             // Illinois: regula falsi, halving the weight of a retained end.
-            let mut tc = if ga != gb { (a * gb - b * ga) / (gb - ga) } else { 0.5 * (a + b) };
+            let mut tc = if ga != gb {
+                (a * gb - b * ga) / (gb - ga)
+            } else {
+                0.5 * (a + b)
+            };
             if !(tc > a && tc < b) {
                 tc = 0.5 * (a + b);
             }
@@ -288,13 +539,18 @@ impl<'a> Run<'a> {
             self.call(Entry::Ode)?;
             self.call(Entry::Conditions)?;
             let nb = self.p.branches.len();
-            let cond: Vec<bool> = (0..nb).map(|b| self.buf[(l.cond + b as u32) as usize] != 0.0).collect();
+            let cond: Vec<bool> = (0..nb)
+                .map(|b| self.buf[(l.cond + b as u32) as usize] != 0.0)
+                .collect();
             // The first branch of each when-clause whose condition became true.
             let mut any = false;
             let mut fired_clause = vec![false; self.c.whens.len()];
-            for b in 0..nb {
-                let br = &self.p.branches[b];
-                let rising = if initial { cond[b] && self.branch_initial(b) } else { cond[b] && !self.cond_pre[b] };
+            for (b, br) in self.p.branches.iter().enumerate().take(nb) {
+                let rising = if initial {
+                    cond[b] && self.branch_initial(b)
+                } else {
+                    cond[b] && !self.cond_pre[b]
+                };
                 let fires = rising && !fired_clause[br.clause];
                 self.buf[(l.active + b as u32) as usize] = if fires { 1.0 } else { 0.0 };
                 if fires {
@@ -331,10 +587,19 @@ impl<'a> Run<'a> {
             let _ = iter;
             last_changed = changed;
         }
-        let names: Vec<String> = last_changed.iter().take(5).map(|&v| format!("`{}`", self.c.vars[v as usize].name)).collect();
+        let names: Vec<String> = last_changed
+            .iter()
+            .take(5)
+            .map(|&v| format!("`{}`", self.c.vars[v as usize].name))
+            .collect();
         let t = self.buf[lower::TIME as usize];
-        let span = self.c.whens.first().map(|w| w.span).unwrap_or_default();
-        Err(Diagnostic::error(span, format!("event iteration does not settle at t = {t}: {} keep changing", names.join(", ")))
+        let span = last_changed
+            .first()
+            .and_then(|&v| self.defining_span(v))
+            .or_else(|| self.c.whens.first().map(|w| w.span))
+            .unwrap_or_default();
+        let what = if names.len() == 1 { "keeps" } else { "keep" };
+        Err(Diagnostic::error(span, format!("event iteration does not settle at t = {t}: {} {what} changing", names.join(", ")))
             .with_hint("a when-clause or relation flips back and forth at the same instant; check for circular discrete assignments"))
     }
 
@@ -357,16 +622,29 @@ pub fn status_diagnostic(c: &Causal, p: &Program, code: i32, e: Entry, t: f64) -
             Some(b) => {
                 let eqs: Vec<usize> = match b {
                     Block::Explicit { eq, .. } | Block::Implicit { eq, .. } => vec![*eq],
-                    Block::Torn { inner, residuals, .. } => inner.iter().map(|x| x.2).chain(residuals.iter().map(|x| x.1)).collect(),
+                    Block::Torn {
+                        inner, residuals, ..
+                    } => inner
+                        .iter()
+                        .map(|x| x.2)
+                        .chain(residuals.iter().map(|x| x.1))
+                        .collect(),
                 };
-                let vars: Vec<String> = b.vars().iter().take(6).map(|&v| format!("`{}`", c.vars[v as usize].name)).collect();
+                let vars: Vec<String> = b
+                    .vars()
+                    .iter()
+                    .take(6)
+                    .map(|&v| format!("`{}`", c.vars[v as usize].name))
+                    .collect();
                 (eqs.first().map(|&e| c.equations[e].span), vars.join(", "))
             }
             None => (None, String::new()),
         }
     };
     let d = match kind {
-        status::NEWTON | status::NAN | status::SINGULAR if matches!(e, Entry::Ode | Entry::Tangent) => {
+        status::NEWTON | status::NAN | status::SINGULAR
+            if matches!(e, Entry::Ode | Entry::Tangent) =>
+        {
             let (span, vars) = block_info(idx);
             let what = match kind {
                 status::NEWTON => "Newton's method did not converge",
@@ -388,23 +666,47 @@ pub fn status_diagnostic(c: &Causal, p: &Program, code: i32, e: Entry, t: f64) -
                 None => Diagnostic::error_nospan(msg),
             }
         }
-        status::ASSERT => {
-            let f = c.functions.functions.get(idx as usize);
-            let msg = format!("assertion in function `{}` failed at t = {t}", f.map(|f| f.name.as_str()).unwrap_or("?"));
-            match f {
-                Some(f) => Diagnostic::error(f.span, msg),
+        status::FN_ASSERT | status::LOOP => {
+            let check = p.function_checks.get(idx as usize);
+            let function = check.map(|k| k.function.as_str()).unwrap_or("?");
+            let msg = if kind == status::LOOP {
+                format!(
+                    "a while loop in function `{function}` did not end after {:e} iterations (at t = {t})",
+                    lower::MAX_WHILE_ITERATIONS
+                )
+            } else {
+                let message = check.map(|k| k.message.as_str()).unwrap_or("");
+                format!("assertion in function `{function}` failed at t = {t}: {message}")
+            };
+            let d = match check {
+                Some(k) => Diagnostic::error(k.span, msg),
                 None => Diagnostic::error_nospan(msg),
+            };
+            if kind == status::LOOP {
+                d.with_label("this condition stayed true").with_hint("each pass of the loop body must move the condition toward false; a convergence test needs a positive tolerance, as in `abs(r*r - x) > 1e-12`")
+            } else {
+                d.with_label("this assert")
             }
         }
-        status::INDEX => Diagnostic::error_nospan(format!("array index out of bounds in a function at t = {t}")),
+        status::INDEX => Diagnostic::error_nospan(format!(
+            "array index out of bounds in a function at t = {t}"
+        )),
         _ => Diagnostic::error_nospan(format!("model evaluation failed at t = {t} (code {code})")),
     };
-    d.with_note("the simulation stopped; no result file was written")
+    d.with_note(STOPPED)
 }
+
+/// The note on every error that ends a run.
+const STOPPED: &str = "the simulation stopped; no result file was written";
 
 /// Evaluates parameters and start values and solves the initial system only
 /// (`rmoc check` uses it to catch inconsistent initial conditions).
-pub fn initialize_only(c: &Causal, p: &Program, backend: &dyn Backend, start: f64) -> Result<(), Diagnostic> {
+pub fn initialize_only(
+    c: &Causal,
+    p: &Program,
+    backend: &dyn Backend,
+    start: f64,
+) -> Result<(), Diagnostic> {
     let opts = Options {
         start,
         stop: start,
@@ -425,26 +727,44 @@ pub fn initialize_only(c: &Causal, p: &Program, backend: &dyn Backend, start: f6
         discrete: Vec::new(),
         stats: RunStats::default(),
         next_sample: Vec::new(),
+        warned: Vec::new(),
+        computed: c.blocks.iter().flat_map(|b| b.vars()).collect(),
     };
     run.buf[lower::TIME as usize] = start;
-    run.call(Entry::Parameters)?;
-    run.call(Entry::Starts)?;
-    init::initialize(&mut run, &opts)
+    // `check` runs no simulation, so its errors do not speak of one.
+    let without_run_note = |mut d: Diagnostic| {
+        d.notes.retain(|n| n != STOPPED);
+        d
+    };
+    run.call(Entry::Parameters).map_err(without_run_note)?;
+    run.call(Entry::Starts).map_err(without_run_note)?;
+    init::initialize(&mut run, &opts).map_err(without_run_note)
 }
 
 /// Runs a simulation.
-pub fn simulate(c: &Causal, p: &Program, backend: &dyn Backend, opts: &Options) -> Result<Results, Vec<Diagnostic>> {
+pub fn simulate(
+    c: &Causal,
+    p: &Program,
+    backend: &dyn Backend,
+    opts: &Options,
+) -> Result<Results, Vec<Diagnostic>> {
     simulate_inner(c, p, backend, opts).map_err(|d| vec![d])
 }
 
-fn simulate_inner(c: &Causal, p: &Program, backend: &dyn Backend, opts: &Options) -> Result<Results, Diagnostic> {
+fn simulate_inner(
+    c: &Causal,
+    p: &Program,
+    backend: &dyn Backend,
+    opts: &Options,
+) -> Result<Results, Diagnostic> {
     let l = p.layout.clone();
     let columns = output_columns(c, &l);
     let discrete: Vec<u32> = (0..c.vars.len() as u32)
         .filter(|&v| {
             let var = &c.vars[v as usize];
             c.roles[v as usize] == Role::Discrete
-                || (c.roles[v as usize] == Role::Algebraic && var.ty != crate::flat::ScalarType::Real)
+                || (c.roles[v as usize] == Role::Algebraic
+                    && var.ty != crate::flat::ScalarType::Real)
         })
         .collect();
     let mut run = Run {
@@ -455,7 +775,10 @@ fn simulate_inner(c: &Causal, p: &Program, backend: &dyn Backend, opts: &Options
         results: Results {
             names: columns.iter().map(|x| x.0.clone()).collect(),
             units: columns.iter().map(|x| c.vars[x.2].unit.clone()).collect(),
-            descriptions: columns.iter().map(|x| c.vars[x.2].description.clone()).collect(),
+            descriptions: columns
+                .iter()
+                .map(|x| c.vars[x.2].description.clone())
+                .collect(),
             ..Results::default()
         },
         columns,
@@ -463,6 +786,8 @@ fn simulate_inner(c: &Causal, p: &Program, backend: &dyn Backend, opts: &Options
         discrete,
         stats: RunStats::default(),
         next_sample: Vec::new(),
+        warned: Vec::new(),
+        computed: c.blocks.iter().flat_map(|b| b.vars()).collect(),
     };
     for &(v, val) in &opts.overrides {
         run.buf[l.var(v) as usize] = val;
@@ -501,9 +826,21 @@ fn simulate_inner(c: &Causal, p: &Program, backend: &dyn Backend, opts: &Options
 
 fn output_grid(opts: &Options) -> Vec<f64> {
     let span = opts.stop - opts.start;
-    let n = if opts.interval > 0.0 { (span / opts.interval).round().max(1.0) as usize } else { 500 };
+    let n = if opts.interval > 0.0 {
+        (span / opts.interval).round().max(1.0) as usize
+    } else {
+        500
+    };
     let n = n.min(10_000_000);
-    (1..=n).map(|k| if k == n { opts.stop } else { opts.start + span * k as f64 / n as f64 }).collect()
+    (1..=n)
+        .map(|k| {
+            if k == n {
+                opts.stop
+            } else {
+                opts.start + span * k as f64 / n as f64
+            }
+        })
+        .collect()
 }
 
 fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
@@ -516,7 +853,11 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
         .states
         .iter()
         .map(|&s| {
-            let nominal = run.c.vars[s as usize].nominal.and_then(|e| run.c.arena.as_const(e)).map(f64::abs).unwrap_or(1.0);
+            let nominal = run.c.vars[s as usize]
+                .nominal
+                .and_then(|e| run.c.arena.as_const(e))
+                .map(f64::abs)
+                .unwrap_or(1.0);
             opts.tolerance * nominal
         })
         .collect();
@@ -527,12 +868,22 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
     let debug_steps = std::env::var_os("RMOC_DEBUG_STEPS").is_some();
     let mut dense_buf = Dense::constant(opts.start, opts.start, Vec::new());
     while t < opts.stop {
-        let t_time_event = run.next_sample.iter().copied().fold(opts.stop, f64::min).max(t);
+        let t_time_event = run
+            .next_sample
+            .iter()
+            .copied()
+            .fold(opts.stop, f64::min)
+            .max(t);
         let x0 = run.states();
         // Advance: one BDF step, or for a model without states a jump to the
         // next output time.
         if n == 0 {
-            let target = grid.get(next_out).copied().unwrap_or(opts.stop).min(t_time_event).max(t);
+            let target = grid
+                .get(next_out)
+                .copied()
+                .unwrap_or(opts.stop)
+                .min(t_time_event)
+                .max(t);
             let target = if target <= t { t_time_event } else { target };
             dense_buf = Dense::constant(t, target, Vec::new());
         } else {
@@ -550,7 +901,13 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
                     evaluations: 0,
                 };
                 ode.buf[lower::MODE as usize] = 0.0;
-                let b = Bdf::new(&mut ode, t, &x0, t_time_event, opts.tolerance, atol.clone(), max_step, None);
+                let settings = bdf::Settings {
+                    rtol: opts.tolerance,
+                    atol: atol.clone(),
+                    max_step,
+                    first_step: None,
+                };
+                let b = Bdf::new(&mut ode, t, &x0, t_time_event, settings);
                 run.stats.model_evaluations += ode.evaluations;
                 run.buf = buf;
                 match b {
@@ -585,13 +942,24 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
                 run.buf[lower::TIME as usize] = t;
                 let mut d = match last_failure {
                     Some(EvalFail(code)) => run.status_error(code, Entry::Ode),
-                    None => Diagnostic::error_nospan(format!("the step size fell to {h:e} at t = {t}: the integrator cannot proceed")),
+                    None => Diagnostic::error_nospan(format!(
+                        "the step size fell to {h:e} at t = {t}: the integrator cannot proceed"
+                    )),
                 };
                 d = d.with_note(format!("step size {h:e} at t = {t}"));
-                return Err(d.with_hint("the model may be singular here, or stiffer than the tolerance allows; try --tolerance"));
+                if last_failure.is_none() {
+                    let y = b.y.clone();
+                    d = run.fastest_state(t, &y, d);
+                }
+                return Err(d.with_hint("the solution may escape to infinity here (x' = x^2 does at a finite time), or the model is singular or stiffer than the tolerance allows; try --tolerance"));
             }
             if debug_steps {
-                eprintln!("step t={:.9} h={:.3e} order={}", b.t, b.step_size(), b.order());
+                eprintln!(
+                    "step t={:.9} h={:.3e} order={}",
+                    b.t,
+                    b.step_size(),
+                    b.order()
+                );
             }
             b.dense_into(&mut dense_buf);
         }
@@ -618,7 +986,9 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
             }
             next_out += 1;
         }
-        let time_event = t_event.is_none() && t_new >= t_time_event && run.next_sample.iter().any(|&s| s <= t_new);
+        let time_event = t_event.is_none()
+            && t_new >= t_time_event
+            && run.next_sample.iter().any(|&s| s <= t_new);
         if let Some(te) = t_event {
             run.stats.state_events += 1;
             dense.eval(te, &mut x);
@@ -642,7 +1012,10 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
                 }
             }
             if run.stats.state_events as usize > opts.max_events {
-                return Err(Diagnostic::error_nospan(format!("more than {} events; stopping at t = {te}", opts.max_events)));
+                return Err(Diagnostic::error_nospan(format!(
+                    "more than {} events; stopping at t = {te}",
+                    opts.max_events
+                )));
             }
         } else if time_event {
             run.stats.time_events += 1;
@@ -656,7 +1029,11 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
             for k in 0..run.next_sample.len() {
                 if run.buf[(l.sample + k as u32) as usize] != 0.0 {
                     let interval = run.buf[(l.sample_param + 2 * k as u32 + 1) as usize];
-                    run.next_sample[k] = if interval > 0.0 { run.next_sample[k] + interval } else { f64::INFINITY };
+                    run.next_sample[k] = if interval > 0.0 {
+                        run.next_sample[k] + interval
+                    } else {
+                        f64::INFINITY
+                    };
                 }
                 run.buf[(l.sample + k as u32) as usize] = 0.0;
             }
@@ -664,7 +1041,9 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
             run.buf[lower::MODE as usize] = 1.0;
             run.call(Entry::Ode)?;
             run.call(Entry::Conditions)?;
-            run.cond_pre = (0..run.p.branches.len()).map(|b| run.buf[(l.cond + b as u32) as usize] != 0.0).collect();
+            run.cond_pre = (0..run.p.branches.len())
+                .map(|b| run.buf[(l.cond + b as u32) as usize] != 0.0)
+                .collect();
             run.buf[lower::MODE as usize] = 0.0;
             run.record(t_new);
             t = t_new;
@@ -673,7 +1052,17 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
         } else {
             t = t_new;
         }
-        run.check_asserts()?;
+        if t_event.is_none() && !time_event {
+            if run.buf[lower::TIME as usize] != t {
+                // Outputs inside the step moved the buffer off its end.
+                dense.eval(t, &mut x);
+                run.evaluate_at(t, &x)?;
+            }
+            run.check_finite_over(dense, t)?;
+            run.check_asserts_over(dense, t)?;
+        } else {
+            run.check_asserts()?;
+        }
         if run.buf[lower::TERMINATE as usize] != 0.0 {
             break;
         }

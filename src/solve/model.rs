@@ -137,6 +137,6 @@ impl Backend for crate::jit::codegen::Jit {
             Entry::Asserts => 8,
             Entry::Residuals => 9,
         };
-        crate::jit::codegen::Jit::run(self, k, buf)
+        self.run_index(k, buf)
     }
 }

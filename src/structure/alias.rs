@@ -18,7 +18,12 @@ pub struct Alias {
 
 /// If `lhs = rhs` is an alias equation between unknowns, returns (a, b, negated)
 /// with `a = ±b`.
-pub fn alias_pair(arena: &ExprArena, lhs: ExprId, rhs: ExprId, unknown: &dyn Fn(VarId) -> bool) -> Option<(VarId, VarId, bool)> {
+pub fn alias_pair(
+    arena: &ExprArena,
+    lhs: ExprId,
+    rhs: ExprId,
+    unknown: &dyn Fn(VarId) -> bool,
+) -> Option<(VarId, VarId, bool)> {
     let var = |e: ExprId| match arena.node(e) {
         Node::Var(v) if unknown(v) => Some((v, false)),
         Node::Neg(x) => match arena.node(x) {
@@ -78,7 +83,13 @@ impl AliasSets {
 
     /// Records `a = ±b` keeping `keep` (one of the two roots) as representative.
     /// Returns false if they were already in one set.
-    pub fn union(&mut self, a: VarId, b: VarId, negated: bool, prefer: &dyn Fn(VarId, VarId) -> bool) -> bool {
+    pub fn union(
+        &mut self,
+        a: VarId,
+        b: VarId,
+        negated: bool,
+        prefer: &dyn Fn(VarId, VarId) -> bool,
+    ) -> bool {
         let (ra, sa) = self.find(a);
         let (rb, sb) = self.find(b);
         if ra == rb {
@@ -98,7 +109,12 @@ impl AliasSets {
 /// Whether `a` is the better representative of the two: a state candidate,
 /// then a variable the user constrained (fixed start, stateSelect), then a
 /// shorter (outer) name, then the one declared first.
-pub fn better_representative(vars: &[Variable], has_der: &dyn Fn(VarId) -> bool, a: VarId, b: VarId) -> bool {
+pub fn better_representative(
+    vars: &[Variable],
+    has_der: &dyn Fn(VarId) -> bool,
+    a: VarId,
+    b: VarId,
+) -> bool {
     let key = |v: VarId| {
         let x = &vars[v as usize];
         (

@@ -43,11 +43,18 @@ fn incidence(flat: &FlatModel, cols: &HashMap<VarId, usize>) -> Incidence {
             r
         })
         .collect();
-    Incidence { rows, ncols: cols.len() }
+    Incidence {
+        rows,
+        ncols: cols.len(),
+    }
 }
 
 fn names(flat: &FlatModel, vs: &[VarId]) -> String {
-    let shown: Vec<String> = vs.iter().take(8).map(|&v| format!("`{}`", flat.vars[v as usize].name)).collect();
+    let shown: Vec<String> = vs
+        .iter()
+        .take(8)
+        .map(|&v| format!("`{}`", flat.vars[v as usize].name))
+        .collect();
     let more = if vs.len() > 8 {
         format!(" and {} more", vs.len() - 8)
     } else {
@@ -76,11 +83,17 @@ pub fn check(flat: &FlatModel) -> Vec<Diagnostic> {
                 .into_iter()
                 .map(|v| {
                     let var = &flat.vars[v as usize];
-                    let what = if var.is_parameter() { "a parameter" } else { "assigned in a when-clause" };
+                    let what = if var.is_parameter() {
+                        "a parameter"
+                    } else {
+                        "assigned in a when-clause"
+                    };
                     format!("`{}` is {what}", var.name)
                 })
                 .collect();
-            let mut d = Diagnostic::error(eq.span, "this equation contains no unknown of the model").with_label("nothing to solve for here");
+            let mut d =
+                Diagnostic::error(eq.span, "this equation contains no unknown of the model")
+                    .with_label("nothing to solve for here");
             if !known.is_empty() {
                 d = d.with_note(known.join("; "));
             }
@@ -106,7 +119,10 @@ pub fn check(flat: &FlatModel) -> Vec<Diagnostic> {
         }
         seen
     };
-    let unmentioned: Vec<VarId> = (0..nunk).filter(|&c| !mentioned[c]).map(|c| unknowns[c]).collect();
+    let unmentioned: Vec<VarId> = (0..nunk)
+        .filter(|&c| !mentioned[c])
+        .map(|c| unknowns[c])
+        .collect();
     let under: Vec<VarId> = dm.under_cols.iter().map(|&c| unknowns[c]).collect();
     let over_eqs: Vec<usize> = dm.over_rows.clone();
     let mut diags = Vec::new();
@@ -116,19 +132,41 @@ pub fn check(flat: &FlatModel) -> Vec<Diagnostic> {
     // the missing equation is more likely for one that does not.
     let differentiated: Vec<VarId> = flat
         .exprs
-        .reachable(&flat.equations.iter().flat_map(|e| [e.lhs, e.rhs]).collect::<Vec<_>>())
+        .reachable(
+            &flat
+                .equations
+                .iter()
+                .flat_map(|e| [e.lhs, e.rhs])
+                .collect::<Vec<_>>(),
+        )
         .into_iter()
         .filter_map(|id| match flat.exprs.node(id) {
             Node::Der(v) => Some(v),
             _ => None,
         })
         .collect();
-    let under_algebraic: Vec<VarId> = under.iter().copied().filter(|v| !differentiated.contains(v)).collect();
-    let under = if under_algebraic.is_empty() { under } else { under_algebraic };
+    let under_algebraic: Vec<VarId> = under
+        .iter()
+        .copied()
+        .filter(|v| !differentiated.contains(v))
+        .collect();
+    let under = if under_algebraic.is_empty() {
+        under
+    } else {
+        under_algebraic
+    };
     if neq < nunk {
-        let culprits = if unmentioned.is_empty() { &under } else { &unmentioned };
+        let culprits = if unmentioned.is_empty() {
+            &under
+        } else {
+            &unmentioned
+        };
         let first = culprits.first().copied().unwrap_or(unknowns[0]);
-        let verb = if unmentioned.is_empty() { "is not determined by any equation" } else { "appears in no equation" };
+        let verb = if unmentioned.is_empty() {
+            "is not determined by any equation"
+        } else {
+            "appears in no equation"
+        };
         let mut d = Diagnostic::error(
             flat.vars[first as usize].span,
             format!(
@@ -141,7 +179,10 @@ pub fn check(flat: &FlatModel) -> Vec<Diagnostic> {
         .with_label(format!("`{}` {verb}", flat.vars[first as usize].name))
         .with_hint("add an equation for each listed variable, or make it a parameter with a value");
         for &v in culprits.iter().skip(1).take(4) {
-            d = d.with_secondary(flat.vars[v as usize].span, format!("`{}` declared here", flat.vars[v as usize].name));
+            d = d.with_secondary(
+                flat.vars[v as usize].span,
+                format!("`{}` declared here", flat.vars[v as usize].name),
+            );
         }
         diags.push(d);
     } else if neq > nunk {
@@ -160,7 +201,10 @@ pub fn check(flat: &FlatModel) -> Vec<Diagnostic> {
         }
         let over_vars: Vec<VarId> = dm.over_cols.iter().map(|&c| unknowns[c]).collect();
         if !over_vars.is_empty() {
-            d = d.with_note(format!("these equations only determine {}", names(flat, &over_vars)));
+            d = d.with_note(format!(
+                "these equations only determine {}",
+                names(flat, &over_vars)
+            ));
         }
         diags.push(d.with_hint("remove the redundant equation, or declare the missing unknown"));
     } else {
@@ -181,9 +225,14 @@ pub fn check(flat: &FlatModel) -> Vec<Diagnostic> {
             d = d.with_secondary(flat.equations[e].span, "also determines the same variables");
         }
         for &v in under.iter().take(4) {
-            d = d.with_secondary(flat.vars[v as usize].span, format!("`{}` is under-determined", flat.vars[v as usize].name));
+            d = d.with_secondary(
+                flat.vars[v as usize].span,
+                format!("`{}` is under-determined", flat.vars[v as usize].name),
+            );
         }
-        diags.push(d.with_hint("the counts agree, but some equations are redundant while some unknowns have none"));
+        diags.push(d.with_hint(
+            "the counts agree, but some equations are redundant while some unknowns have none",
+        ));
     }
     diags
 }

@@ -23,9 +23,17 @@ use std::collections::HashMap;
 #[derive(Clone, Debug, serde::Serialize)]
 pub enum Block {
     /// `var := value`.
-    Explicit { var: VarId, value: ExprId, eq: usize },
+    Explicit {
+        var: VarId,
+        value: ExprId,
+        eq: usize,
+    },
     /// One nonlinear equation `residual(var) = 0`, solved by Newton.
-    Implicit { var: VarId, residual: ExprId, eq: usize },
+    Implicit {
+        var: VarId,
+        residual: ExprId,
+        eq: usize,
+    },
     /// An algebraic loop: the tearing variables are iterated; `inner`
     /// assignments, in order, compute the others; `residuals` must vanish.
     Torn {
@@ -49,7 +57,11 @@ impl Block {
     pub fn vars(&self) -> Vec<VarId> {
         match self {
             Block::Explicit { var, .. } | Block::Implicit { var, .. } => vec![*var],
-            Block::Torn { tear, inner, .. } => tear.iter().copied().chain(inner.iter().map(|x| x.0)).collect(),
+            Block::Torn { tear, inner, .. } => tear
+                .iter()
+                .copied()
+                .chain(inner.iter().map(|x| x.0))
+                .collect(),
         }
     }
     pub fn size(&self) -> usize {
@@ -66,9 +78,17 @@ pub fn sort(s: &mut Builder) -> Result<Vec<Block>, Diagnostic> {
     let col_of: HashMap<VarId, usize> = cols.iter().enumerate().map(|(i, &v)| (v, i)).collect();
     let neq = s.equations.len();
     let rows: Vec<Vec<usize>> = (0..neq)
-        .map(|e| s.eq_vars(e).into_iter().filter_map(|v| col_of.get(&v).copied()).collect())
+        .map(|e| {
+            s.eq_vars(e)
+                .into_iter()
+                .filter_map(|v| col_of.get(&v).copied())
+                .collect()
+        })
         .collect();
-    let inc = Incidence { rows, ncols: cols.len() };
+    let inc = Incidence {
+        rows,
+        ncols: cols.len(),
+    };
     // Prefer to solve each equation for a variable whose coefficient does not
     // vanish at the start: `fx*ex + fy*ey = -f` with ey = 0 must determine fx.
     let timing = std::env::var_os("RMOC_TIMING").is_some();
@@ -77,10 +97,24 @@ pub fn sort(s: &mut Builder) -> Result<Vec<Block>, Diagnostic> {
     let c1 = std::time::Instant::now();
     let quality = solvability(s, &inc, &cols, &start);
     if timing {
-        eprintln!("    blt: start point {:.2} ms, solvability {:.2} ms", (c1 - c0).as_secs_f64() * 1e3, c1.elapsed().as_secs_f64() * 1e3);
+        eprintln!(
+            "    blt: start point {:.2} ms, solvability {:.2} ms",
+            (c1 - c0).as_secs_f64() * 1e3,
+            c1.elapsed().as_secs_f64() * 1e3
+        );
     }
     let good = Incidence {
-        rows: inc.rows.iter().enumerate().map(|(e, r)| r.iter().copied().filter(|&c| quality.get(&(e, c)).copied().unwrap_or(1) > 0).collect()).collect(),
+        rows: inc
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(e, r)| {
+                r.iter()
+                    .copied()
+                    .filter(|&c| quality.get(&(e, c)).copied().unwrap_or(1) > 0)
+                    .collect()
+            })
+            .collect(),
         ncols: cols.len(),
     };
     let mut m = matching::maximum_matching(&good);
@@ -109,7 +143,10 @@ pub fn sort(s: &mut Builder) -> Result<Vec<Block>, Diagnostic> {
     for scc in sccs {
         let mut eqs: Vec<usize> = scc.iter().map(|&n| g[n]).collect();
         eqs.sort_unstable();
-        let vars: Vec<VarId> = eqs.iter().map(|&e| cols[m.col_of[e].expect("matched")]).collect();
+        let vars: Vec<VarId> = eqs
+            .iter()
+            .map(|&e| cols[m.col_of[e].expect("matched")])
+            .collect();
         blocks.push(make_block(s, &eqs, &vars, &quality, &cols, &start)?);
     }
     Ok(blocks)
@@ -118,7 +155,12 @@ pub fn sort(s: &mut Builder) -> Result<Vec<Block>, Diagnostic> {
 /// How well each (equation, unknown) pair can be solved: 2 for a constant
 /// nonzero coefficient, 1 for a coefficient that is nonzero at the start
 /// point (or a nonlinear occurrence), 0 for one that vanishes there.
-fn solvability(s: &mut Builder, inc: &Incidence, cols: &[VarId], start: &[f64]) -> HashMap<(usize, usize), u8> {
+fn solvability(
+    s: &mut Builder,
+    inc: &Incidence,
+    cols: &[VarId],
+    start: &[f64],
+) -> HashMap<(usize, usize), u8> {
     let mut q = HashMap::new();
     for (e, row) in inc.rows.iter().enumerate() {
         if row.len() < 2 {
@@ -130,7 +172,9 @@ fn solvability(s: &mut Builder, inc: &Incidence, cols: &[VarId], start: &[f64]) 
             let v = cols[c];
             // `v = expr` (or `expr = v`) without v on the other side: coefficient 1.
             let var = s.arena.var(v);
-            if (eq.lhs == var && !symbolic::mentions(&s.arena, eq.rhs, v)) || (eq.rhs == var && !symbolic::mentions(&s.arena, eq.lhs, v)) {
+            if (eq.lhs == var && !symbolic::mentions(&s.arena, eq.rhs, v))
+                || (eq.rhs == var && !symbolic::mentions(&s.arena, eq.lhs, v))
+            {
                 q.insert((e, c), 2);
                 continue;
             }
@@ -141,7 +185,13 @@ fn solvability(s: &mut Builder, inc: &Incidence, cols: &[VarId], start: &[f64]) 
                 Some(x) if x != 0.0 => 2,
                 Some(_) => 0,
                 None => {
-                    let env = symbolic::eval::Env { values: start, pre: None, time: 0.0, functions: &s.functions.functions, initial: true };
+                    let env = symbolic::eval::Env {
+                        values: start,
+                        pre: None,
+                        time: 0.0,
+                        functions: &s.functions.functions,
+                        initial: true,
+                    };
                     match symbolic::eval::eval(&s.arena, d, &env) {
                         Ok(x) if x.abs() > 1e-12 => 1,
                         Ok(x) if x.is_finite() => 0,
@@ -167,32 +217,60 @@ fn make_block(
     if eqs.len() == 1 {
         let (e, v) = (eqs[0], vars[0]);
         let eq = s.equations[e].clone();
-        if let Some(value) = symbolic::solve_equation(&mut s.arena, eq.lhs, eq.rhs, v, &mut s.functions) {
-            return Ok(Block::Explicit { var: v, value, eq: e });
+        if let Some(value) =
+            symbolic::solve_equation(&mut s.arena, eq.lhs, eq.rhs, v, &mut s.functions)
+        {
+            return Ok(Block::Explicit {
+                var: v,
+                value,
+                eq: e,
+            });
         }
         if s.vars[v as usize].ty != crate::flat::ScalarType::Real {
             return Err(Diagnostic::error(
                 eq.span,
-                format!("`{}` is not a Real, so this equation must give it explicitly (`{} = ...`)", s.vars[v as usize].name, s.vars[v as usize].name),
+                format!(
+                    "`{}` is not a Real, so this equation must give it explicitly (`{} = ...`)",
+                    s.vars[v as usize].name, s.vars[v as usize].name
+                ),
             ));
         }
         let residual = eq.residual(&mut s.arena);
-        return Ok(Block::Implicit { var: v, residual, eq: e });
+        return Ok(Block::Implicit {
+            var: v,
+            residual,
+            eq: e,
+        });
     }
     let col_of: HashMap<VarId, usize> = cols.iter().enumerate().map(|(i, &v)| (v, i)).collect();
-    tear(s, eqs, vars, &|e, v| quality.get(&(e, col_of[&v])).copied().unwrap_or(1))
+    tear(s, eqs, vars, &|e, v| {
+        quality.get(&(e, col_of[&v])).copied().unwrap_or(1)
+    })
 }
 
 /// Greedy tearing of one algebraic loop.
-fn tear(s: &mut Builder, eqs: &[usize], vars: &[VarId], quality: &dyn Fn(usize, VarId) -> u8) -> Result<Block, Diagnostic> {
+fn tear(
+    s: &mut Builder,
+    eqs: &[usize],
+    vars: &[VarId],
+    quality: &dyn Fn(usize, VarId) -> u8,
+) -> Result<Block, Diagnostic> {
     let in_block: HashMap<VarId, usize> = vars.iter().enumerate().map(|(i, &v)| (v, i)).collect();
-    let residuals: Vec<ExprId> = eqs.iter().map(|&e| {
-        let eq = s.equations[e].clone();
-        eq.residual(&mut s.arena)
-    }).collect();
+    let residuals: Vec<ExprId> = eqs
+        .iter()
+        .map(|&e| {
+            let eq = s.equations[e].clone();
+            eq.residual(&mut s.arena)
+        })
+        .collect();
     let occ: Vec<Vec<usize>> = eqs
         .iter()
-        .map(|&e| s.eq_vars(e).into_iter().filter_map(|v| in_block.get(&v).copied()).collect())
+        .map(|&e| {
+            s.eq_vars(e)
+                .into_iter()
+                .filter_map(|v| in_block.get(&v).copied())
+                .collect()
+        })
         .collect();
     // Which (equation, variable) pairs can be solved explicitly, and whether
     // every equation is linear in the block's variables.
@@ -203,7 +281,8 @@ fn tear(s: &mut Builder, eqs: &[usize], vars: &[VarId], quality: &dyn Fn(usize, 
         for &j in &occ[k] {
             let v = vars[j];
             let coeff = symbolic::partial(&mut s.arena, residuals[k], v, &mut s.functions).ok();
-            let coeff_free = coeff.is_some_and(|c| vars.iter().all(|&w| !symbolic::mentions(&s.arena, c, w)));
+            let coeff_free =
+                coeff.is_some_and(|c| vars.iter().all(|&w| !symbolic::mentions(&s.arena, c, w)));
             if !coeff_free {
                 linear = false;
             }
@@ -211,10 +290,16 @@ fn tear(s: &mut Builder, eqs: &[usize], vars: &[VarId], quality: &dyn Fn(usize, 
                 // The coefficient vanishes at the start: dividing by it is unsafe.
                 continue;
             }
-            if let Some(sol) = symbolic::solve_equation(&mut s.arena, eq.lhs, eq.rhs, v, &mut s.functions) {
+            if let Some(sol) =
+                symbolic::solve_equation(&mut s.arena, eq.lhs, eq.rhs, v, &mut s.functions)
+            {
                 // Prefer solutions that do not divide by an expression that may vanish:
                 // a coefficient that depends on the block's own variables is not explicit.
-                if vars.iter().filter(|&&w| w != v).all(|&w| coeff.is_none_or(|c| !symbolic::mentions(&s.arena, c, w))) {
+                if vars
+                    .iter()
+                    .filter(|&&w| w != v)
+                    .all(|&w| coeff.is_none_or(|c| !symbolic::mentions(&s.arena, c, w)))
+                {
                     solvable.insert((k, j), sol);
                 }
             }
@@ -235,7 +320,9 @@ fn tear(s: &mut Builder, eqs: &[usize], vars: &[VarId], quality: &dyn Fn(usize, 
                     continue;
                 }
                 let unknown: Vec<usize> = occ[k].iter().copied().filter(|&j| !known[j]).collect();
-                if unknown.len() == 1 && let Some(&sol) = solvable.get(&(k, unknown[0])) {
+                if unknown.len() == 1
+                    && let Some(&sol) = solvable.get(&(k, unknown[0]))
+                {
                     let j = unknown[0];
                     used[k] = true;
                     known[j] = true;
@@ -260,12 +347,21 @@ fn tear(s: &mut Builder, eqs: &[usize], vars: &[VarId], quality: &dyn Fn(usize, 
         }
         let best = (0..n)
             .filter(|&j| !known[j])
-            .max_by_key(|&j| (count[j], s.integral[vars[j] as usize].is_none(), std::cmp::Reverse(j)))
+            .max_by_key(|&j| {
+                (
+                    count[j],
+                    s.integral[vars[j] as usize].is_none(),
+                    std::cmp::Reverse(j),
+                )
+            })
             .expect("some variable is unknown");
         known[best] = true;
         tear_vars.push(vars[best]);
     }
-    let res: Vec<(ExprId, usize)> = (0..n).filter(|&k| !used[k]).map(|k| (residuals[k], eqs[k])).collect();
+    let res: Vec<(ExprId, usize)> = (0..n)
+        .filter(|&k| !used[k])
+        .map(|k| (residuals[k], eqs[k]))
+        .collect();
     if res.len() != tear_vars.len() {
         // The greedy order failed to balance; iterate on every variable instead.
         return Ok(Block::Torn {
@@ -287,7 +383,11 @@ fn tear(s: &mut Builder, eqs: &[usize], vars: &[VarId], quality: &dyn Fn(usize, 
 fn singular(s: &Builder, inc: &Incidence, m: &matching::Matching, cols: &[VarId]) -> Diagnostic {
     let dm = matching::dulmage_mendelsohn(inc, m);
     let names = |vs: &[usize]| {
-        let v: Vec<String> = vs.iter().take(6).map(|&c| format!("`{}`", s.vars[cols[c] as usize].name)).collect();
+        let v: Vec<String> = vs
+            .iter()
+            .take(6)
+            .map(|&c| format!("`{}`", s.vars[cols[c] as usize].name))
+            .collect();
         v.join(", ")
     };
     let first = dm.over_rows.first().copied().unwrap_or(0);

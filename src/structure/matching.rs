@@ -142,7 +142,9 @@ pub fn dulmage_mendelsohn(inc: &Incidence, m: &Matching) -> DmParts {
     // Over-determined: from each unmatched row, go row -> any column -> its matched row.
     let mut row_seen = vec![false; inc.rows.len()];
     let mut col_seen = vec![false; inc.ncols];
-    let mut stack: Vec<usize> = (0..inc.rows.len()).filter(|&e| m.col_of[e].is_none()).collect();
+    let mut stack: Vec<usize> = (0..inc.rows.len())
+        .filter(|&e| m.col_of[e].is_none())
+        .collect();
     for &e in &stack {
         row_seen[e] = true;
     }
@@ -212,7 +214,9 @@ mod tests {
     fn long_chains_do_not_overflow() {
         // Row k mentions cols k and k+1, greedy takes col k... reversed order forces long paths.
         let n = 20_000;
-        let rows: Vec<Vec<usize>> = (0..n).map(|k| if k == 0 { vec![0] } else { vec![k - 1, k] }).collect();
+        let rows: Vec<Vec<usize>> = (0..n)
+            .map(|k| if k == 0 { vec![0] } else { vec![k - 1, k] })
+            .collect();
         let i = Incidence { rows, ncols: n };
         assert_eq!(maximum_matching(&i).size(), n);
     }

@@ -20,7 +20,7 @@ pub mod matching;
 pub mod pantelides;
 
 use crate::diag::Diagnostic;
-use crate::flat::{self, ExprArena, ExprId, FlatModel, Node, VarId, Variable, Variability};
+use crate::flat::{self, ExprArena, ExprId, FlatModel, Node, VarId, Variability, Variable};
 use crate::symbolic::fndiff::Derivatives;
 use crate::syntax::ast::Span;
 use std::collections::HashMap;
@@ -116,7 +116,10 @@ pub fn analyze(flat: FlatModel) -> Result<Causal, Vec<Diagnostic>> {
     let mut clock = std::time::Instant::now();
     let mut lap = |what: &str| {
         if timing {
-            eprintln!("  structure: {what} {:.2} ms", clock.elapsed().as_secs_f64() * 1e3);
+            eprintln!(
+                "  structure: {what} {:.2} ms",
+                clock.elapsed().as_secs_f64() * 1e3
+            );
         }
         clock = std::time::Instant::now();
     };
@@ -244,25 +247,27 @@ impl Builder {
     /// Replaces every `der(v)` node by the variable `der(v)`.
     fn derivative_variables(&mut self) {
         let mut memo = HashMap::new();
-        let replace = |this: &mut Builder, e: ExprId, memo: &mut HashMap<ExprId, ExprId>| -> ExprId {
-            let ders: Vec<VarId> = this
-                .arena
-                .reachable(&[e])
-                .into_iter()
-                .filter_map(|id| match this.arena.node(id) {
-                    Node::Der(v) => Some(v),
+        let replace =
+            |this: &mut Builder, e: ExprId, memo: &mut HashMap<ExprId, ExprId>| -> ExprId {
+                let ders: Vec<VarId> = this
+                    .arena
+                    .reachable(&[e])
+                    .into_iter()
+                    .filter_map(|id| match this.arena.node(id) {
+                        Node::Der(v) => Some(v),
+                        _ => None,
+                    })
+                    .collect();
+                if ders.is_empty() {
+                    return e;
+                }
+                let map: HashMap<VarId, VarId> =
+                    ders.into_iter().map(|v| (v, this.der_var(v))).collect();
+                this.arena.rewrite(e, memo, &mut |a, n| match n {
+                    Node::Der(v) => Some(a.var(map[&v])),
                     _ => None,
                 })
-                .collect();
-            if ders.is_empty() {
-                return e;
-            }
-            let map: HashMap<VarId, VarId> = ders.into_iter().map(|v| (v, this.der_var(v))).collect();
-            this.arena.rewrite(e, memo, &mut |a, n| match n {
-                Node::Der(v) => Some(a.var(map[&v])),
-                _ => None,
-            })
-        };
+            };
         for i in 0..self.equations.len() {
             let (l, r) = (self.equations[i].lhs, self.equations[i].rhs);
             self.equations[i].lhs = replace(self, l, &mut memo);
@@ -284,16 +289,21 @@ impl Builder {
         let integral = self.integral.clone();
         let is_plain = |v: VarId| unknown[v as usize] && integral[v as usize].is_none();
         for (i, eq) in self.equations.iter().enumerate() {
-            let Some((a, b, neg)) = alias::alias_pair(&self.arena, eq.lhs, eq.rhs, &is_plain) else {
+            let Some((a, b, neg)) = alias::alias_pair(&self.arena, eq.lhs, eq.rhs, &is_plain)
+            else {
                 continue;
             };
             // Only Real variables; a Boolean alias is rare and not worth the care.
-            if self.vars[a as usize].ty != flat::ScalarType::Real || self.vars[b as usize].ty != flat::ScalarType::Real {
+            if self.vars[a as usize].ty != flat::ScalarType::Real
+                || self.vars[b as usize].ty != flat::ScalarType::Real
+            {
                 continue;
             }
             let der = &self.der;
             let vars = &self.vars;
-            let prefer = |x: VarId, y: VarId| alias::better_representative(vars, &|v| der[v as usize].is_some(), x, y);
+            let prefer = |x: VarId, y: VarId| {
+                alias::better_representative(vars, &|v| der[v as usize].is_some(), x, y)
+            };
             // Two state candidates: their derivatives alias too; both must exist
             // or neither (else the representative would need a new derivative).
             let (ra, _) = sets.find(a);
@@ -301,7 +311,10 @@ impl Builder {
             if ra == rb {
                 continue;
             }
-            let (da, db) = (self.der[ra as usize].is_some(), self.der[rb as usize].is_some());
+            let (da, db) = (
+                self.der[ra as usize].is_some(),
+                self.der[rb as usize].is_some(),
+            );
             if da && db {
                 continue;
             }
@@ -374,10 +387,13 @@ impl Builder {
                 *c = apply(&mut self.arena, *c);
                 for s in stmts {
                     match s {
-                        flat::WhenStatement::Assign { value, .. } | flat::WhenStatement::Reinit { value, .. } => {
+                        flat::WhenStatement::Assign { value, .. }
+                        | flat::WhenStatement::Reinit { value, .. } => {
                             *value = apply(&mut self.arena, *value);
                         }
-                        flat::WhenStatement::Assert(a) => a.condition = apply(&mut self.arena, a.condition),
+                        flat::WhenStatement::Assert(a) => {
+                            a.condition = apply(&mut self.arena, a.condition)
+                        }
                         flat::WhenStatement::Terminate { .. } => {}
                     }
                 }
@@ -400,7 +416,11 @@ impl Builder {
         }
         let mut list: Vec<Alias> = subst
             .into_iter()
-            .map(|(v, (r, neg))| Alias { var: v, of: r, negated: neg })
+            .map(|(v, (r, neg))| Alias {
+                var: v,
+                of: r,
+                negated: neg,
+            })
             .collect();
         list.sort_by_key(|a| a.var);
         for a in &list {
@@ -445,11 +465,18 @@ impl Builder {
                     continue;
                 }
                 let continuous = match b {
-                    Block::Explicit { value, .. } => self.arena.reachable(&[*value]).into_iter().any(|id| match self.arena.node(id) {
-                        Node::Time => true,
-                        Node::Var(u) => matches!(self.roles[u as usize], Role::State | Role::Algebraic) && self.vars[u as usize].variability == Variability::Continuous,
-                        _ => false,
-                    }),
+                    Block::Explicit { value, .. } => self
+                        .arena
+                        .reachable(&[*value])
+                        .into_iter()
+                        .any(|id| match self.arena.node(id) {
+                            Node::Time => true,
+                            Node::Var(u) => {
+                                matches!(self.roles[u as usize], Role::State | Role::Algebraic)
+                                    && self.vars[u as usize].variability == Variability::Continuous
+                            }
+                            _ => false,
+                        }),
                     _ => true,
                 };
                 if continuous {
@@ -543,14 +570,31 @@ impl Causal {
             if vs.is_empty() {
                 "(none)".to_string()
             } else {
-                vs.iter().map(|&v| self.vars[v as usize].name.clone()).collect::<Vec<_>>().join(", ")
+                vs.iter()
+                    .map(|&v| self.vars[v as usize].name.clone())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             }
         };
         let _ = writeln!(s, "model {}", self.name);
         let _ = writeln!(s, "  differentiation index: {}", self.summary.index);
-        let _ = writeln!(s, "  equations differentiated: {}", self.summary.differentiated);
-        let _ = writeln!(s, "  states ({}): {}", self.states.len(), names(&self.states));
-        let _ = writeln!(s, "  dummy states ({}): {}", self.summary.dummy_states.len(), names(&self.summary.dummy_states));
+        let _ = writeln!(
+            s,
+            "  equations differentiated: {}",
+            self.summary.differentiated
+        );
+        let _ = writeln!(
+            s,
+            "  states ({}): {}",
+            self.states.len(),
+            names(&self.states)
+        );
+        let _ = writeln!(
+            s,
+            "  dummy states ({}): {}",
+            self.summary.dummy_states.len(),
+            names(&self.summary.dummy_states)
+        );
         let _ = writeln!(s, "  aliases eliminated: {}", self.summary.aliases);
         let _ = writeln!(s, "  equations: {}", self.equations.len());
         let mut counts: std::collections::BTreeMap<&str, (usize, usize)> = Default::default();
@@ -559,22 +603,54 @@ impl Causal {
             e.0 += 1;
             e.1 = e.1.max(b.size());
         }
-        let summary: Vec<String> = counts.iter().map(|(k, (n, m))| format!("{n} {k} (largest {m})")).collect();
-        let _ = writeln!(s, "  blocks ({}): {}", self.blocks.len(), summary.join(", "));
+        let summary: Vec<String> = counts
+            .iter()
+            .map(|(k, (n, m))| format!("{n} {k} (largest {m})"))
+            .collect();
+        let _ = writeln!(
+            s,
+            "  blocks ({}): {}",
+            self.blocks.len(),
+            summary.join(", ")
+        );
         for (i, b) in self.blocks.iter().enumerate() {
             let line = |eq: usize| {
-                let (l, _) = sources.line_col(self.equations[eq].span.file, self.equations[eq].span.start);
-                let d = if self.equations[eq].diff_of.is_some() { "'" } else { "" };
+                let (l, _) =
+                    sources.line_col(self.equations[eq].span.file, self.equations[eq].span.start);
+                let d = if self.equations[eq].diff_of.is_some() {
+                    "'"
+                } else {
+                    ""
+                };
                 format!("line {l}{d}")
             };
             match b {
                 Block::Explicit { var, value, eq } => {
-                    let _ = writeln!(s, "    {:>3}. {} := {}   [{}]", i + 1, self.name_of(*var), self.show(*value), line(*eq));
+                    let _ = writeln!(
+                        s,
+                        "    {:>3}. {} := {}   [{}]",
+                        i + 1,
+                        self.name_of(*var),
+                        self.show(*value),
+                        line(*eq)
+                    );
                 }
                 Block::Implicit { var, residual, eq } => {
-                    let _ = writeln!(s, "    {:>3}. solve 0 = {} for {}   [{}]", i + 1, self.show(*residual), self.name_of(*var), line(*eq));
+                    let _ = writeln!(
+                        s,
+                        "    {:>3}. solve 0 = {} for {}   [{}]",
+                        i + 1,
+                        self.show(*residual),
+                        self.name_of(*var),
+                        line(*eq)
+                    );
                 }
-                Block::Torn { tear, inner, residuals, linear } => {
+                Block::Torn {
+                    tear,
+                    inner,
+                    residuals,
+                    linear,
+                } => {
                     let kind = if *linear { "linear" } else { "nonlinear" };
                     let _ = writeln!(
                         s,
@@ -584,7 +660,13 @@ impl Causal {
                         names(tear)
                     );
                     for (v, e, eq) in inner {
-                        let _ = writeln!(s, "           {} := {}   [{}]", self.name_of(*v), self.show(*e), line(*eq));
+                        let _ = writeln!(
+                            s,
+                            "           {} := {}   [{}]",
+                            self.name_of(*v),
+                            self.show(*e),
+                            line(*eq)
+                        );
                     }
                     for (r, eq) in residuals {
                         let _ = writeln!(s, "           0 = {}   [{}]", self.show(*r), line(*eq));

@@ -46,8 +46,8 @@ impl DiffRules for TimeRules<'_> {
             _ => None,
         })
     }
-    fn call(&mut self, arena: &mut ExprArena, call: u32, output: u32, ds: &[ExprId]) -> Result<ExprId, String> {
-        self.functions.call_derivative(arena, call, output, ds)
+    fn derivatives(&mut self) -> &mut crate::symbolic::fndiff::Derivatives {
+        self.functions
     }
 }
 
@@ -79,10 +79,9 @@ impl<'b> Pantelides<'b> {
         let mut via: Vec<VarId> = Vec::new();
         while let Some(&(e, pos)) = stack.last() {
             // A free eligible variable ends the path.
-            let free = self.incidence[e]
-                .iter()
-                .copied()
-                .find(|&v| self.eligible(v) && self.assign_of(v).is_none() && !seen_var.contains_key(&v));
+            let free = self.incidence[e].iter().copied().find(|&v| {
+                self.eligible(v) && self.assign_of(v).is_none() && !seen_var.contains_key(&v)
+            });
             if let Some(v) = free {
                 let top = stack.len() - 1;
                 self.set_assign(v, stack[top].0);
@@ -170,9 +169,20 @@ impl<'b> Pantelides<'b> {
             symbolic::differentiate(&mut self.s.arena, residual, &mut rules, &mut memo)
         };
         let d = result.map_err(|msg| {
-            Diagnostic::error(eq.span, format!("index reduction needs the derivative of this equation, which failed: {msg}"))
+            Diagnostic::error(
+                eq.span,
+                format!(
+                    "index reduction needs the derivative of this equation, which failed: {msg}"
+                ),
+            )
         })?;
-        let used: Vec<VarId> = self.s.arena.vars_of(d).into_iter().filter(|&x| x >= PLACEHOLDER).collect();
+        let used: Vec<VarId> = self
+            .s
+            .arena
+            .vars_of(d)
+            .into_iter()
+            .filter(|&x| x >= PLACEHOLDER)
+            .collect();
         let d = if used.is_empty() {
             d
         } else {
@@ -216,7 +226,11 @@ impl<'b> Pantelides<'b> {
                 match self.augment(i) {
                     Ok(()) => break,
                     Err((eqs, vars)) => {
-                        if eqs.iter().all(|&e| self.incidence[e].iter().all(|&v| !self.eligible(v))) && vars.is_empty() {
+                        if eqs
+                            .iter()
+                            .all(|&e| self.incidence[e].iter().all(|&v| !self.eligible(v)))
+                            && vars.is_empty()
+                        {
                             // An equation with no unknown at all can never be matched:
                             // a relation between parameters, or a structural error.
                             let has_unknown = !self.incidence[i].is_empty();
@@ -241,10 +255,10 @@ impl<'b> Pantelides<'b> {
                             new_of.insert(e, d);
                         }
                         for &v in &vars {
-                            if let (Some(e), Some(dv)) = (self.assign_of(v), self.s.der[v as usize]) {
-                                if let Some(&de) = new_of.get(&e) {
-                                    self.set_assign(dv, de);
-                                }
+                            if let (Some(e), Some(dv)) = (self.assign_of(v), self.s.der[v as usize])
+                                && let Some(&de) = new_of.get(&e)
+                            {
+                                self.set_assign(dv, de);
                             }
                         }
                         i = new_of[&i];
@@ -314,12 +328,16 @@ impl<'b> Pantelides<'b> {
             k
         };
         // Level 1: the highest derivatives of the differentiated equations.
-        let mut rows: Vec<usize> = (0..n_eq).filter(|&e| self.derived[e].is_none() && order(e) >= 1).collect();
+        let mut rows: Vec<usize> = (0..n_eq)
+            .filter(|&e| self.derived[e].is_none() && order(e) >= 1)
+            .collect();
         let mut candidates: Vec<VarId> = {
             let mut c: Vec<VarId> = rows
                 .iter()
                 .flat_map(|&e| self.incidence[e].iter().copied())
-                .filter(|&v| self.s.der[v as usize].is_none() && self.s.integral[v as usize].is_some())
+                .filter(|&v| {
+                    self.s.der[v as usize].is_none() && self.s.integral[v as usize].is_some()
+                })
                 .collect();
             c.sort_unstable();
             c.dedup();
@@ -330,8 +348,24 @@ impl<'b> Pantelides<'b> {
         while !rows.is_empty() {
             let chosen = self.choose_columns(&rows, &candidates, &start)?;
             if debug {
-                let names = |vs: &[VarId]| vs.iter().map(|&v| format!("{}({})", self.s.vars[v as usize].name, self.state_preference(self.s.integral[v as usize].unwrap_or(v)))).collect::<Vec<_>>().join(", ");
-                eprintln!("dummy derivatives: {} rows; candidates [{}]; chosen [{}]", rows.len(), names(&candidates), names(&chosen));
+                let names = |vs: &[VarId]| {
+                    vs.iter()
+                        .map(|&v| {
+                            format!(
+                                "{}({})",
+                                self.s.vars[v as usize].name,
+                                self.state_preference(self.s.integral[v as usize].unwrap_or(v))
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                eprintln!(
+                    "dummy derivatives: {} rows; candidates [{}]; chosen [{}]",
+                    rows.len(),
+                    names(&candidates),
+                    names(&chosen)
+                );
             }
             dummies.extend(chosen.iter().copied());
             // Next level: the equations one derivative lower that are themselves
@@ -366,7 +400,12 @@ impl<'b> Pantelides<'b> {
 
     /// Picks `rows.len()` columns among `candidates` with a nonsingular
     /// Jacobian block, least preferred states first.
-    fn choose_columns(&mut self, rows: &[usize], candidates: &[VarId], start: &[f64]) -> Result<Vec<VarId>, Diagnostic> {
+    fn choose_columns(
+        &mut self,
+        rows: &[usize],
+        candidates: &[VarId],
+        start: &[f64],
+    ) -> Result<Vec<VarId>, Diagnostic> {
         let mut order: Vec<VarId> = candidates.to_vec();
         order.sort_by_key(|&c| {
             let w = self.s.integral[c as usize].unwrap_or(c);
@@ -391,9 +430,14 @@ impl<'b> Pantelides<'b> {
                     col.push(0.0);
                     continue;
                 }
-                let d = symbolic::partial(&mut self.s.arena, r, c, &mut self.s.functions).map_err(|m| {
-                    Diagnostic::error(self.s.equations[rows[k]].span, format!("cannot differentiate this equation: {m}"))
-                })?;
+                let d = symbolic::partial(&mut self.s.arena, r, c, &mut self.s.functions).map_err(
+                    |m| {
+                        Diagnostic::error(
+                            self.s.equations[rows[k]].span,
+                            format!("cannot differentiate this equation: {m}"),
+                        )
+                    },
+                )?;
                 let env = symbolic::eval::Env {
                     values: start,
                     pre: None,
@@ -410,10 +454,21 @@ impl<'b> Pantelides<'b> {
             for (k, &r) in rows.iter().enumerate() {
                 let eq = &self.s.equations[r];
                 let names = |v: VarId| self.s.vars[v as usize].name.clone();
-                eprintln!("  row {k}: {} = {}", self.s.arena.display(eq.lhs, &names), self.s.arena.display(eq.rhs, &names));
+                eprintln!(
+                    "  row {k}: {} = {}",
+                    self.s.arena.display(eq.lhs, &names),
+                    self.s.arena.display(eq.rhs, &names)
+                );
             }
             for (c, col, _) in &columns {
-                eprintln!("  col {}: {:?}", self.s.vars[*c as usize].name, col.iter().enumerate().filter(|(_, x)| **x != 0.0).collect::<Vec<_>>());
+                eprintln!(
+                    "  col {}: {:?}",
+                    self.s.vars[*c as usize].name,
+                    col.iter()
+                        .enumerate()
+                        .filter(|(_, x)| **x != 0.0)
+                        .collect::<Vec<_>>()
+                );
             }
         }
         // Greedy numeric rank by modified Gram-Schmidt.
@@ -425,7 +480,7 @@ impl<'b> Pantelides<'b> {
                 break;
             }
             let norm0 = col.iter().map(|x| x * x).sum::<f64>().sqrt();
-            if !(norm0 > 0.0) {
+            if norm0.is_nan() || norm0 <= 0.0 {
                 continue;
             }
             let mut r = col.clone();
@@ -475,7 +530,11 @@ impl<'b> Pantelides<'b> {
     }
 }
 
-fn structural_rank(columns: &[(VarId, Vec<f64>, Vec<bool>)], chosen: &[VarId], nrows: usize) -> usize {
+fn structural_rank(
+    columns: &[(VarId, Vec<f64>, Vec<bool>)],
+    chosen: &[VarId],
+    nrows: usize,
+) -> usize {
     let rows: Vec<Vec<usize>> = (0..nrows)
         .map(|r| {
             chosen
@@ -486,7 +545,10 @@ fn structural_rank(columns: &[(VarId, Vec<f64>, Vec<bool>)], chosen: &[VarId], n
                 .collect()
         })
         .collect();
-    let inc = super::matching::Incidence { rows, ncols: chosen.len() };
+    let inc = super::matching::Incidence {
+        rows,
+        ncols: chosen.len(),
+    };
     super::matching::maximum_matching(&inc).size()
 }
 
@@ -496,13 +558,23 @@ pub fn start_point(s: &Builder) -> Vec<f64> {
     let n = s.vars.len();
     let mut values = vec![0.0; n];
     let mut done = vec![false; n];
-    fn value_of(s: &Builder, v: usize, values: &mut Vec<f64>, done: &mut Vec<bool>, depth: usize) -> f64 {
+    fn value_of(
+        s: &Builder,
+        v: usize,
+        values: &mut Vec<f64>,
+        done: &mut Vec<bool>,
+        depth: usize,
+    ) -> f64 {
         if done[v] || depth > 200 {
             return values[v];
         }
         done[v] = true;
         let var = &s.vars[v];
-        let e = if var.is_parameter() { var.binding.or(var.start) } else { var.start };
+        let e = if var.is_parameter() {
+            var.binding.or(var.start)
+        } else {
+            var.start
+        };
         if let Some(e) = e {
             for dep in s.arena.vars_of(e) {
                 value_of(s, dep as usize, values, done, depth + 1);
@@ -524,7 +596,9 @@ pub fn start_point(s: &Builder) -> Vec<f64> {
     // Variables without a start value take the value their defining equation
     // gives (`ex = cos(phi)*e[1]` is 1, not 0, at the start): a few sweeps of
     // the equations written `v = expr`.
-    let free: Vec<bool> = (0..n).map(|v| s.vars[v].start.is_none() && !s.vars[v].is_parameter()).collect();
+    let free: Vec<bool> = (0..n)
+        .map(|v| s.vars[v].start.is_none() && !s.vars[v].is_parameter())
+        .collect();
     for _ in 0..8 {
         let mut changed = false;
         for eq in &s.equations {

@@ -5,7 +5,7 @@
 //! selection. (The simulator evaluates the JIT-compiled code instead.)
 
 use crate::flat::{ExprArena, ExprId, Function, Node, Statement};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// Values for the leaves of an expression.
 pub struct Env<'a> {
@@ -20,12 +20,27 @@ pub struct Env<'a> {
 
 /// Evaluates `e`; relations and conditions take their mathematical values.
 pub fn eval(arena: &ExprArena, e: ExprId, env: &Env) -> Result<f64, String> {
-    let mut memo: HashMap<ExprId, f64> = HashMap::new();
-    for id in arena.reachable(&[e]) {
-        let v = eval_node(arena, id, env, &memo)?;
-        memo.insert(id, v);
+    // `reachable` is sorted by id and children come before parents, so one
+    // pass fills the values and a child's value is found by binary search.
+    eval_in_order(arena, &arena.reachable(&[e]), env)
+}
+
+/// Evaluates the last of `ids`, an expression's `reachable` nodes.
+fn eval_in_order(arena: &ExprArena, ids: &[ExprId], env: &Env) -> Result<f64, String> {
+    let mut values = Vec::with_capacity(ids.len());
+    for &id in ids {
+        let v = eval_node(
+            arena,
+            id,
+            env,
+            &Memo {
+                ids,
+                values: &values,
+            },
+        )?;
+        values.push(v);
     }
-    Ok(memo[&e])
+    Ok(values.last().copied().unwrap_or(f64::NAN))
 }
 
 /// Evaluation with only variable values (tests, constant folding).
@@ -40,18 +55,36 @@ pub fn eval_simple(arena: &ExprArena, e: ExprId, values: &[f64]) -> f64 {
     eval(arena, e, &env).unwrap_or(f64::NAN)
 }
 
+/// Values of the nodes evaluated so far, parallel to the sorted `ids`.
+struct Memo<'a> {
+    ids: &'a [ExprId],
+    values: &'a [f64],
+}
+
+impl Memo<'_> {
+    fn get(&self, x: ExprId) -> f64 {
+        match self.ids.binary_search(&x) {
+            Ok(k) => self.values.get(k).copied().unwrap_or(f64::NAN),
+            Err(_) => f64::NAN,
+        }
+    }
+}
+
 fn b(x: bool) -> f64 {
     if x { 1.0 } else { 0.0 }
 }
 
-fn eval_node(arena: &ExprArena, id: ExprId, env: &Env, m: &HashMap<ExprId, f64>) -> Result<f64, String> {
-    let g = |x: ExprId| m[&x];
+fn eval_node(arena: &ExprArena, id: ExprId, env: &Env, m: &Memo) -> Result<f64, String> {
+    let g = |x: ExprId| m.get(x);
     let value = |v: u32| env.values.get(v as usize).copied().unwrap_or(0.0);
     Ok(match arena.node(id) {
         Node::Const(bits) => f64::from_bits(bits),
         Node::Var(v) => value(v),
         Node::Der(_) => 0.0,
-        Node::Pre(v) => env.pre.and_then(|p| p.get(v as usize).copied()).unwrap_or(value(v)),
+        Node::Pre(v) => env
+            .pre
+            .and_then(|p| p.get(v as usize).copied())
+            .unwrap_or(value(v)),
         Node::Time => env.time,
         Node::Neg(a) => -g(a),
         Node::Add(a, c) => g(a) + g(c),
@@ -110,15 +143,40 @@ pub fn call_function(functions: &[Function], f: u32, args: &[f64]) -> Result<Vec
             k += 1;
         }
     }
+    // The same limit as compiled code (`jit::lower::MAX_WHILE_ITERATIONS`), counted
+    // over all loops of one call: a loop that runs longer is almost surely runaway.
+    let mut frame = Frame {
+        budget: crate::jit::lower::MAX_WHILE_ITERATIONS as u64,
+        orders: FxHashMap::default(),
+    };
     for &(s, e) in &func.init {
-        slots[s as usize] = eval_in(func, functions, e, &slots)?;
+        slots[s as usize] = eval_in(func, functions, e, &slots, &mut frame)?;
     }
-    let mut budget = 100_000_000u64;
-    exec(func, functions, &func.body, &mut slots, &mut budget)?;
-    Ok(func.outputs.iter().flat_map(|r| r.clone()).map(|s| slots[s as usize]).collect())
+    exec(func, functions, &func.body, &mut slots, &mut frame)?;
+    Ok(func
+        .outputs
+        .iter()
+        .flat_map(|r| r.clone())
+        .map(|s| slots[s as usize])
+        .collect())
 }
 
-fn eval_in(func: &Function, functions: &[Function], e: ExprId, slots: &[f64]) -> Result<f64, String> {
+/// The state of one function call beside its slots.
+struct Frame {
+    /// Loop iterations left.
+    budget: u64,
+    /// Each evaluated expression's nodes in evaluation order, computed once per
+    /// call: loops evaluate the same few expressions many times.
+    orders: FxHashMap<ExprId, Vec<ExprId>>,
+}
+
+fn eval_in(
+    func: &Function,
+    functions: &[Function],
+    e: ExprId,
+    slots: &[f64],
+    frame: &mut Frame,
+) -> Result<f64, String> {
     let env = Env {
         values: slots,
         pre: None,
@@ -126,58 +184,97 @@ fn eval_in(func: &Function, functions: &[Function], e: ExprId, slots: &[f64]) ->
         functions,
         initial: false,
     };
-    eval(&func.arena, e, &env)
+    let order = frame
+        .orders
+        .entry(e)
+        .or_insert_with(|| func.arena.reachable(&[e]));
+    eval_in_order(&func.arena, order, &env)
 }
 
-fn exec(func: &Function, fns: &[Function], body: &[Statement], slots: &mut Vec<f64>, budget: &mut u64) -> Result<Flow, String> {
+fn exec(
+    func: &Function,
+    fns: &[Function],
+    body: &[Statement],
+    slots: &mut Vec<f64>,
+    frame: &mut Frame,
+) -> Result<Flow, String> {
     for s in body {
         match s {
             Statement::Assign { slot, value } => {
-                slots[*slot as usize] = eval_in(func, fns, *value, slots)?;
+                slots[*slot as usize] = eval_in(func, fns, *value, slots, frame)?;
             }
-            Statement::AssignElem { base, len, index, value } => {
-                let i = eval_in(func, fns, *index, slots)?;
+            Statement::AssignElem {
+                base,
+                len,
+                index,
+                value,
+            } => {
+                let i = eval_in(func, fns, *index, slots, frame)?;
                 if i < 1.0 || i > *len as f64 || i.fract() != 0.0 {
-                    return Err(format!("array index {i} out of bounds 1..{len} in `{}`", func.name));
+                    return Err(format!(
+                        "array index {i} out of bounds 1..{len} in `{}`",
+                        func.name
+                    ));
                 }
-                let v = eval_in(func, fns, *value, slots)?;
+                let v = eval_in(func, fns, *value, slots, frame)?;
                 slots[(*base + i as u32 - 1) as usize] = v;
             }
             Statement::If { branches, else_ } => {
                 let mut taken = None;
                 for (c, b) in branches {
-                    if eval_in(func, fns, *c, slots)? != 0.0 {
+                    if eval_in(func, fns, *c, slots, frame)? != 0.0 {
                         taken = Some(b);
                         break;
                     }
                 }
-                match exec(func, fns, taken.map(|b| b.as_slice()).unwrap_or(else_), slots, budget)? {
+                match exec(
+                    func,
+                    fns,
+                    taken.map(|b| b.as_slice()).unwrap_or(else_),
+                    slots,
+                    frame,
+                )? {
                     Flow::Normal => {}
                     other => return Ok(other),
                 }
             }
-            Statement::While { cond, body } => {
-                while eval_in(func, fns, *cond, slots)? != 0.0 {
-                    *budget = budget.checked_sub(1).ok_or_else(|| format!("`{}`: while loop does not terminate", func.name))?;
-                    match exec(func, fns, body, slots, budget)? {
+            Statement::While { cond, body, .. } => {
+                while eval_in(func, fns, *cond, slots, frame)? != 0.0 {
+                    frame.budget = frame.budget.checked_sub(1).ok_or_else(|| {
+                        format!(
+                            "`{}`: while loop still running after {} iterations",
+                            func.name,
+                            crate::jit::lower::MAX_WHILE_ITERATIONS
+                        )
+                    })?;
+                    match exec(func, fns, body, slots, frame)? {
                         Flow::Normal => {}
                         Flow::Break => break,
                         Flow::Return => return Ok(Flow::Return),
                     }
                 }
             }
-            Statement::For { slot, start, step, stop, body } => {
-                let a = eval_in(func, fns, *start, slots)?;
-                let st = eval_in(func, fns, *step, slots)?;
-                let z = eval_in(func, fns, *stop, slots)?;
+            Statement::For {
+                slot,
+                start,
+                step,
+                stop,
+                body,
+            } => {
+                let a = eval_in(func, fns, *start, slots, frame)?;
+                let st = eval_in(func, fns, *step, slots, frame)?;
+                let z = eval_in(func, fns, *stop, slots, frame)?;
                 if st == 0.0 {
                     return Err(format!("`{}`: for-loop step is zero", func.name));
                 }
                 let mut i = a;
                 while (st > 0.0 && i <= z) || (st < 0.0 && i >= z) {
-                    *budget = budget.checked_sub(1).ok_or_else(|| format!("`{}`: for loop too long", func.name))?;
+                    frame.budget = frame
+                        .budget
+                        .checked_sub(1)
+                        .ok_or_else(|| format!("`{}`: for loop too long", func.name))?;
                     slots[*slot as usize] = i;
-                    match exec(func, fns, body, slots, budget)? {
+                    match exec(func, fns, body, slots, frame)? {
                         Flow::Normal => {}
                         Flow::Break => break,
                         Flow::Return => return Ok(Flow::Return),
@@ -187,8 +284,10 @@ fn exec(func: &Function, fns: &[Function], body: &[Statement], slots: &mut Vec<f
             }
             Statement::Break => return Ok(Flow::Break),
             Statement::Return => return Ok(Flow::Return),
-            Statement::Assert { condition, message, .. } => {
-                if eval_in(func, fns, *condition, slots)? == 0.0 {
+            Statement::Assert {
+                condition, message, ..
+            } => {
+                if eval_in(func, fns, *condition, slots, frame)? == 0.0 {
                     return Err(format!("assertion in `{}` failed: {message}", func.name));
                 }
             }

@@ -30,7 +30,13 @@ impl Derivatives {
 
     /// The derivative of output `output` of call `call` (in `arena`) when
     /// its arguments change by `dargs`.
-    pub fn call_derivative(&mut self, arena: &mut ExprArena, call: u32, output: u32, dargs: &[ExprId]) -> Result<ExprId, String> {
+    pub fn call_derivative(
+        &mut self,
+        arena: &mut ExprArena,
+        call: u32,
+        output: u32,
+        dargs: &[ExprId],
+    ) -> Result<ExprId, String> {
         let site = arena.calls[call as usize].clone();
         let fd = self.derivative_function(site.func)?;
         let mut args = site.args.clone();
@@ -52,10 +58,11 @@ impl Derivatives {
         let n = func.slots.len() as u32;
         let mut arena = func.arena.clone();
         let mut memo = HashMap::new();
-        let mut tangent = |this: &mut Derivatives, arena: &mut ExprArena, e: ExprId| -> Result<ExprId, String> {
-            let mut rules = Tangent { n, derivs: this };
-            differentiate(arena, e, &mut rules, &mut memo)
-        };
+        let mut tangent =
+            |this: &mut Derivatives, arena: &mut ExprArena, e: ExprId| -> Result<ExprId, String> {
+                let mut rules = Tangent { n, derivs: this };
+                differentiate(arena, e, &mut rules, &mut memo)
+            };
         let mut init = Vec::new();
         for &(s, e) in &func.init {
             init.push((s, e));
@@ -67,7 +74,11 @@ impl Derivatives {
         slots.extend(func.slots.iter().map(|s| format!("$d.{s}")));
         let mut inputs = func.inputs.clone();
         inputs.extend(func.inputs.iter().map(|r| r.start + n..r.end + n));
-        let outputs = func.outputs.iter().map(|r| r.start + n..r.end + n).collect();
+        let outputs = func
+            .outputs
+            .iter()
+            .map(|r| r.start + n..r.end + n)
+            .collect();
         let id = self.functions.len() as u32;
         self.functions.push(Function {
             name: format!("{}_der", func.name),
@@ -103,7 +114,12 @@ impl Derivatives {
                     });
                     out.push(s.clone());
                 }
-                Statement::AssignElem { base, len, index, value } => {
+                Statement::AssignElem {
+                    base,
+                    len,
+                    index,
+                    value,
+                } => {
                     let d = tangent(self, arena, *value)?;
                     out.push(Statement::AssignElem {
                         base: *base + n,
@@ -119,13 +135,26 @@ impl Derivatives {
                         nb.push((*c, self.tangent_body(b, n, arena, tangent)?));
                     }
                     let ne = self.tangent_body(else_, n, arena, tangent)?;
-                    out.push(Statement::If { branches: nb, else_: ne });
+                    out.push(Statement::If {
+                        branches: nb,
+                        else_: ne,
+                    });
                 }
-                Statement::While { cond, body } => {
+                Statement::While { cond, body, span } => {
                     let nb = self.tangent_body(body, n, arena, tangent)?;
-                    out.push(Statement::While { cond: *cond, body: nb });
+                    out.push(Statement::While {
+                        cond: *cond,
+                        body: nb,
+                        span: *span,
+                    });
                 }
-                Statement::For { slot, start, step, stop, body } => {
+                Statement::For {
+                    slot,
+                    start,
+                    step,
+                    stop,
+                    body,
+                } => {
                     let nb = self.tangent_body(body, n, arena, tangent)?;
                     out.push(Statement::For {
                         slot: *slot,
@@ -135,7 +164,9 @@ impl Derivatives {
                         body: nb,
                     });
                 }
-                Statement::Break | Statement::Return | Statement::Assert { .. } => out.push(s.clone()),
+                Statement::Break | Statement::Return | Statement::Assert { .. } => {
+                    out.push(s.clone())
+                }
             }
         }
         Ok(out)
@@ -159,7 +190,7 @@ impl DiffRules for Tangent<'_> {
             _ => None,
         })
     }
-    fn call(&mut self, arena: &mut ExprArena, call: u32, output: u32, ds: &[ExprId]) -> Result<ExprId, String> {
-        self.derivs.call_derivative(arena, call, output, ds)
+    fn derivatives(&mut self) -> &mut crate::symbolic::fndiff::Derivatives {
+        self.derivs
     }
 }

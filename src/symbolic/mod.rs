@@ -20,6 +20,9 @@ pub trait DiffRules {
     /// `None` means zero.
     fn leaf(&mut self, arena: &mut ExprArena, node: Node) -> Result<Option<ExprId>, String>;
 
+    /// The derivative functions of the model's user functions.
+    fn derivatives(&mut self) -> &mut crate::symbolic::fndiff::Derivatives;
+
     /// The derivative of output `output` of user-function call `call`, given
     /// the derivatives of its arguments.
     fn call(
@@ -28,7 +31,10 @@ pub trait DiffRules {
         call: u32,
         output: u32,
         arg_derivatives: &[ExprId],
-    ) -> Result<ExprId, String>;
+    ) -> Result<ExprId, String> {
+        self.derivatives()
+            .call_derivative(arena, call, output, arg_derivatives)
+    }
 }
 
 /// Differentiates `e` by the chain rule; `memo` caches per node.
@@ -235,8 +241,8 @@ impl DiffRules for Partial<'_> {
             _ => None,
         })
     }
-    fn call(&mut self, arena: &mut ExprArena, call: u32, output: u32, ds: &[ExprId]) -> Result<ExprId, String> {
-        self.functions.call_derivative(arena, call, output, ds)
+    fn derivatives(&mut self) -> &mut crate::symbolic::fndiff::Derivatives {
+        self.functions
     }
 }
 
@@ -285,7 +291,9 @@ pub fn solve_linear(
     let nodes = arena.reachable(&[residual]);
     for id in nodes {
         match arena.node(id) {
-            Node::Rel { lhs, rhs, .. } if mentions(arena, lhs, v) || mentions(arena, rhs, v) => return None,
+            Node::Rel { lhs, rhs, .. } if mentions(arena, lhs, v) || mentions(arena, rhs, v) => {
+                return None;
+            }
             Node::If(c, _, _) if mentions(arena, c, v) => return None,
             Node::Call { .. } if mentions(arena, id, v) => return None,
             _ => {}
@@ -347,7 +355,10 @@ mod tests {
             let h = 1e-6;
             let fd = (val(&a, f, x0 + h) - val(&a, f, x0 - h)) / (2.0 * h);
             let an = val(&a, df, x0);
-            assert!((fd - an).abs() < 1e-7 * an.abs().max(1.0), "x={x0}: {fd} vs {an}");
+            assert!(
+                (fd - an).abs() < 1e-7 * an.abs().max(1.0),
+                "x={x0}: {fd} vs {an}"
+            );
         }
     }
 

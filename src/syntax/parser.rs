@@ -18,9 +18,11 @@ type P<'a> = Pair<'a, Rule>;
 
 /// Parses one file. `file` is the source-map id used in every span.
 pub fn parse(text: &str, file: u32) -> Result<StoredDefinition, Diagnostic> {
-    let mut pairs = RmoParser::parse(Rule::stored_definition, text)
-        .map_err(|e| syntax_error(text, file, e))?;
-    let root = pairs.next().expect("the grammar's root rule always yields one pair");
+    let mut pairs =
+        RmoParser::parse(Rule::stored_definition, text).map_err(|e| syntax_error(text, file, e))?;
+    let root = pairs
+        .next()
+        .expect("the grammar's root rule always yields one pair");
     let b = Builder::new(file, 0);
     let def = b.stored_definition(root);
     match b.errors.into_inner().into_iter().next() {
@@ -31,8 +33,8 @@ pub fn parse(text: &str, file: u32) -> Result<StoredDefinition, Diagnostic> {
 
 /// Parses a single expression (used for `-p name=value` and tests).
 pub fn parse_expression(text: &str, file: u32) -> Result<Expr, Diagnostic> {
-    let mut pairs = RmoParser::parse(Rule::single_expression, text)
-        .map_err(|e| syntax_error(text, file, e))?;
+    let mut pairs =
+        RmoParser::parse(Rule::single_expression, text).map_err(|e| syntax_error(text, file, e))?;
     let root = pairs.next().expect("single_expression yields one pair");
     let p = root
         .into_inner()
@@ -78,7 +80,9 @@ fn rule_name(r: Rule) -> Option<&'static str> {
         Rule::SEMI => "`;`",
         Rule::K_END | Rule::end_clause => "`end`",
         Rule::ident => "a name",
-        Rule::expression | Rule::simple_expression | Rule::primary | Rule::op_expression => "an expression",
+        Rule::expression | Rule::simple_expression | Rule::primary | Rule::op_expression => {
+            "an expression"
+        }
         Rule::equation | Rule::simple_equation => "an equation",
         Rule::statement => "a statement",
         Rule::element | Rule::component_clause => "a declaration",
@@ -96,7 +100,9 @@ fn rule_name(r: Rule) -> Option<&'static str> {
         Rule::class_modification | Rule::function_call_args => "`(`",
         Rule::modification => "a modification",
         Rule::array_subscripts => "`[`",
-        Rule::op_le | Rule::op_ge | Rule::op_eq | Rule::op_ne | Rule::op_lt | Rule::op_gt => "a relation",
+        Rule::op_le | Rule::op_ge | Rule::op_eq | Rule::op_ne | Rule::op_lt | Rule::op_gt => {
+            "a relation"
+        }
         Rule::op_or
         | Rule::op_and
         | Rule::op_eadd
@@ -139,13 +145,19 @@ fn syntax_error(text: &str, file: u32, e: pest::error::Error<Rule>) -> Diagnosti
 
     // Lexical problems first: they explain the failure better than any rule.
     if rest.starts_with('"') && !string_closes(rest) {
-        return Diagnostic::error(point(pos, pos + 1), "unterminated string: this `\"` has no closing quote")
-            .with_label("the string starts here")
-            .with_hint("close the string with `\"` on the same statement");
+        return Diagnostic::error(
+            point(pos, pos + 1),
+            "unterminated string: this `\"` has no closing quote",
+        )
+        .with_label("the string starts here")
+        .with_hint("close the string with `\"` on the same statement");
     }
     if let Some(open) = unclosed_block_comment(text) {
-        return Diagnostic::error(point(open, open + 2), "unterminated comment: this `/*` has no closing `*/`")
-            .with_label("the comment starts here");
+        return Diagnostic::error(
+            point(open, open + 2),
+            "unterminated comment: this `/*` has no closing `*/`",
+        )
+        .with_label("the comment starts here");
     }
     if (rest.starts_with('e') || rest.starts_with('E'))
         && text[..pos].ends_with(|c: char| c.is_ascii_digit() || c == '.')
@@ -155,15 +167,21 @@ fn syntax_error(text: &str, file: u32, e: pest::error::Error<Rule>) -> Diagnosti
             .map(|i| i + 1)
             .unwrap_or(0);
         let end = pos + token_len(text, pos);
-        return Diagnostic::error(point(start, end), format!("malformed number `{}`", &text[start..end]))
-            .with_label("an exponent needs digits")
-            .with_hint("write e.g. `1.5e3`");
+        return Diagnostic::error(
+            point(start, end),
+            format!("malformed number `{}`", &text[start..end]),
+        )
+        .with_label("an exponent needs digits")
+        .with_hint("write e.g. `1.5e3`");
     }
     if rest.starts_with('=') && text[..pos].trim_end().ends_with(':') {
         let colon = text[..pos].trim_end().len() - 1;
-        return Diagnostic::error(point(colon, pos + 1), "`:=` is an assignment, which belongs in an algorithm section")
-            .with_label("in an equation section")
-            .with_hint("equations are written with `=`; statements in `algorithm` sections with `:=`");
+        return Diagnostic::error(
+            point(colon, pos + 1),
+            "`:=` is an assignment, which belongs in an algorithm section",
+        )
+        .with_label("in an equation section")
+        .with_hint("equations are written with `=`; statements in `algorithm` sections with `:=`");
     }
 
     // A missing `;`, `then` or `loop` is reported at the end of the line that
@@ -180,10 +198,17 @@ fn syntax_error(text: &str, file: u32, e: pest::error::Error<Rule>) -> Diagnosti
     if let Some(word) = missing {
         let before = text[..pos].trim_end();
         let end = before.len();
-        let start = before.char_indices().next_back().map(|(i, _)| i).unwrap_or(end);
-        let mut d = Diagnostic::error(point(start, end), format!("expected {word}")).with_label(format!("{word} missing after this"));
+        let start = before
+            .char_indices()
+            .next_back()
+            .map(|(i, _)| i)
+            .unwrap_or(end);
+        let mut d = Diagnostic::error(point(start, end), format!("expected {word}"))
+            .with_label(format!("{word} missing after this"));
         d = match word {
-            "`;`" => d.with_hint(format!("every declaration, equation and statement ends with `;` (found {found} next)")),
+            "`;`" => d.with_hint(format!(
+                "every declaration, equation and statement ends with `;` (found {found} next)"
+            )),
             "`then`" => d.with_hint("write `if condition then` (and `when condition then`)"),
             _ => d.with_hint("write `for i in 1:n loop` (and `while condition loop`)"),
         };
@@ -197,21 +222,32 @@ fn syntax_error(text: &str, file: u32, e: pest::error::Error<Rule>) -> Diagnosti
     }
     if pos >= text.trim_end().len() {
         return unterminated_class(text, file).unwrap_or_else(|| {
-            Diagnostic::error(point(text.len(), text.len()), "unexpected end of file").with_label("the file ends here")
+            Diagnostic::error(point(text.len(), text.len()), "unexpected end of file")
+                .with_label("the file ends here")
         });
     }
     // `end X;` where an `end for;` (if, when, while) was expected.
     let before_words: Vec<&str> = text[..pos].split_whitespace().rev().take(1).collect();
     if before_words.first() == Some(&"end") {
-        for (rule, kw) in [(Rule::K_FOR, "for"), (Rule::K_IF, "if"), (Rule::K_WHEN, "when"), (Rule::K_WHILE, "while")] {
+        for (rule, kw) in [
+            (Rule::K_FOR, "for"),
+            (Rule::K_IF, "if"),
+            (Rule::K_WHEN, "when"),
+            (Rule::K_WHILE, "while"),
+        ] {
             if positives.contains(&rule)
                 && let Some(open) = last_unclosed(text, pos, kw)
             {
                 let end_kw = text[..pos].trim_end().len() - 3;
-                return Diagnostic::error(point(end_kw, end_kw + 3), format!("`end {kw};` is missing: the `{kw}` opened earlier is not closed"))
-                    .with_label("this `end` closes the enclosing class, but the loop or branch is still open")
-                    .with_secondary(point(open, open + kw.len()), format!("`{kw}` opened here"))
-                    .with_hint(format!("add `end {kw};` after the last line of its body"));
+                return Diagnostic::error(
+                    point(end_kw, end_kw + 3),
+                    format!("`end {kw};` is missing: the `{kw}` opened earlier is not closed"),
+                )
+                .with_label(
+                    "this `end` closes the enclosing class, but the loop or branch is still open",
+                )
+                .with_secondary(point(open, open + kw.len()), format!("`{kw}` opened here"))
+                .with_hint(format!("add `end {kw};` after the last line of its body"));
             }
         }
     }
@@ -220,10 +256,13 @@ fn syntax_error(text: &str, file: u32, e: pest::error::Error<Rule>) -> Diagnosti
     if is_class_keyword(&found)
         && let Some(open) = super::scan::unclosed_class(&text[..pos])
     {
-        return Diagnostic::error(point(open.start, open.end), format!("`{}` is not closed before the next class begins", open.name))
-            .with_label("opened here")
-            .with_secondary(point(pos, pos + token_len(text, pos)), "next class")
-            .with_hint(format!("add `end {};` before this line", open.name));
+        return Diagnostic::error(
+            point(open.start, open.end),
+            format!("`{}` is not closed before the next class begins", open.name),
+        )
+        .with_label("opened here")
+        .with_secondary(point(pos, pos + token_len(text, pos)), "next class")
+        .with_hint(format!("add `end {};` before this line", open.name));
     }
     let _ = negatives;
     let end = (pos + token_len(text, pos)).min(text.len());
@@ -234,7 +273,9 @@ fn syntax_error(text: &str, file: u32, e: pest::error::Error<Rule>) -> Diagnosti
     };
     let mut d = Diagnostic::error(point(pos, end), message).with_label("here");
     if found == "`end`" || found.starts_with("`end") {
-        d = d.with_hint("check that every `if`, `for`, `when` and class is closed with its own `end ...;`");
+        d = d.with_hint(
+            "check that every `if`, `for`, `when` and class is closed with its own `end ...;`",
+        );
     }
     if let Some(h) = unbalanced_paren(text, pos) {
         d = d.with_hint(h);
@@ -247,21 +288,70 @@ fn syntax_error(text: &str, file: u32, e: pest::error::Error<Rule>) -> Diagnosti
 
 /// Keywords a misspelling is compared against.
 pub const KEYWORDS: &[&str] = &[
-    "algorithm", "annotation", "connect", "connector", "constant", "constrainedby", "discrete", "each", "else", "elseif",
-    "elsewhen", "encapsulated", "equation", "extends", "final", "flow", "function", "import", "initial", "input", "loop",
-    "model", "output", "package", "parameter", "partial", "protected", "public", "record", "redeclare", "replaceable",
-    "return", "then", "when", "while", "within", "block",
+    "algorithm",
+    "annotation",
+    "connect",
+    "connector",
+    "constant",
+    "constrainedby",
+    "discrete",
+    "each",
+    "else",
+    "elseif",
+    "elsewhen",
+    "encapsulated",
+    "equation",
+    "extends",
+    "final",
+    "flow",
+    "function",
+    "import",
+    "initial",
+    "input",
+    "loop",
+    "model",
+    "output",
+    "package",
+    "parameter",
+    "partial",
+    "protected",
+    "public",
+    "record",
+    "redeclare",
+    "replaceable",
+    "return",
+    "then",
+    "when",
+    "while",
+    "within",
+    "block",
 ];
 
 fn is_class_keyword(found: &str) -> bool {
-    ["`model`", "`block`", "`connector`", "`record`", "`package`", "`function`", "`type`", "`class`"].contains(&found)
+    [
+        "`model`",
+        "`block`",
+        "`connector`",
+        "`record`",
+        "`package`",
+        "`function`",
+        "`type`",
+        "`class`",
+    ]
+    .contains(&found)
 }
 
 /// A word on the lines around `pos` that looks like a misspelled keyword.
 fn misspelled_keyword(text: &str, pos: usize) -> Option<String> {
     let line_start = text[..pos].rfind('\n').map(|i| i + 1).unwrap_or(0);
-    let prev_start = text[..line_start.saturating_sub(1)].rfind('\n').map(|i| i + 1).unwrap_or(0);
-    let line_end = text[pos..].find('\n').map(|i| pos + i).unwrap_or(text.len());
+    let prev_start = text[..line_start.saturating_sub(1)]
+        .rfind('\n')
+        .map(|i| i + 1)
+        .unwrap_or(0);
+    let line_end = text[pos..]
+        .find('\n')
+        .map(|i| pos + i)
+        .unwrap_or(text.len());
     for word in text[prev_start..line_end].split(|c: char| !(c.is_alphanumeric() || c == '_')) {
         if word.len() < 4 || KEYWORDS.contains(&word) {
             continue;
@@ -744,11 +834,10 @@ impl Builder {
                     }))
                 }
                 Rule::annotation_element => {
-                    if let Some(m) = c
-                        .into_inner()
-                        .next()
-                        .and_then(|a| a.into_inner().find(|x| x.as_rule() == Rule::class_modification))
-                    {
+                    if let Some(m) = c.into_inner().next().and_then(|a| {
+                        a.into_inner()
+                            .find(|x| x.as_rule() == Rule::class_modification)
+                    }) {
                         comp.annotations.push(self.class_modification(m));
                     }
                 }
@@ -822,7 +911,10 @@ impl Builder {
             .find(|x| {
                 matches!(
                     x.as_rule(),
-                    Rule::import_alias | Rule::import_list | Rule::import_wildcard | Rule::import_name
+                    Rule::import_alias
+                        | Rule::import_list
+                        | Rule::import_wildcard
+                        | Rule::import_name
                 )
             })
             .expect("import clause has a body");
@@ -996,7 +1088,9 @@ impl Builder {
                         span,
                     });
                 }
-                Rule::element_replaceable | Rule::short_class_definition | Rule::component_clause1 => {
+                Rule::element_replaceable
+                | Rule::short_class_definition
+                | Rule::component_clause1 => {
                     let element = self.redeclared(x);
                     result = Some(if redeclare {
                         ModArg::Redeclare {
@@ -1027,7 +1121,12 @@ impl Builder {
             Rule::element_replaceable => {
                 let x = p
                     .into_inner()
-                    .find(|y| matches!(y.as_rule(), Rule::short_class_definition | Rule::component_clause1))
+                    .find(|y| {
+                        matches!(
+                            y.as_rule(),
+                            Rule::short_class_definition | Rule::component_clause1
+                        )
+                    })
                     .expect("replaceable body");
                 self.redeclared(x)
             }
@@ -1099,7 +1198,11 @@ impl Builder {
                                     .with_hint("write `expression = expression;`, or a call such as `assert(...)`"),
                             );
                             EquationKind::Call {
-                                func: ComponentRef { parts: vec![], global: false, span: lhs.span },
+                                func: ComponentRef {
+                                    parts: vec![],
+                                    global: false,
+                                    span: lhs.span,
+                                },
                                 args: vec![],
                             }
                         }
@@ -1368,30 +1471,41 @@ impl Builder {
             }
             Rule::op_expression => self.operators(p),
             Rule::primary => self.expression(p.into_inner().next().expect("primary body")),
-            Rule::unsigned_integer => match p.as_str().parse::<i64>() {
-                Ok(v) if v <= (1i64 << 53) => Expr {
-                    kind: ExprKind::Integer(v),
-                    span,
-                },
-                _ => {
-                    self.errors.borrow_mut().push(
+            Rule::unsigned_integer => {
+                match p.as_str().parse::<i64>() {
+                    Ok(v) if v <= (1i64 << 53) => Expr {
+                        kind: ExprKind::Integer(v),
+                        span,
+                    },
+                    _ => {
+                        self.errors.borrow_mut().push(
                         Diagnostic::error(span, format!("integer literal `{}` is out of range", p.as_str()))
                             .with_label("too large")
                             .with_hint("integers must be below 2^53; write a Real (`1e20`) for a large value"),
                     );
-                    Expr { kind: ExprKind::Integer(0), span }
+                        Expr {
+                            kind: ExprKind::Integer(0),
+                            span,
+                        }
+                    }
                 }
-            },
+            }
             Rule::unsigned_real => {
                 let v = p.as_str().parse::<f64>().unwrap_or(f64::NAN);
                 if !v.is_finite() {
                     self.errors.borrow_mut().push(
-                        Diagnostic::error(span, format!("real literal `{}` is out of range", p.as_str()))
-                            .with_label("not a finite double-precision number")
-                            .with_hint("the largest finite value is about 1.8e308"),
+                        Diagnostic::error(
+                            span,
+                            format!("real literal `{}` is out of range", p.as_str()),
+                        )
+                        .with_label("not a finite double-precision number")
+                        .with_hint("the largest finite value is about 1.8e308"),
                     );
                 }
-                Expr { kind: ExprKind::Real(v), span }
+                Expr {
+                    kind: ExprKind::Real(v),
+                    span,
+                }
             }
             Rule::string => Expr {
                 kind: ExprKind::String(unescape(p.as_str())),
@@ -1483,7 +1597,10 @@ impl Builder {
             }
             Rule::array_constructor => {
                 let parts: Vec<P> = p.into_inner().collect();
-                if let Some(tail) = parts.iter().find(|x| x.as_rule() == Rule::comprehension_tail) {
+                if let Some(tail) = parts
+                    .iter()
+                    .find(|x| x.as_rule() == Rule::comprehension_tail)
+                {
                     let body = self.expression(parts[0].clone());
                     let indices = tail
                         .clone()
@@ -1558,10 +1675,16 @@ impl Builder {
     fn comprehension_args(&self, p: P) -> Option<(Expr, Vec<ForIndex>)> {
         let fa = p.into_inner().next()?;
         let parts: Vec<P> = fa.into_inner().collect();
-        let tail = parts.iter().find(|x| x.as_rule() == Rule::comprehension_tail)?;
+        let tail = parts
+            .iter()
+            .find(|x| x.as_rule() == Rule::comprehension_tail)?;
         let item = parts[0].clone().into_inner().next()?;
         let body = self.expression(item);
-        let indices = tail.clone().into_inner().find(|y| y.as_rule() == Rule::for_indices).map(|y| self.for_indices(y))?;
+        let indices = tail
+            .clone()
+            .into_inner()
+            .find(|y| y.as_rule() == Rule::for_indices)
+            .map(|y| self.for_indices(y))?;
         Some((body, indices))
     }
 

@@ -20,9 +20,16 @@ pub fn model_file(name: &str, src: &str) -> PathBuf {
 }
 
 /// Rendered diagnostics with the temporary folder replaced by `<dir>`.
-fn render(lib: &rmoc::instantiate::library::Library, d: &[diag::Diagnostic], path: &std::path::Path) -> String {
+fn render(
+    lib: &rmoc::instantiate::library::Library,
+    d: &[diag::Diagnostic],
+    path: &std::path::Path,
+) -> String {
     let text = diag::render(&lib.sources, d, false);
-    let dir = path.parent().map(|p| p.display().to_string()).unwrap_or_default();
+    let dir = path
+        .parent()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
     text.replace(&dir, "<dir>")
 }
 
@@ -34,7 +41,10 @@ pub fn check(src: &str) -> String {
         Ok(l) => l,
         Err(d) => return render(&lib, &d, &path),
     };
-    let names: Vec<String> = rmoc::candidate_models(&loaded.file).iter().map(|c| c.name.name.clone()).collect();
+    let names: Vec<String> = rmoc::candidate_models(&loaded.file)
+        .iter()
+        .map(|c| c.name.name.clone())
+        .collect();
     let mut out = String::new();
     let mut diags = Vec::new();
     for (id, c) in loaded.classes.iter().zip(&loaded.file.classes) {
@@ -134,7 +144,12 @@ pub fn options(c: &rmoc::Compiled, run: &Run) -> solve::Options {
         .params
         .iter()
         .map(|(n, v)| {
-            let k = c.causal.vars.iter().position(|x| x.name == *n).unwrap_or_else(|| panic!("no parameter {n}"));
+            let k = c
+                .causal
+                .vars
+                .iter()
+                .position(|x| x.name == *n)
+                .unwrap_or_else(|| panic!("no parameter {n}"));
             (k as u32, *v)
         })
         .collect();
@@ -142,7 +157,10 @@ pub fn options(c: &rmoc::Compiled, run: &Run) -> solve::Options {
         start,
         stop,
         tolerance: run.tolerance.or(e.tolerance).unwrap_or(1e-6),
-        interval: run.interval.or(e.interval).unwrap_or((stop - start) / 500.0),
+        interval: run
+            .interval
+            .or(e.interval)
+            .unwrap_or((stop - start) / 500.0),
         overrides,
         max_events: 1_000_000,
     }
@@ -154,7 +172,10 @@ pub fn simulate_compiled(c: &rmoc::Compiled, run: &Run) -> Results {
     let opts = options(c, run);
     match solve::simulate(&c.causal, &c.program, &jit, &opts) {
         Ok(r) => r,
-        Err(d) => panic!("simulation failed: {:?}", d.iter().map(|x| x.message.clone()).collect::<Vec<_>>()),
+        Err(d) => panic!(
+            "simulation failed: {:?}",
+            d.iter().map(|x| x.message.clone()).collect::<Vec<_>>()
+        ),
     }
 }
 
@@ -166,7 +187,9 @@ pub fn simulate(src: &str, model: Option<&str>, run: &Run) -> Results {
 /// The value of `var` at time `t` (linear interpolation between rows; the
 /// last row at an event time).
 pub fn value_at(r: &Results, var: &str, t: f64) -> f64 {
-    let k = r.column(var).unwrap_or_else(|| panic!("no column {var} in {:?}", r.names));
+    let k = r
+        .column(var)
+        .unwrap_or_else(|| panic!("no column {var} in {:?}", r.names));
     let mut best = None;
     for i in 0..r.times.len() {
         if r.times[i] == t {

@@ -1,0 +1,375 @@
+//! Code generation: compiled code against the reference interpreter, the
+//! analytic Jacobian against finite differences, and the ABI's safety.
+
+mod common;
+
+use rmoc::jit::ir::{self, Stmt, status};
+use rmoc::jit::lower::{self, Program};
+use rmoc::solve::model::{Backend, Entry, Interpreter};
+
+/// A small deterministic generator (xorshift), so failures reproduce.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+    /// Uniform in [-1, 1).
+    fn sym(&mut self) -> f64 {
+        2.0 * self.next() - 1.0
+    }
+}
+
+/// The models every differential test runs on: the examples, the test models
+/// and the standard library's contact example through the gearbox variants.
+fn models() -> Vec<(std::path::PathBuf, Option<&'static str>)> {
+    let p = common::project;
+    vec![
+        (p("examples/gearbox.rmo"), Some("Gearbox")),
+        (p("examples/gearbox.rmo"), Some("GearboxFrictionless")),
+        (p("examples/gearbox.rmo"), Some("GearboxRigid")),
+        (p("tests/models/pendulum.rmo"), None),
+        (p("tests/models/chain.rmo"), None),
+        (p("tests/models/ball.rmo"), None),
+        (p("tests/models/johnson.rmo"), Some("Johnson")),
+        (p("tests/models/circuit.rmo"), Some("Rectifier")),
+    ]
+}
+
+/// A buffer at the model's start values, with parameters and states perturbed.
+fn random_point(c: &rmoc::Compiled, base: &[f64], rng: &mut Rng, scale: f64) -> Vec<f64> {
+    let l = &c.program.layout;
+    let mut buf = base.to_vec();
+    for &s in &c.causal.states {
+        let k = l.var(s) as usize;
+        let x = buf[k];
+        buf[k] = x + scale * (x.abs().max(1e-3)) * rng.sym();
+    }
+    buf[lower::TIME as usize] += scale * rng.next();
+    buf
+}
+
+fn start_buffer(c: &rmoc::Compiled, b: &dyn Backend) -> Vec<f64> {
+    let mut buf = vec![0.0; c.program.layout.len as usize];
+    assert_eq!(b.run(Entry::Parameters, &mut buf), status::OK);
+    assert_eq!(b.run(Entry::Starts, &mut buf), status::OK);
+    rmoc::solve::initialize_only(&c.causal, &c.program, b, 0.0).expect("initial values");
+    // Initialization worked on its own buffer; redo it here for a consistent start.
+    assert_eq!(b.run(Entry::Ode, &mut buf), status::OK);
+    buf
+}
+
+fn rel_diff(a: f64, b: f64) -> f64 {
+    if a == b || (a.is_nan() && b.is_nan()) {
+        0.0
+    } else {
+        (a - b).abs() / a.abs().max(b.abs()).max(1e-300)
+    }
+}
+
+#[test]
+fn compiled_code_agrees_with_the_interpreter_at_random_points() {
+    for (path, model) in models() {
+        let c = common::compile_file(&path, model);
+        let jit = rmoc::jit::codegen::compile(&c.program).expect("jit");
+        let interp = Interpreter {
+            program: &c.program,
+        };
+        let base = start_buffer(&c, &interp);
+        let mut rng = Rng(0x9e3779b97f4a7c15);
+        let mut worst = 0.0f64;
+        let mut compared = 0usize;
+        for k in 0..1000 {
+            let point = random_point(&c, &base, &mut rng, if k % 2 == 0 { 1e-3 } else { 0.1 });
+            for entry in [Entry::Ode, Entry::ZeroCrossings, Entry::Residuals] {
+                let mut a = point.clone();
+                let mut b = point.clone();
+                let ca = jit.run(entry, &mut a);
+                let cb = interp.run(entry, &mut b);
+                assert_eq!(
+                    ca,
+                    cb,
+                    "{}: status differs for {entry:?} at point {k}",
+                    path.display()
+                );
+                if ca != status::OK {
+                    continue;
+                }
+                for (x, y) in a.iter().zip(&b) {
+                    worst = worst.max(rel_diff(*x, *y));
+                    compared += 1;
+                }
+            }
+            // Tangent code for a random direction.
+            let mut a = point.clone();
+            let mut b = point.clone();
+            if jit.run(Entry::Ode, &mut a) == status::OK
+                && interp.run(Entry::Ode, &mut b) == status::OK
+            {
+                for &s in &c.causal.states {
+                    let dir = rng.sym();
+                    a[c.program.layout.tan(s) as usize] = dir;
+                    b[c.program.layout.tan(s) as usize] = dir;
+                }
+                assert_eq!(
+                    jit.run(Entry::Tangent, &mut a),
+                    interp.run(Entry::Tangent, &mut b)
+                );
+                for (x, y) in a.iter().zip(&b) {
+                    worst = worst.max(rel_diff(*x, *y));
+                }
+            }
+        }
+        assert!(
+            compared > 1000,
+            "{}: only {compared} values compared",
+            path.display()
+        );
+        assert!(
+            worst <= 1e-12,
+            "{}: JIT and interpreter differ by {worst:e}",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn analytic_jacobian_agrees_with_central_differences() {
+    for (path, model) in models() {
+        let c = common::compile_file(&path, model);
+        let jit = rmoc::jit::codegen::compile(&c.program).expect("jit");
+        let l = &c.program.layout;
+        let base = start_buffer(&c, &jit);
+        let mut rng = Rng(12345);
+        let n = c.causal.states.len();
+        let mut worst = 0.0f64;
+        let (mut checked, mut skipped, mut zeros) = (0usize, 0usize, 0usize);
+        // Points near the start, not at it: a contact begins there (the
+        // Johnson force has an infinite slope at zero approach); and close to
+        // it: the gear's point a lies 6.5 um outside the pinion's base circle,
+        // inside which the involute (and its derivatives) do not exist.
+        for k in 0..20 {
+            let point = random_point(&c, &base, &mut rng, 1e-5);
+            let f = |x: &[f64]| -> Option<Vec<f64>> {
+                let mut b = x.to_vec();
+                (jit.run(Entry::Ode, &mut b) == status::OK).then(|| {
+                    c.causal
+                        .state_ders
+                        .iter()
+                        .map(|&d| b[l.var(d) as usize])
+                        .collect()
+                })
+            };
+            let Some(_) = f(&point) else { continue };
+            // The analytic Jacobian, column by column.
+            let mut jac = vec![vec![0.0; n]; n];
+            for j in 0..n {
+                let mut b = point.clone();
+                assert_eq!(jit.run(Entry::Ode, &mut b), status::OK);
+                for v in &mut b[l.tangent as usize..(l.tangent + l.n_vars) as usize] {
+                    *v = 0.0;
+                }
+                b[l.tan(c.causal.states[j]) as usize] = 1.0;
+                assert_eq!(jit.run(Entry::Tangent, &mut b), status::OK);
+                for i in 0..n {
+                    jac[i][j] = b[l.tan(c.causal.state_ders[i]) as usize];
+                }
+                if std::env::var_os("RMOC_DEBUG_JAC").is_some() && j == 0 {
+                    for blk in &c.causal.blocks {
+                        for v in blk.vars() {
+                            if b[l.tan(v) as usize].is_nan() {
+                                eprintln!(
+                                    "first NaN tangent: {} (value {})",
+                                    c.causal.vars[v as usize].name,
+                                    b[l.var(v) as usize]
+                                );
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+            // Central differences at several steps (the best step depends on
+            // the column: curvature wants small ones, cancellation large ones);
+            // an entry agrees if one of them does, relative to the entry or,
+            // for entries far below their row's largest, to that.
+            let steps = [1e-5, 1e-6, 1e-7, 1e-8];
+            let mut fds: Vec<Vec<Vec<f64>>> = Vec::new();
+            for &rel in &steps {
+                let mut cols = vec![vec![f64::NAN; n]; n];
+                for (j, &state) in c.causal.states.iter().enumerate() {
+                    let s = l.var(state) as usize;
+                    let h = rel * point[s].abs().max(1e-3);
+                    let mut xp = point.clone();
+                    xp[s] += h;
+                    let mut xm = point.clone();
+                    xm[s] -= h;
+                    if let (Some(fp), Some(fm)) = (f(&xp), f(&xm)) {
+                        for i in 0..n {
+                            cols[i][j] = (fp[i] - fm[i]) / (2.0 * h);
+                        }
+                    }
+                }
+                fds.push(cols);
+            }
+            for i in 0..n {
+                let rowmax = jac[i].iter().fold(0.0f64, |a, x| a.max(x.abs()));
+                for j in 0..n {
+                    let an = jac[i][j];
+                    let fd: Vec<f64> = fds.iter().map(|fd| fd[i][j]).collect();
+                    // Entries far below their row's largest (differences
+                    // resolve a row only to ~1e-7 of its scale), or on which the
+                    // differences at the four steps disagree among themselves
+                    // by more than a thousandth (round-off: the rate of
+                    // lambda, zero for involutes by Assertion 2, is such a
+                    // row), cannot be checked by differences.
+                    let lo = fd.iter().copied().fold(f64::INFINITY, f64::min);
+                    let hi = fd.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    let tiny = an.abs() <= 1e-7 * rowmax && hi.abs().max(lo.abs()) <= 1e-6 * rowmax;
+                    let inconsistent = hi - lo > 1e-3 * an.abs().max(hi.abs());
+                    if tiny {
+                        // Both negligible: agreement on a (structural) zero.
+                        zeros += 1;
+                        continue;
+                    }
+                    if inconsistent {
+                        skipped += 1;
+                        continue;
+                    }
+                    checked += 1;
+                    let err = fd
+                        .iter()
+                        .map(|f| (f - an).abs() / an.abs().max(1e-300))
+                        .fold(f64::INFINITY, f64::min);
+                    if err > 1e-5 && std::env::var_os("RMOC_DEBUG_JAC").is_some() {
+                        eprintln!(
+                            "{} d {} / d {}: fd {fd:?} analytic {an:e} (point {k})",
+                            path.display(),
+                            c.causal.vars[c.causal.state_ders[i] as usize].name,
+                            c.causal.vars[c.causal.states[j] as usize].name
+                        );
+                    }
+                    worst = worst.max(err);
+                }
+            }
+        }
+        eprintln!(
+            "{}: {checked} entries checked, {zeros} zero, {skipped} skipped",
+            path.display()
+        );
+        assert!(
+            n == 0 || (checked > 0 && checked > 3 * skipped),
+            "{}: {checked} entries checked, {skipped} skipped",
+            path.display()
+        );
+        // Central differences carry ~1e-6 relative noise on the entries whose
+        // four steps scatter by up to 1e-3; a wrong derivative is off by O(1).
+        assert!(
+            worst <= 1e-5,
+            "{}: Jacobian differs from finite differences by {worst:e} (relative)",
+            path.display()
+        );
+    }
+}
+
+fn has_loop(body: &[Stmt]) -> bool {
+    body.iter().any(|s| match s {
+        Stmt::Loop(_) => true,
+        Stmt::If(_, a, b) => has_loop(a) || has_loop(b),
+        _ => false,
+    })
+}
+
+#[test]
+fn the_while_loop_of_a_function_runs_in_compiled_code() {
+    let c = common::compile_file(
+        &common::project("tests/models/johnson.rmo"),
+        Some("Johnson"),
+    );
+    let f = c
+        .program
+        .user
+        .iter()
+        .find(|f| f.name == "johnsonN")
+        .expect("the function is compiled");
+    assert!(has_loop(&f.body), "{}", ir::display(f));
+    let r = common::simulate_compiled(&c, &common::Run::default());
+    // The iteration inverts the closed form: h(N(h)) = h.
+    common::assert_close(common::last(&r, "hBack"), 3e-9, 1e-9, 0.0);
+}
+
+#[test]
+fn a_short_frame_is_refused_at_the_entry() {
+    let c = common::compile_file(&common::project("tests/models/pendulum.rmo"), None);
+    let jit = rmoc::jit::codegen::compile(&c.program).expect("jit");
+    let mut short = vec![0.0; c.program.layout.len as usize - 1];
+    for e in [
+        Entry::Ode,
+        Entry::Tangent,
+        Entry::Parameters,
+        Entry::Residuals,
+    ] {
+        assert_eq!(status::decode(jit.run(e, &mut short)).0, status::FRAME);
+    }
+}
+
+#[test]
+fn the_ir_verifier_rejects_out_of_frame_access() {
+    let bad = ir::Func {
+        name: "bad".into(),
+        frame_size: 4,
+        n_locals: 1,
+        inputs: vec![],
+        outputs: vec![],
+        body: vec![Stmt::Store(4, ir::Expr::Const(1.0))],
+    };
+    assert!(ir::verify(&[bad], &[]).is_err());
+    let bad_local = ir::Func {
+        name: "bad".into(),
+        frame_size: 4,
+        n_locals: 1,
+        inputs: vec![],
+        outputs: vec![],
+        body: vec![Stmt::Set(1, ir::Expr::Const(1.0))],
+    };
+    assert!(ir::verify(&[bad_local], &[]).is_err());
+    let stray_break = ir::Func {
+        name: "bad".into(),
+        frame_size: 4,
+        n_locals: 1,
+        inputs: vec![],
+        outputs: vec![],
+        body: vec![Stmt::Break],
+    };
+    assert!(ir::verify(&[stray_break], &[]).is_err());
+}
+
+#[test]
+fn a_failing_newton_iteration_is_reported_with_its_block() {
+    // x^2 = -1 - time has no real solution: the block fails, by name.
+    let src = "model NoRoot\n  Real x(start = 1);\n  Real y(start = 0, fixed = true);\nequation\n  x^2 + x^4 = -1 - time;\n  der(y) = x;\nend NoRoot;";
+    let path = common::model_file("noroot", src);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rmoc"))
+        .current_dir(path.parent().expect("dir"))
+        .args(["simulate", "noroot.rmo", "-o", "out.csv"])
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("`x`") && text.contains(":5:"), "{text}");
+    assert!(
+        !path.with_file_name("out.csv").exists(),
+        "a failed run leaves no result file"
+    );
+}
+
+#[test]
+fn compiled_programs_pass_the_ir_verifier() {
+    for (path, model) in models() {
+        let c = common::compile_file(&path, model);
+        let p: &Program = &c.program;
+        ir::verify(&p.entries().map(|f| f.clone()), &p.user).expect("verified");
+    }
+}

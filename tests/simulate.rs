@@ -1,0 +1,160 @@
+//! The integrator against independent references: the classic stiff and
+//! non-stiff test problems of `tests/models/reference/` (values from SciPy's
+//! Radau at rtol 1e-12, checked there against Hairer & Wanner's test set and
+//! closed forms; see its README). Every model's solver statistics are pinned
+//! in a snapshot, so a change in the integrator's work shows up as a diff.
+
+mod common;
+
+use common::{Run, assert_close, value_at};
+use rmoc::solve::Results;
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+struct Reference {
+    file: String,
+    model: String,
+    #[serde(default)]
+    run: Option<RunSettings>,
+    checks: Vec<Check>,
+    #[serde(default)]
+    impact_times: Vec<f64>,
+    #[serde(default)]
+    impact_atol: f64,
+    #[serde(default)]
+    period: Option<Tolerance>,
+    #[serde(default)]
+    zero_crossings_down: Vec<f64>,
+    #[serde(default)]
+    crossing_atol: f64,
+}
+
+#[derive(Deserialize)]
+struct RunSettings {
+    stop_time: f64,
+}
+
+#[derive(Deserialize)]
+struct Tolerance {
+    value: f64,
+    atol: f64,
+}
+
+#[derive(Deserialize)]
+struct Check {
+    var: Option<String>,
+    at: Option<f64>,
+    value: Option<f64>,
+    invariant: Option<String>,
+    #[serde(default)]
+    rtol: f64,
+    #[serde(default)]
+    atol: f64,
+}
+
+fn references() -> Vec<Reference> {
+    let path = common::project("tests/models/reference/expected.json");
+    let text = std::fs::read_to_string(&path).expect("expected.json");
+    serde_json::from_str(&text).expect("expected.json parses")
+}
+
+/// The invariants of `expected.json`, evaluated on one output row. They are
+/// written there as Python expressions; each has its Rust twin here, and an
+/// unknown one fails the test rather than being skipped.
+fn invariant(expr: &str, r: &Results, row: usize) -> f64 {
+    let v = |name: &str| r.rows[row][r.column(name).unwrap_or_else(|| panic!("no column {name}"))];
+    let w = std::f64::consts::TAU;
+    match expr {
+        "y1 + y2 + y3 - 1" => v("y1") + v("y2") + v("y3") - 1.0,
+        "min(y2, 0)" => v("y2").min(0.0),
+        "min(h, 0)" => v("h").min(0.0),
+        "x**2 + (v/6.283185307179586)**2 - 1" => v("x").powi(2) + (v("v") / w).powi(2) - 1.0,
+        "x - math.cos(6.283185307179586*time)" => v("x") - (w * r.times[row]).cos(),
+        other => panic!("invariant `{other}` has no Rust twin in tests/simulate.rs"),
+    }
+}
+
+/// Simulates one reference problem, checks its values, invariants, event
+/// times and period, and returns its solver statistics as text.
+fn check(reference: &Reference) -> String {
+    let path = common::project(&format!("tests/models/reference/{}", reference.file));
+    let compiled = common::compile_file(&path, Some(&reference.model));
+    let run = Run {
+        stop: reference.run.as_ref().map(|r| r.stop_time),
+        ..Run::default()
+    };
+    let r = common::simulate_compiled(&compiled, &run);
+    for c in &reference.checks {
+        if let (Some(var), Some(at), Some(value)) = (&c.var, c.at, c.value) {
+            let got = value_at(&r, var, at);
+            assert!(
+                (got - value).abs() <= c.atol + c.rtol * value.abs(),
+                "{} {var}({at}) = {got}, reference {value} (difference {:e})",
+                reference.file,
+                (got - value).abs()
+            );
+        } else if let Some(expr) = &c.invariant {
+            for row in 0..r.times.len() {
+                let e = invariant(expr, &r, row);
+                assert!(
+                    e.abs() <= c.atol,
+                    "{}: invariant {expr} = {e:e} at t = {}",
+                    reference.file,
+                    r.times[row]
+                );
+            }
+        } else {
+            panic!(
+                "{}: a check with neither a value nor an invariant",
+                reference.file
+            );
+        }
+    }
+    if !reference.impact_times.is_empty() {
+        // An event is written as two rows at the same time: before and after.
+        let k = r.column("bounces").expect("bounces");
+        let impacts: Vec<f64> = (1..r.times.len())
+            .filter(|&i| r.rows[i][k] != r.rows[i - 1][k])
+            .map(|i| r.times[i])
+            .collect();
+        assert_eq!(impacts.len(), reference.impact_times.len(), "{impacts:?}");
+        for (got, want) in impacts.iter().zip(&reference.impact_times) {
+            assert_close(*got, *want, 0.0, reference.impact_atol);
+        }
+    }
+    if let Some(period) = &reference.period {
+        // Downward zero crossings of y1, by linear interpolation between rows.
+        let k = r.column("y1").expect("y1");
+        let mut down = Vec::new();
+        for i in 1..r.times.len() {
+            let (a, b) = (r.rows[i - 1][k], r.rows[i][k]);
+            if a > 0.0 && b <= 0.0 {
+                down.push(r.times[i - 1] + (r.times[i] - r.times[i - 1]) * a / (a - b));
+            }
+        }
+        assert_eq!(down.len(), reference.zero_crossings_down.len(), "{down:?}");
+        for (got, want) in down.iter().zip(&reference.zero_crossings_down) {
+            assert_close(*got, *want, 0.0, reference.crossing_atol);
+        }
+        assert_close(down[1] - down[0], period.value, 0.0, period.atol);
+    }
+    format!(
+        "{} {} to t = {}: {}",
+        reference.file,
+        reference.model,
+        r.times.last().copied().unwrap_or(f64::NAN),
+        r.stats
+    )
+}
+
+#[test]
+fn reference_problems_match_their_references() {
+    let refs = references();
+    assert!(
+        refs.len() >= 7,
+        "expected.json lists {} problems",
+        refs.len()
+    );
+    let stats: Vec<String> = refs.iter().map(check).collect();
+    insta::assert_snapshot!(stats.join("\n"));
+}
