@@ -697,7 +697,7 @@ impl<'l> Flattener<'l> {
         // one reached through a component is inside (MLS 9.1.2).
         let inside_a = a.parts.len() > 1;
         let inside_b = b.parts.len() > 1;
-        for (la, lb) in na.leaves.iter().zip(&nb.leaves) {
+        for (la, lb) in na.leaves.iter().zip(nb.leaves.iter()) {
             self.connect_nodes(la, lb, inside_a, inside_b, span, &a.dotted(), &b.dotted())?;
         }
         Ok(())
@@ -898,7 +898,7 @@ impl<'l> Flattener<'l> {
 
 fn leaves_of(n: &CompNode) -> Vec<CompNode> {
     match n {
-        CompNode::Array(_, e) => e.clone(),
+        CompNode::Array(_, e) => e.to_vec(),
         other => vec![other.clone()],
     }
 }

@@ -163,7 +163,7 @@ impl Ctx {
 /// A set of component nodes with a shape, while walking `a.b[2].c`.
 pub(super) struct NodeArray {
     pub dims: Vec<usize>,
-    pub leaves: Vec<CompNode>,
+    pub leaves: std::rc::Rc<[CompNode]>,
 }
 
 impl NodeArray {
@@ -175,7 +175,7 @@ impl NodeArray {
             },
             other => NodeArray {
                 dims: vec![],
-                leaves: vec![other.clone()],
+                leaves: std::rc::Rc::new([other.clone()]),
             },
         }
     }
@@ -913,7 +913,7 @@ impl<'l> Flattener<'l> {
         for part in &r.parts[1..] {
             let mut leaves = Vec::new();
             let mut inner_dims: Option<Vec<usize>> = None;
-            for leaf in &cur.leaves {
+            for leaf in cur.leaves.iter() {
                 let CompNode::Inst(i) = leaf else {
                     return Err(Diagnostic::error(
                         part.ident.span,
@@ -953,13 +953,16 @@ impl<'l> Flattener<'l> {
                     }
                     _ => {}
                 }
-                leaves.extend(na.leaves);
+                leaves.extend(na.leaves.iter().cloned());
             }
             let mut dims = cur.dims.clone();
             dims.extend(inner_dims.unwrap_or_default());
             path = format!("{path}.{}", part.ident.name);
             cur = self.apply_node_subscripts(
-                NodeArray { dims, leaves },
+                NodeArray {
+                    dims,
+                    leaves: leaves.into(),
+                },
                 &part.subscripts,
                 ctx,
                 &path,
@@ -1130,7 +1133,7 @@ impl<'l> Flattener<'l> {
     fn nodes_value(&mut self, nodes: NodeArray, r: &ComponentRef) -> Result<Value, Diagnostic> {
         let mut elems = Vec::with_capacity(nodes.leaves.len());
         let mut ty = None;
-        for leaf in &nodes.leaves {
+        for leaf in nodes.leaves.iter() {
             let CompNode::Var(v) = leaf else {
                 return Err(Diagnostic::error(
                     r.span,

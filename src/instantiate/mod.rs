@@ -37,8 +37,10 @@ pub type InstId = u32;
 enum CompNode {
     Var(VarId),
     Inst(InstId),
-    /// Elements in row-major order, each a `Var` or `Inst`.
-    Array(Vec<usize>, Vec<CompNode>),
+    /// Elements in row-major order, each a `Var` or `Inst`. Shared, so that
+    /// naming one element of a large component array (`inertia[i]` in a
+    /// for-loop) does not copy the array.
+    Array(Vec<usize>, std::rc::Rc<[CompNode]>),
 }
 
 #[derive(Clone, Debug)]
@@ -872,7 +874,7 @@ impl<'l> Flattener<'l> {
                 }
             }
             CompNode::Array(_, elems) => {
-                for e in elems {
+                for e in elems.iter() {
                     self.describe(e, text);
                 }
             }
@@ -953,7 +955,7 @@ impl<'l> Flattener<'l> {
             elems.push(node);
         }
         let _ = decl;
-        Ok(CompNode::Array(dims.to_vec(), elems))
+        Ok(CompNode::Array(dims.to_vec(), elems.into()))
     }
 
     /// Creates the flat variable of a primitive component.

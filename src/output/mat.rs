@@ -65,14 +65,21 @@ pub fn write(r: &Results, path: &Path) -> std::io::Result<()> {
     let mut names = vec!["time".to_string()];
     names.extend(r.parameters.iter().map(|p| p.0.clone()));
     names.extend(r.names.iter().cloned());
+    // "text [unit]", as Dymola writes it.
+    let text = |d: &Option<String>, u: &Option<String>| match (d.as_deref(), u.as_deref()) {
+        (Some(d), Some(u)) => format!("{d} [{u}]"),
+        (None, Some(u)) => format!("[{u}]"),
+        (d, None) => d.unwrap_or_default().to_string(),
+    };
     let mut descr = vec!["Simulation time [s]".to_string()];
-    descr.extend(r.parameters.iter().map(|_| String::new()));
-    for (k, d) in r.descriptions.iter().enumerate() {
-        let mut s = d.clone().unwrap_or_default();
-        if let Some(u) = &r.units[k] {
-            s = format!("{s} [{u}]");
-        }
-        descr.push(s);
+    descr.extend(
+        (0..r.parameters.len()).map(|k| match r.parameter_texts.get(k) {
+            Some((d, u)) => text(d, u),
+            None => String::new(),
+        }),
+    );
+    for (d, u) in r.descriptions.iter().zip(&r.units) {
+        descr.push(text(d, u));
     }
     strings(&mut w, "name", &names, true)?;
     strings(&mut w, "description", &descr, true)?;

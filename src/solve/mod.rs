@@ -49,6 +49,8 @@ pub struct Results {
     pub rows: Vec<Vec<f64>>,
     /// Parameter names and values (constant over the run).
     pub parameters: Vec<(String, f64)>,
+    /// Parallel to `parameters`: each one's description and unit.
+    pub parameter_texts: Vec<(Option<String>, Option<String>)>,
     pub stats: RunStats,
     /// Warning-level asserts that failed, each once, at its first failure.
     pub warnings: Vec<Diagnostic>,
@@ -97,6 +99,10 @@ impl Results {
 /// parameters and internal ones, aliases included.
 pub fn output_columns(c: &Causal, l: &Layout) -> Vec<(String, Source, usize)> {
     let mut out = Vec::new();
+    // Looked up per variable: maps, not scans (models have 1e5 variables).
+    let alias_of: rustc_hash::FxHashMap<u32, &crate::structure::Alias> =
+        c.aliases.iter().map(|a| (a.var, a)).collect();
+    let state_ders: rustc_hash::FxHashSet<u32> = c.state_ders.iter().copied().collect();
     for (v, var) in c.vars.iter().enumerate() {
         if var.name.starts_with('$') || var.name.starts_with("der($") {
             continue;
@@ -104,7 +110,7 @@ pub fn output_columns(c: &Causal, l: &Layout) -> Vec<(String, Source, usize)> {
         match c.roles[v] {
             Role::Parameter | Role::Constant => {}
             Role::Alias => {
-                if let Some(a) = c.aliases.iter().find(|a| a.var == v as u32) {
+                if let Some(a) = alias_of.get(&(v as u32)) {
                     let s = l.var(a.of);
                     out.push((
                         var.name.clone(),
@@ -119,7 +125,7 @@ pub fn output_columns(c: &Causal, l: &Layout) -> Vec<(String, Source, usize)> {
             }
             _ => {
                 // Derivative variables only for states (der(x) of the integrator).
-                if var.name.starts_with("der(") && !c.state_ders.contains(&(v as u32)) {
+                if var.name.starts_with("der(") && !state_ders.contains(&(v as u32)) {
                     continue;
                 }
                 out.push((var.name.clone(), Source::Slot(l.var(v as u32)), v));
@@ -796,9 +802,16 @@ fn simulate_inner(
     run.buf[lower::TIME as usize] = opts.start;
     run.call(Entry::Parameters)?;
     run.call(Entry::Starts)?;
-    run.results.parameters = (0..c.vars.len())
+    let shown: Vec<usize> = (0..c.vars.len())
         .filter(|&v| matches!(c.roles[v], Role::Parameter) && !c.vars[v].name.starts_with('$'))
-        .map(|v| (c.vars[v].name.clone(), run.buf[l.var(v as u32) as usize]))
+        .collect();
+    run.results.parameters = shown
+        .iter()
+        .map(|&v| (c.vars[v].name.clone(), run.buf[l.var(v as u32) as usize]))
+        .collect();
+    run.results.parameter_texts = shown
+        .iter()
+        .map(|&v| (c.vars[v].description.clone(), c.vars[v].unit.clone()))
         .collect();
     init::initialize(&mut run, opts)?;
     // Sample times.
