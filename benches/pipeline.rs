@@ -243,7 +243,9 @@ fn structure(quick: bool) {
             "| {n} | {equations} | {} | {} | {} |",
             ms(flatten),
             ms(analysis),
-            previous.map(|p| ratio(analysis, p)).unwrap_or_else(|| "-".into())
+            previous
+                .map(|p| ratio(analysis, p))
+                .unwrap_or_else(|| "-".into())
         );
         previous = Some(analysis);
     }

@@ -139,3 +139,8 @@ fn result_folder_that_does_not_exist() {
 fn a_while_loop_that_never_ends_is_stopped_and_its_condition_named() {
     insta::assert_snapshot!(check("runaway_while.rmo", &[]));
 }
+
+#[test]
+fn a_for_loop_with_step_zero_is_stopped() {
+    insta::assert_snapshot!(check("for_zero_step.rmo", &[]));
+}

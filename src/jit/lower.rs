@@ -116,6 +116,8 @@ pub struct FunctionCheck {
     pub span: crate::syntax::ast::Span,
     /// The assert's message; empty for a while loop.
     pub message: String,
+    /// The text under `span` in the diagnostic.
+    pub label: &'static str,
 }
 
 /// A while loop in a user function that has run this many times is taken
@@ -239,7 +241,9 @@ pub fn lower(c: &mut Causal) -> Result<Program, String> {
     // parameters
     let mut p = Lowerer::new(&ctx, "parameters");
     for v in parameter_order(c) {
-        let Some(b) = c.vars[v as usize].binding else {
+        // A parameter without a binding takes its start value (MLS 4.4.4).
+        let var = &c.vars[v as usize];
+        let Some(b) = var.binding.or(var.start) else {
             continue;
         };
         let mut inner = Lowerer::new(&ctx, "");
@@ -477,7 +481,8 @@ fn parameter_order(c: &Causal) -> Vec<VarId> {
             return;
         }
         state[v as usize] = 1;
-        if let Some(b) = c.vars[v as usize].binding {
+        let var = &c.vars[v as usize];
+        if let Some(b) = var.binding.or(var.start) {
             for d in c.arena.vars_of(b) {
                 if c.vars[d as usize].is_parameter() {
                     visit(c, d, state, out);
@@ -638,8 +643,9 @@ impl<'s> Lowerer<'s> {
             Node::If(c, x, y) => {
                 let cond = self.expr_rec(a, c, uses);
                 if has_call(a, x) || has_call(a, y) {
-                    // Lazy: only the taken branch runs (a function may be
-                    // undefined, or costly, where its branch is not taken).
+                    // Lazy: only the taken branch runs (a function or an array
+                    // index may be undefined, or costly, where its branch is not
+                    // taken).
                     let t = self.local();
                     let then = self.scoped(|s| {
                         let v = s.expr_rec(a, x, uses);
@@ -747,10 +753,12 @@ fn prepare_derivatives(c: &mut Causal, b: &Block) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether evaluating `e` can fail or cost much where its branch is not
+/// taken: a function call, or a run-time array index (`if i <= n then v[i]`).
 fn has_call(a: &ExprArena, e: ExprId) -> bool {
     a.reachable(&[e])
         .into_iter()
-        .any(|id| matches!(a.node(id), Node::Call { .. }))
+        .any(|id| matches!(a.node(id), Node::Call { .. } | Node::Elem { .. }))
 }
 
 fn fn_outputs(fs: &[flat::Function]) -> Vec<usize> {
@@ -1344,11 +1352,13 @@ impl Lowerer<'_> {
         f: &flat::Function,
         span: crate::syntax::ast::Span,
         message: &str,
+        label: &'static str,
     ) -> u32 {
         self.checks.push(FunctionCheck {
             function: f.name.clone(),
             span,
             message: message.to_string(),
+            label,
         });
         self.check_base + self.checks.len() as u32 - 1
     }
@@ -1391,7 +1401,7 @@ impl Lowerer<'_> {
                         s.stmts.extend(tail);
                     }
                     flat::Statement::While { cond, body, span } => {
-                        let check = s.add_check(f, *span, "");
+                        let check = s.add_check(f, *span, "", "this condition stayed true");
                         let count = s.local();
                         s.stmts.push(Stmt::Set(count, Expr::Const(0.0)));
                         let inner = s.scoped(|t| {
@@ -1428,6 +1438,19 @@ impl Lowerer<'_> {
                         let st_l = s.local();
                         let x = s.statement_expr(a, *step);
                         s.stmts.push(Stmt::Set(st_l, x));
+                        // A zero step would never end the loop.
+                        let check = s.add_check(
+                            f,
+                            f.span,
+                            "a for-loop range has step 0 (it would never end)",
+                            "in this function",
+                        );
+                        let zero = bin(Op2::Rel(RelOp::Eq), Expr::Local(st_l), Expr::Const(0.0));
+                        s.stmts.push(Stmt::If(
+                            zero,
+                            vec![Stmt::Return(status::encode(status::FN_ASSERT, check))],
+                            vec![],
+                        ));
                         let sp_l = s.local();
                         let x = s.statement_expr(a, *stop);
                         s.stmts.push(Stmt::Set(sp_l, x));
@@ -1458,7 +1481,7 @@ impl Lowerer<'_> {
                         message,
                         span,
                     } => {
-                        let check = s.add_check(f, *span, message);
+                        let check = s.add_check(f, *span, message, "this assert");
                         let c = s.statement_expr(a, *condition);
                         s.stmts.push(Stmt::If(
                             c,

@@ -552,7 +552,10 @@ impl<'a> Run<'a> {
             let mut any = false;
             let mut fired_clause = vec![false; self.c.whens.len()];
             for (b, br) in self.p.branches.iter().enumerate().take(nb) {
-                let rising = if initial {
+                // At the initial event, `initial()` and conditions already true
+                // fire once, in the first iteration; later iterations use the
+                // rising-edge rule like any event.
+                let rising = if initial && iter == 0 {
                     cond[b] && self.branch_initial(b)
                 } else {
                     cond[b] && !self.cond_pre[b]
@@ -590,7 +593,6 @@ impl<'a> Run<'a> {
                 self.buf[lower::MODE as usize] = 0.0;
                 return Ok(reinit);
             }
-            let _ = iter;
             last_changed = changed;
         }
         let names: Vec<String> = last_changed
@@ -607,6 +609,26 @@ impl<'a> Run<'a> {
         let what = if names.len() == 1 { "keeps" } else { "keep" };
         Err(Diagnostic::error(span, format!("event iteration does not settle at t = {t}: {} {what} changing", names.join(", ")))
             .with_hint("a when-clause or relation flips back and forth at the same instant; check for circular discrete assignments"))
+    }
+
+    /// `terminate(msg)` ended the run: a successful end, reported to the
+    /// user with its message, place and time.
+    fn report_terminate(&mut self) {
+        let b = self.buf[lower::TERMINATE as usize] as usize;
+        let t = self.buf[lower::TIME as usize];
+        let Some(br) = b.checked_sub(1).and_then(|b| self.p.branches.get(b)) else {
+            return;
+        };
+        let (_, statements) = &self.c.whens[br.clause].branches[br.index];
+        for st in statements {
+            if let crate::flat::WhenStatement::Terminate { message, span } = st {
+                self.results.warnings.push(
+                    Diagnostic::warning(*span, format!("terminate at t = {t}: {message}"))
+                        .with_label("the run ended here")
+                        .with_note("the results up to this time were written"),
+                );
+            }
+        }
     }
 
     fn branch_initial(&self, b: usize) -> bool {
@@ -685,13 +707,13 @@ pub fn status_diagnostic(c: &Causal, p: &Program, code: i32, e: Entry, t: f64) -
                 format!("assertion in function `{function}` failed at t = {t}: {message}")
             };
             let d = match check {
-                Some(k) => Diagnostic::error(k.span, msg),
+                Some(k) => Diagnostic::error(k.span, msg).with_label(k.label),
                 None => Diagnostic::error_nospan(msg),
             };
             if kind == status::LOOP {
-                d.with_label("this condition stayed true").with_hint("each pass of the loop body must move the condition toward false; a convergence test needs a positive tolerance, as in `abs(r*r - x) > 1e-12`")
+                d.with_hint("each pass of the loop body must move the condition toward false; a convergence test needs a positive tolerance, as in `abs(r*r - x) > 1e-12`")
             } else {
-                d.with_label("this assert")
+                d
             }
         }
         status::INDEX => Diagnostic::error_nospan(format!(
@@ -899,6 +921,10 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
                 .max(t);
             let target = if target <= t { t_time_event } else { target };
             dense_buf = Dense::constant(t, target, Vec::new());
+        } else if t_time_event <= t {
+            // A sample due now (`sample(t0, dt)` at the start time): handle
+            // the time event before any step, which would have zero length.
+            dense_buf = Dense::constant(t, t, x0.clone());
         } else {
             if bdf.is_none() {
                 let buf = std::mem::take(&mut run.buf);
@@ -1033,6 +1059,9 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
         } else if time_event {
             run.stats.time_events += 1;
             let l = run.p.layout.clone();
+            // Output points inside the step moved the buffer off its end.
+            dense.eval(t_new, &mut x);
+            run.evaluate_at(t_new, &x)?;
             run.record(t_new);
             for k in 0..run.next_sample.len() {
                 let hit = run.next_sample[k] <= t_new;
@@ -1077,6 +1106,7 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
             run.check_asserts()?;
         }
         if run.buf[lower::TERMINATE as usize] != 0.0 {
+            run.report_terminate();
             break;
         }
     }

@@ -1,0 +1,57 @@
+//! Events and discrete semantics against closed forms: each test runs one
+//! model of `tests/models/events/` and compares final values with the value
+//! its header comment derives.
+
+mod common;
+
+use common::{Run, assert_close, compile_file, last, project, simulate_compiled};
+
+/// Simulates `tests/models/events/FILE` with its experiment settings.
+fn run(file: &str) -> rmoc::solve::Results {
+    let c = compile_file(&project(&format!("tests/models/events/{file}")), None);
+    simulate_compiled(&c, &Run::default())
+}
+
+#[test]
+fn when_initial_fires_once_at_the_start() {
+    let r = run("when_initial.rmo");
+    assert_eq!(last(&r, "k"), 2.0);
+    assert_close(last(&r, "x"), (-2.0f64).exp(), 1e-7, 0.0);
+}
+
+#[test]
+fn a_sample_at_the_start_time_ticks_at_the_start() {
+    let r = run("sample_at_start.rmo");
+    assert_eq!(last(&r, "n"), 11.0);
+    assert_close(last(&r, "x"), 1.0, 1e-12, 1e-12);
+}
+
+#[test]
+fn samples_off_the_output_grid_keep_the_state_of_the_step_end() {
+    let r = run("sample_off_grid.rmo");
+    assert_eq!(last(&r, "k"), 5.0);
+    // The slope is piecewise constant, so BDF is exact up to rounding.
+    assert_close(last(&r, "x"), 1.5, 1e-12, 1e-12);
+}
+
+#[test]
+fn a_parameter_without_binding_takes_its_start_value() {
+    let r = run("parameter_start.rmo");
+    let k = r
+        .parameters
+        .iter()
+        .find(|p| p.0 == "k")
+        .map(|p| p.1)
+        .expect("k");
+    assert_eq!(k, 3.0);
+    assert_close(last(&r, "x"), (-3.0f64).exp(), 1e-7, 0.0);
+}
+
+#[test]
+fn terminate_ends_the_run_where_its_condition_fires_and_says_so() {
+    let r = run("terminate.rmo");
+    assert_close(*r.times.last().expect("rows"), 0.3, 1e-9, 0.0);
+    assert_close(last(&r, "x"), 0.3, 1e-9, 0.0);
+    assert_eq!(r.warnings.len(), 1);
+    assert!(r.warnings[0].message.contains("x reached 0.3"));
+}
