@@ -55,3 +55,9 @@ fn terminate_ends_the_run_where_its_condition_fires_and_says_so() {
     assert_eq!(r.warnings.len(), 1);
     assert!(r.warnings[0].message.contains("x reached 0.3"));
 }
+
+#[test]
+fn der_in_a_when_condition_is_the_derivative() {
+    let r = run("der_in_when.rmo");
+    assert_close(last(&r, "tFall"), std::f64::consts::FRAC_PI_2, 1e-8, 0.0);
+}

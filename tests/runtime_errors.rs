@@ -144,3 +144,13 @@ fn a_while_loop_that_never_ends_is_stopped_and_its_condition_named() {
 fn a_for_loop_with_step_zero_is_stopped() {
     insta::assert_snapshot!(check("for_zero_step.rmo", &[]));
 }
+
+#[test]
+fn der_of_a_variable_no_equation_differentiates() {
+    insta::assert_snapshot!(check("der_not_defined.rmo", &[]));
+}
+
+#[test]
+fn an_assert_in_a_when_clause_shows_its_message() {
+    insta::assert_snapshot!(check("assert_in_when.rmo", &[]));
+}

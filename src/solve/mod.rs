@@ -687,11 +687,47 @@ pub fn status_diagnostic(c: &Causal, p: &Program, code: i32, e: Entry, t: f64) -
             .with_hint("check the start values of these variables (they are the first guess) and that the equations have a solution here")
         }
         status::ASSERT if e == Entry::Actions => {
-            let span = p.branches.get(idx as usize).map(|b| c.whens[b.clause].span);
-            let msg = format!("assertion failed at t = {t} in a when-clause");
-            match span {
-                Some(s) => Diagnostic::error(s, msg),
-                None => Diagnostic::error_nospan(msg),
+            // The error-level asserts of the branch that ran; the code names
+            // the branch, not which of its asserts failed.
+            let asserts: Vec<&crate::flat::Assert> = p
+                .branches
+                .get(idx as usize)
+                .map(|b| {
+                    c.whens[b.clause].branches[b.index]
+                        .1
+                        .iter()
+                        .filter_map(|st| match st {
+                            crate::flat::WhenStatement::Assert(a)
+                                if a.level == crate::flat::AssertLevel::Error =>
+                            {
+                                Some(a)
+                            }
+                            _ => None,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            match asserts.as_slice() {
+                [a] => Diagnostic::error(
+                    a.span,
+                    format!("assertion failed at t = {t}: {}", a.message),
+                )
+                .with_label("this assert, in a when-clause"),
+                [a, ..] => Diagnostic::error(
+                    a.span,
+                    format!("an assertion of this when-clause failed at t = {t}"),
+                )
+                .with_note(format!(
+                    "one of: {}",
+                    asserts
+                        .iter()
+                        .map(|a| format!("\"{}\"", a.message))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+                [] => Diagnostic::error_nospan(format!(
+                    "assertion failed at t = {t} in a when-clause"
+                )),
             }
         }
         status::FN_ASSERT | status::LOOP => {

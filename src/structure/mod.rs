@@ -125,6 +125,7 @@ pub fn analyze(flat: FlatModel) -> Result<Causal, Vec<Diagnostic>> {
     };
     let mut s = Builder::new(flat);
     s.derivative_variables();
+    s.derivatives_in_events().map_err(|d| vec![d])?;
     s.eliminate_aliases();
     lap("aliases");
     let mut p = pantelides::Pantelides::new(&mut s);
@@ -278,6 +279,73 @@ impl Builder {
             self.initial_equations[i].lhs = replace(self, l, &mut memo);
             self.initial_equations[i].rhs = replace(self, r, &mut memo);
         }
+    }
+
+    /// Replaces `der(v)` in when-clauses and asserts by the variable
+    /// `der(v)`, which the equations must already define: a derivative that
+    /// only a condition or an assert asks for has no equation to compute it.
+    fn derivatives_in_events(&mut self) -> Result<(), Diagnostic> {
+        let mut memo = HashMap::new();
+        let mut replace =
+            |this: &mut Builder, e: ExprId, span: Span| -> Result<ExprId, Diagnostic> {
+                let ders: Vec<VarId> = this
+                    .arena
+                    .reachable(&[e])
+                    .into_iter()
+                    .filter_map(|id| match this.arena.node(id) {
+                        Node::Der(v) => Some(v),
+                        _ => None,
+                    })
+                    .collect();
+                if ders.is_empty() {
+                    return Ok(e);
+                }
+                let mut map = HashMap::new();
+                for v in ders {
+                    let Some(d) = this.der[v as usize] else {
+                        let name = &this.vars[v as usize].name;
+                        return Err(Diagnostic::error(
+                            span,
+                            format!(
+                                "`der({name})` is used here but no equation differentiates `{name}`"
+                            ),
+                        )
+                        .with_hint(format!(
+                            "add `Real d = der({name});` to the equations and use `d` here"
+                        )));
+                    };
+                    map.insert(v, d);
+                }
+                Ok(this.arena.rewrite(e, &mut memo, &mut |a, n| match n {
+                    Node::Der(v) => Some(a.var(map[&v])),
+                    _ => None,
+                }))
+            };
+        let mut whens = std::mem::take(&mut self.whens);
+        for w in &mut whens {
+            for (cond, statements) in &mut w.branches {
+                *cond = replace(self, *cond, w.span)?;
+                for st in statements {
+                    match st {
+                        flat::WhenStatement::Assign { value, span, .. }
+                        | flat::WhenStatement::Reinit { value, span, .. } => {
+                            *value = replace(self, *value, *span)?;
+                        }
+                        flat::WhenStatement::Assert(a) => {
+                            a.condition = replace(self, a.condition, a.span)?;
+                        }
+                        flat::WhenStatement::Terminate { .. } => {}
+                    }
+                }
+            }
+        }
+        self.whens = whens;
+        let mut asserts = std::mem::take(&mut self.asserts);
+        for a in &mut asserts {
+            a.condition = replace(self, a.condition, a.span)?;
+        }
+        self.asserts = asserts;
+        Ok(())
     }
 
     /// Removes `a = ±b` equations between unknowns (see [`alias`]).
