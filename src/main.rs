@@ -379,7 +379,7 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
         &interp
     } else {
         let t_jit = std::time::Instant::now();
-        jit = match rmoc::jit::codegen::compile(&compiled.program) {
+        jit = match rmoc::solve::model::Hybrid::compile(&compiled.program) {
             Ok(j) => j,
             Err(e) => {
                 return report(

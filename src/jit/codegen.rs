@@ -28,7 +28,8 @@ type EntryFn = unsafe extern "C" fn(*mut f64, u64) -> i32;
 /// The compiled program. Holds the code memory for as long as it lives.
 pub struct Jit {
     _module: JITModule,
-    entries: Vec<(String, EntryFn, u32)>,
+    /// Indexed like [`Program::entries`]; `None` for an entry not compiled.
+    entries: Vec<Option<(String, EntryFn, u32)>>,
 }
 
 // The compiled functions only touch the frame they are given.
@@ -37,8 +38,11 @@ unsafe impl Sync for Jit {}
 
 impl Jit {
     /// Runs entry `k` (in the order of [`Program::entries`]) on `frame`.
+    /// Entries not compiled return [`status::NOT_COMPILED`].
     pub fn run_index(&self, k: usize, frame: &mut [f64]) -> i32 {
-        let (_, f, _) = self.entries[k];
+        let Some((_, f, _)) = self.entries.get(k).and_then(|e| e.as_ref()).cloned() else {
+            return status::NOT_COMPILED;
+        };
         // Safety: the function checks `frame.len()` against its frame size
         // before any access, and only touches `frame`.
         unsafe { f(frame.as_mut_ptr(), frame.len() as u64) }
@@ -106,8 +110,21 @@ fn symbol_of(f: Fn1) -> Option<(&'static str, *const u8)> {
     })
 }
 
-/// Compiles a verified program.
+/// Compiles every entry of a verified program.
 pub fn compile(p: &Program) -> Result<Jit, String> {
+    compile_entries(p, &[true; 10])
+}
+
+impl Jit {
+    /// Whether entry `k` was compiled.
+    pub fn has(&self, k: usize) -> bool {
+        self.entries.get(k).is_some_and(|e| e.is_some())
+    }
+}
+
+/// Compiles the entries `want[k]` of a verified program (user functions
+/// always).
+pub fn compile_entries(p: &Program, want: &[bool; 10]) -> Result<Jit, String> {
     let mut flags = settings::builder();
     let set = |f: &mut settings::Builder, k: &str, v: &str| {
         f.set(k, v)
@@ -186,11 +203,15 @@ pub fn compile(p: &Program) -> Result<Jit, String> {
     entry_sig.params.push(AbiParam::new(types::I64));
     entry_sig.returns.push(AbiParam::new(types::I32));
     let mut entry_ids = Vec::new();
-    for f in p.entries() {
+    for (k, f) in p.entries().iter().enumerate() {
+        if !want[k] {
+            entry_ids.push(None);
+            continue;
+        }
         let id = module
             .declare_function(&f.name, Linkage::Export, &entry_sig)
             .map_err(|e| e.to_string())?;
-        entry_ids.push(id);
+        entry_ids.push(Some(id));
     }
 
     let mut ctx = module.make_context();
@@ -208,25 +229,35 @@ pub fn compile(p: &Program) -> Result<Jit, String> {
             .map_err(|e| format!("{}: {e:?}", f.name))?;
         module.clear_context(&mut ctx);
     }
+    let timing = std::env::var_os("RMOC_TIMING").is_some();
     for (k, f) in p.entries().iter().enumerate() {
+        let Some(id) = entry_ids[k] else { continue };
+        let t0 = std::time::Instant::now();
         ctx.func.signature = entry_sig.clone();
         build(&mut module, &mut ctx.func, &mut fctx, f, true, &env)?;
         module
-            .define_function(entry_ids[k], &mut ctx)
+            .define_function(id, &mut ctx)
             .map_err(|e| format!("{}: {e:?}", f.name))?;
         module.clear_context(&mut ctx);
+        if timing {
+            eprintln!(
+                "  jit: {} {:.2} ms",
+                f.name,
+                t0.elapsed().as_secs_f64() * 1e3
+            );
+        }
     }
     module.finalize_definitions().map_err(|e| e.to_string())?;
     let entries = p
         .entries()
         .iter()
         .zip(&entry_ids)
-        .map(|(f, &id)| {
-            let code = module.get_finalized_function(id);
+        .map(|(f, id)| {
+            let code = module.get_finalized_function((*id)?);
             // Safety: the function was defined with `entry_sig`, which is
             // `extern "C" fn(*mut f64, u64) -> i32` on this target.
             let fp: EntryFn = unsafe { std::mem::transmute::<*const u8, EntryFn>(code) };
-            (f.name.clone(), fp, f.frame_size)
+            Some((f.name.clone(), fp, f.frame_size))
         })
         .collect();
     Ok(Jit {

@@ -110,6 +110,8 @@ pub mod status {
     pub const INDEX: i32 = 5;
     pub const FRAME: i32 = 6;
     pub const TERMINATE: i32 = 7;
+    /// A JIT entry that was not compiled (the caller interprets it instead).
+    pub const NOT_COMPILED: i32 = 10;
     /// An assert in a user function failed (index: `Program::function_checks`).
     pub const FN_ASSERT: i32 = 8;
     /// A while loop in a user function ran past its limit (same index).

@@ -125,18 +125,62 @@ impl OdeProblem for ModelOde<'_> {
 /// Compiled code as a backend.
 impl Backend for crate::jit::codegen::Jit {
     fn run(&self, entry: Entry, buf: &mut [f64]) -> i32 {
-        let k = match entry {
-            Entry::Parameters => 0,
-            Entry::Starts => 1,
-            Entry::Ode => 2,
-            Entry::Tangent => 3,
-            Entry::ZeroCrossings => 4,
-            Entry::Conditions => 5,
-            Entry::Actions => 6,
-            Entry::InitialResiduals => 7,
-            Entry::Asserts => 8,
-            Entry::Residuals => 9,
-        };
-        self.run_index(k, buf)
+        self.run_index(entry_index(entry), buf)
+    }
+}
+
+/// The entries the solver calls at every step or event; the others run a
+/// handful of times (parameters, start values, initialization), where the
+/// interpreter is cheaper than compiling them.
+pub const HOT_ENTRIES: [bool; 10] = [
+    false, // parameters
+    false, // starts
+    true,  // ode
+    true,  // tangent
+    true,  // zero crossings
+    true,  // conditions
+    true,  // actions
+    false, // initial residuals
+    true,  // asserts
+    false, // residuals (tests and tools; not used by the BDF)
+];
+
+/// Compiled code for the hot entries, the interpreter for the rest: what
+/// `rmoc simulate` runs. Both work on the same buffer layout.
+pub struct Hybrid<'p> {
+    pub jit: crate::jit::codegen::Jit,
+    pub program: &'p Program,
+}
+
+impl<'p> Hybrid<'p> {
+    pub fn compile(program: &'p Program) -> Result<Hybrid<'p>, String> {
+        let jit = crate::jit::codegen::compile_entries(program, &HOT_ENTRIES)?;
+        Ok(Hybrid { jit, program })
+    }
+}
+
+impl Backend for Hybrid<'_> {
+    fn run(&self, entry: Entry, buf: &mut [f64]) -> i32 {
+        if self.jit.has(entry_index(entry)) {
+            self.jit.run_index(entry_index(entry), buf)
+        } else {
+            interp::run(entry_func(self.program, entry), buf, &self.program.user)
+        }
+    }
+}
+
+/// The position of `entry` in [`Program::entries`].
+fn entry_index(entry: Entry) -> usize {
+    match entry {
+        Entry::Parameters => 0,
+        Entry::Starts => 1,
+        Entry::Ode => 2,
+        Entry::Tangent => 3,
+        Entry::ZeroCrossings => 4,
+        Entry::Conditions => 5,
+        Entry::Actions => 6,
+        Entry::InitialResiduals => 7,
+        Entry::Asserts => 8,
+        Entry::Residuals => 9,
     }
 }
