@@ -233,3 +233,22 @@ fn rmocpath_roots_and_the_model_folder_are_searched() {
     assert!(text.contains("der(d.x) = -4*d.x"), "{text}");
     assert!(text.contains("h.y = 1"), "{text}");
 }
+
+#[test]
+fn checking_a_library_file_says_there_is_no_model_to_check() {
+    let path = common::model_file(
+        "p",
+        "package P\n  function f\n    input Real x;\n    output Real y;\n  algorithm\n    y := x;\n  end f;\nend P;\n",
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rmoc"))
+        .arg("check")
+        .arg(&path)
+        .output()
+        .expect("run rmoc");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("parsed 1 class(es); no model to check"),
+        "{text}"
+    );
+}
