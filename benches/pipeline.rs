@@ -19,6 +19,10 @@
 //!
 //! Output is a set of markdown tables, ready for `docs/benchmarks.md`.
 
+// The allocator of the `rmoc` binary, so that in-process figures match it.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use rmoc::solve::model::{Backend, Entry, Interpreter};
 use std::path::{Path, PathBuf};
 use std::process::Command;
