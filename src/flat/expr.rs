@@ -13,7 +13,10 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
-use std::collections::HashMap;
+
+/// The results of [`ExprArena::rewrite`] so far, by source node (a fast,
+/// non-cryptographic hash: rewrites of large models do millions of lookups).
+pub type RewriteMemo = FxHashMap<ExprId, ExprId>;
 
 pub type ExprId = u32;
 pub type VarId = u32;
@@ -591,7 +594,7 @@ impl ExprArena {
     pub fn rewrite(
         &mut self,
         root: ExprId,
-        memo: &mut HashMap<ExprId, ExprId>,
+        memo: &mut RewriteMemo,
         f: &mut dyn FnMut(&mut ExprArena, Node) -> Option<ExprId>,
     ) -> ExprId {
         if let Some(&r) = memo.get(&root) {

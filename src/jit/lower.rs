@@ -794,7 +794,7 @@ impl DiffRules for Directional<'_> {
 }
 
 fn directional(c: &mut Causal, e: ExprId, exclude: &[VarId]) -> Result<ExprId, String> {
-    let mut memo = HashMap::new();
+    let mut memo = crate::flat::RewriteMemo::default();
     let mut rules = Directional {
         exclude,
         roles: &c.roles,

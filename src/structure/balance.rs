@@ -9,7 +9,7 @@
 use super::matching::{self, Incidence};
 use crate::diag::Diagnostic;
 use crate::flat::{FlatModel, Node, VarId};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// The unknowns of the continuous system: variables that are neither
 /// parameters nor assigned in when-clauses.

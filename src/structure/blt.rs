@@ -18,7 +18,7 @@ use crate::diag::Diagnostic;
 use crate::flat::{ExprId, VarId};
 use crate::symbolic;
 use petgraph::graph::DiGraph;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 #[derive(Clone, Debug, serde::Serialize)]
 pub enum Block {
@@ -161,7 +161,7 @@ fn solvability(
     cols: &[VarId],
     start: &[f64],
 ) -> HashMap<(usize, usize), u8> {
-    let mut q = HashMap::new();
+    let mut q = HashMap::default();
     for (e, row) in inc.rows.iter().enumerate() {
         if row.len() < 2 {
             continue;
@@ -274,7 +274,7 @@ fn tear(
         .collect();
     // Which (equation, variable) pairs can be solved explicitly, and whether
     // every equation is linear in the block's variables.
-    let mut solvable: HashMap<(usize, usize), ExprId> = HashMap::new();
+    let mut solvable: HashMap<(usize, usize), ExprId> = HashMap::default();
     let mut linear = true;
     for (k, &e) in eqs.iter().enumerate() {
         let eq = s.equations[e].clone();

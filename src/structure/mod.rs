@@ -23,7 +23,7 @@ use crate::diag::Diagnostic;
 use crate::flat::{self, ExprArena, ExprId, FlatModel, Node, VarId, Variability, Variable};
 use crate::symbolic::fndiff::Derivatives;
 use crate::syntax::ast::Span;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 pub use alias::Alias;
 pub use blt::Block;
@@ -247,28 +247,27 @@ impl Builder {
 
     /// Replaces every `der(v)` node by the variable `der(v)`.
     fn derivative_variables(&mut self) {
-        let mut memo = HashMap::new();
-        let replace =
-            |this: &mut Builder, e: ExprId, memo: &mut HashMap<ExprId, ExprId>| -> ExprId {
-                let ders: Vec<VarId> = this
-                    .arena
-                    .reachable(&[e])
-                    .into_iter()
-                    .filter_map(|id| match this.arena.node(id) {
-                        Node::Der(v) => Some(v),
-                        _ => None,
-                    })
-                    .collect();
-                if ders.is_empty() {
-                    return e;
-                }
-                let map: HashMap<VarId, VarId> =
-                    ders.into_iter().map(|v| (v, this.der_var(v))).collect();
-                this.arena.rewrite(e, memo, &mut |a, n| match n {
-                    Node::Der(v) => Some(a.var(map[&v])),
+        let mut memo = flat::RewriteMemo::default();
+        let replace = |this: &mut Builder, e: ExprId, memo: &mut flat::RewriteMemo| -> ExprId {
+            let ders: Vec<VarId> = this
+                .arena
+                .reachable(&[e])
+                .into_iter()
+                .filter_map(|id| match this.arena.node(id) {
+                    Node::Der(v) => Some(v),
                     _ => None,
                 })
-            };
+                .collect();
+            if ders.is_empty() {
+                return e;
+            }
+            let map: HashMap<VarId, VarId> =
+                ders.into_iter().map(|v| (v, this.der_var(v))).collect();
+            this.arena.rewrite(e, memo, &mut |a, n| match n {
+                Node::Der(v) => Some(a.var(map[&v])),
+                _ => None,
+            })
+        };
         for i in 0..self.equations.len() {
             let (l, r) = (self.equations[i].lhs, self.equations[i].rhs);
             self.equations[i].lhs = replace(self, l, &mut memo);
@@ -285,7 +284,7 @@ impl Builder {
     /// `der(v)`, which the equations must already define: a derivative that
     /// only a condition or an assert asks for has no equation to compute it.
     fn derivatives_in_events(&mut self) -> Result<(), Diagnostic> {
-        let mut memo = HashMap::new();
+        let mut memo = flat::RewriteMemo::default();
         let mut replace =
             |this: &mut Builder, e: ExprId, span: Span| -> Result<ExprId, Diagnostic> {
                 let ders: Vec<VarId> = this
@@ -300,7 +299,7 @@ impl Builder {
                 if ders.is_empty() {
                     return Ok(e);
                 }
-                let mut map = HashMap::new();
+                let mut map = HashMap::default();
                 for v in ders {
                     let Some(d) = this.der[v as usize] else {
                         let name = &this.vars[v as usize].name;
@@ -391,7 +390,7 @@ impl Builder {
             }
         }
         // The substitution v -> ±root for every eliminated variable.
-        let mut subst: HashMap<VarId, (VarId, bool)> = HashMap::new();
+        let mut subst: rustc_hash::FxHashMap<VarId, (VarId, bool)> = Default::default();
         for v in 0..n as VarId {
             let (r, s) = sets.find(v);
             if r != v {
@@ -419,7 +418,7 @@ impl Builder {
             }
             rv.state_select = rv.state_select.max(vv.state_select);
         }
-        let mut memo = HashMap::new();
+        let mut memo = flat::RewriteMemo::default();
         let mut apply = |arena: &mut ExprArena, e: ExprId| {
             arena.rewrite(e, &mut memo, &mut |a, node| match node {
                 Node::Var(v) => subst.get(&v).map(|&(r, neg)| {

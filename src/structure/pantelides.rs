@@ -21,7 +21,7 @@ use super::Builder;
 use crate::diag::Diagnostic;
 use crate::flat::{ExprArena, ExprId, Node, StateSelect, VarId};
 use crate::symbolic::{self, DiffRules};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 pub struct Pantelides<'b> {
     s: &'b mut Builder,
@@ -74,7 +74,7 @@ impl<'b> Pantelides<'b> {
     fn augment(&mut self, start: usize) -> Result<(), (Vec<usize>, Vec<VarId>)> {
         let mut colored_eqs = vec![start];
         let mut colored_vars: Vec<VarId> = Vec::new();
-        let mut seen_var: HashMap<VarId, ()> = HashMap::new();
+        let mut seen_var: HashMap<VarId, ()> = HashMap::default();
         let mut stack: Vec<(usize, usize)> = vec![(start, 0)];
         let mut via: Vec<VarId> = Vec::new();
         while let Some(&(e, pos)) = stack.last() {
@@ -168,7 +168,7 @@ impl<'b> Pantelides<'b> {
                 der: &mut der,
                 functions: &mut self.s.functions,
             };
-            let mut memo = HashMap::new();
+            let mut memo = HashMap::default();
             symbolic::differentiate(&mut self.s.arena, residual, &mut rules, &mut memo)
         };
         let d = result.map_err(|msg| {
@@ -193,7 +193,7 @@ impl<'b> Pantelides<'b> {
                 .iter()
                 .map(|&p| (p, self.s.der_var(fresh[(p - PLACEHOLDER) as usize])))
                 .collect();
-            let mut memo = HashMap::new();
+            let mut memo = crate::flat::RewriteMemo::default();
             self.s.arena.rewrite(d, &mut memo, &mut |a, n| match n {
                 Node::Var(x) => map.get(&x).map(|&y| a.var(y)),
                 _ => None,
@@ -252,7 +252,7 @@ impl<'b> Pantelides<'b> {
                         for &v in &vars {
                             self.s.der_var(v);
                         }
-                        let mut new_of = HashMap::new();
+                        let mut new_of = HashMap::default();
                         for &e in &eqs {
                             let d = self.differentiate(e)?;
                             new_of.insert(e, d);

@@ -57,7 +57,7 @@ impl Derivatives {
             .ok_or_else(|| format!("no function {f}"))?;
         let n = func.slots.len() as u32;
         let mut arena = func.arena.clone();
-        let mut memo = HashMap::new();
+        let mut memo = crate::flat::RewriteMemo::default();
         let mut tangent =
             |this: &mut Derivatives, arena: &mut ExprArena, e: ExprId| -> Result<ExprId, String> {
                 let mut rules = Tangent { n, derivs: this };

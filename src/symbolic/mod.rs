@@ -12,7 +12,7 @@ pub mod eval;
 pub mod fndiff;
 
 use crate::flat::{ExprArena, ExprId, Fn1, Fn2, Node, RelOp, VarId};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// What the derivative of a leaf or a user-function call is.
 pub trait DiffRules {
@@ -253,7 +253,7 @@ pub fn partial(
     v: VarId,
     functions: &mut fndiff::Derivatives,
 ) -> Result<ExprId, String> {
-    let mut memo = HashMap::new();
+    let mut memo = HashMap::default();
     differentiate(arena, e, &mut Partial { var: v, functions }, &mut memo)
 }
 
@@ -267,7 +267,7 @@ pub fn mentions(arena: &ExprArena, e: ExprId, v: VarId) -> bool {
 
 /// Replaces variable `v` by expression `by` in `e`.
 pub fn substitute(arena: &mut ExprArena, e: ExprId, v: VarId, by: ExprId) -> ExprId {
-    let mut memo = HashMap::new();
+    let mut memo = crate::flat::RewriteMemo::default();
     arena.rewrite(e, &mut memo, &mut |_, n| match n {
         Node::Var(x) if x == v => Some(by),
         _ => None,
