@@ -407,3 +407,51 @@ fn compiled_programs_pass_the_ir_verifier() {
         ir::verify(&p.entries().map(|f| f.clone()), &p.user).expect("verified");
     }
 }
+
+/// The calls and loops of a statement list, recursively.
+fn walk(stmts: &[Stmt], calls: &mut Vec<u32>, loops: &mut usize) {
+    for s in stmts {
+        match s {
+            Stmt::Call { func, .. } => calls.push(*func),
+            Stmt::Loop(body) => {
+                *loops += 1;
+                walk(body, calls, loops);
+            }
+            Stmt::If(_, a, b) => {
+                walk(a, calls, loops);
+                walk(b, calls, loops);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[test]
+fn the_johnson_fixed_point_loop_runs_in_compiled_code() {
+    // Issue 4: the while loop of the Johnson contact law (eqs. 13-18 of
+    // Kosenko and Gusev) is a compiled user function that the compiled `ode`
+    // entry calls at run time, not something evaluated before compilation.
+    let c = common::compile_file(&common::project("tests/models/johnson.rmo"), Some("Johnson"));
+    let looping: Vec<u32> = (0..c.program.user.len() as u32)
+        .filter(|&k| {
+            let (mut calls, mut loops) = (Vec::new(), 0);
+            walk(&c.program.user[k as usize].body, &mut calls, &mut loops);
+            loops > 0
+        })
+        .collect();
+    assert!(!looping.is_empty(), "no user function with a loop");
+    let (mut calls, mut loops) = (Vec::new(), 0);
+    walk(&c.program.ode.body, &mut calls, &mut loops);
+    assert!(
+        calls.iter().any(|f| looping.contains(f)),
+        "the ode entry calls {calls:?}, none of the looping functions {looping:?}"
+    );
+    // The compiled loop gives the interpreter's answer at the start point.
+    let jit = rmoc::jit::codegen::compile(&c.program).expect("jit");
+    let interp = Interpreter {
+        program: &c.program,
+    };
+    let a = start_buffer(&c, &jit);
+    let b = start_buffer(&c, &interp);
+    assert_eq!(a, b);
+}
