@@ -431,7 +431,10 @@ fn the_johnson_fixed_point_loop_runs_in_compiled_code() {
     // Issue 4: the while loop of the Johnson contact law (eqs. 13-18 of
     // Kosenko and Gusev) is a compiled user function that the compiled `ode`
     // entry calls at run time, not something evaluated before compilation.
-    let c = common::compile_file(&common::project("tests/models/johnson.rmo"), Some("Johnson"));
+    let c = common::compile_file(
+        &common::project("tests/models/johnson.rmo"),
+        Some("Johnson"),
+    );
     let looping: Vec<u32> = (0..c.program.user.len() as u32)
         .filter(|&k| {
             let (mut calls, mut loops) = (Vec::new(), 0);
