@@ -61,3 +61,10 @@ fn der_in_a_when_condition_is_the_derivative() {
     let r = run("der_in_when.rmo");
     assert_close(last(&r, "tFall"), std::f64::consts::FRAC_PI_2, 1e-8, 0.0);
 }
+
+#[test]
+fn a_vector_when_condition_fires_for_each_element_that_becomes_true() {
+    let r = run("when_vector.rmo");
+    assert_eq!(last(&r, "n"), 2.0);
+    assert_eq!(last(&r, "m"), 1.0);
+}

@@ -183,7 +183,7 @@ impl<'l> Flattener<'l> {
                 let mut out = Vec::new();
                 let mut assigned: Vec<Vec<VarId>> = Vec::new();
                 for (cond, body) in branches {
-                    let c = self.when_condition(cond, ctx)?;
+                    let conditions = self.when_condition(cond, ctx)?;
                     let mut stmts = Vec::new();
                     for e in body {
                         self.when_statement(e, ctx, &mut stmts)?;
@@ -198,7 +198,9 @@ impl<'l> Flattener<'l> {
                     vs.sort_unstable();
                     vs.dedup();
                     assigned.push(vs);
-                    out.push((c, stmts));
+                    for c in conditions {
+                        out.push((c, stmts.clone()));
+                    }
                 }
                 // Every branch of a when-equation defines the same variables (MLS 8.3.5).
                 if let Some(first) = assigned.first() {
@@ -387,7 +389,7 @@ impl<'l> Flattener<'l> {
             })
     }
 
-    fn when_condition(&mut self, cond: &ast::Expr, ctx: &Ctx) -> Result<ExprId, Diagnostic> {
+    fn when_condition(&mut self, cond: &ast::Expr, ctx: &Ctx) -> Result<Vec<ExprId>, Diagnostic> {
         let v = self.eval_expr(cond, ctx)?;
         if v.ty != Ty::Boolean {
             return Err(Diagnostic::error(
@@ -395,12 +397,9 @@ impl<'l> Flattener<'l> {
                 "the condition of `when` must be Boolean",
             ));
         }
-        // `when {c1, c2}` fires when any of them becomes true.
-        let mut acc = self.arena.zero();
-        for &e in &v.elems {
-            acc = self.arena.or(acc, e);
-        }
-        Ok(acc)
+        // `when {c1, c2}` fires whenever one of them becomes true, even
+        // while another is already true (MLS 8.3.5.1): one branch each.
+        Ok(v.elems.clone())
     }
 
     fn when_statement(
