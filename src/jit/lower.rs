@@ -642,7 +642,7 @@ impl<'s> Lowerer<'s> {
             }
             Node::If(c, x, y) => {
                 let cond = self.expr_rec(a, c, uses);
-                if has_call(a, x) || has_call(a, y) {
+                if needs_lazy_branch(a, x) || needs_lazy_branch(a, y) {
                     // Lazy: only the taken branch runs (a function or an array
                     // index may be undefined, or costly, where its branch is not
                     // taken).
@@ -755,7 +755,7 @@ fn prepare_derivatives(c: &mut Causal, b: &Block) -> Result<(), String> {
 
 /// Whether evaluating `e` can fail or cost much where its branch is not
 /// taken: a function call, or a run-time array index (`if i <= n then v[i]`).
-fn has_call(a: &ExprArena, e: ExprId) -> bool {
+fn needs_lazy_branch(a: &ExprArena, e: ExprId) -> bool {
     a.reachable(&[e])
         .into_iter()
         .any(|id| matches!(a.node(id), Node::Call { .. } | Node::Elem { .. }))

@@ -245,38 +245,55 @@ impl Builder {
         d
     }
 
-    /// Replaces every `der(v)` node by the variable `der(v)`.
-    fn derivative_variables(&mut self) {
-        let mut memo = flat::RewriteMemo::default();
-        let replace = |this: &mut Builder, e: ExprId, memo: &mut flat::RewriteMemo| -> ExprId {
-            let ders: Vec<VarId> = this
-                .arena
-                .reachable(&[e])
-                .into_iter()
-                .filter_map(|id| match this.arena.node(id) {
-                    Node::Der(v) => Some(v),
-                    _ => None,
-                })
-                .collect();
-            if ders.is_empty() {
-                return e;
-            }
-            let map: HashMap<VarId, VarId> =
-                ders.into_iter().map(|v| (v, this.der_var(v))).collect();
-            this.arena.rewrite(e, memo, &mut |a, n| match n {
-                Node::Der(v) => Some(a.var(map[&v])),
+    /// Rewrites `e` with each `der(v)` node replaced by the variable
+    /// `der_of(v)` names (or the error it returns).
+    fn replace_ders<E>(
+        &mut self,
+        e: ExprId,
+        memo: &mut flat::RewriteMemo,
+        mut der_of: impl FnMut(&mut Builder, VarId) -> Result<VarId, E>,
+    ) -> Result<ExprId, E> {
+        let ders: Vec<VarId> = self
+            .arena
+            .reachable(&[e])
+            .into_iter()
+            .filter_map(|id| match self.arena.node(id) {
+                Node::Der(v) => Some(v),
                 _ => None,
             })
+            .collect();
+        if ders.is_empty() {
+            return Ok(e);
+        }
+        let mut map: HashMap<VarId, VarId> = HashMap::default();
+        for v in ders {
+            let d = der_of(self, v)?;
+            map.insert(v, d);
+        }
+        Ok(self.arena.rewrite(e, memo, &mut |a, n| match n {
+            Node::Der(v) => Some(a.var(map[&v])),
+            _ => None,
+        }))
+    }
+
+    /// Replaces every `der(v)` node of the equations by the variable `der(v)`.
+    fn derivative_variables(&mut self) {
+        let mut memo = flat::RewriteMemo::default();
+        let mut replace = |this: &mut Builder, e: ExprId| -> ExprId {
+            let Ok(x) = this.replace_ders(e, &mut memo, |b, v| {
+                Ok::<VarId, std::convert::Infallible>(b.der_var(v))
+            });
+            x
         };
         for i in 0..self.equations.len() {
             let (l, r) = (self.equations[i].lhs, self.equations[i].rhs);
-            self.equations[i].lhs = replace(self, l, &mut memo);
-            self.equations[i].rhs = replace(self, r, &mut memo);
+            self.equations[i].lhs = replace(self, l);
+            self.equations[i].rhs = replace(self, r);
         }
         for i in 0..self.initial_equations.len() {
             let (l, r) = (self.initial_equations[i].lhs, self.initial_equations[i].rhs);
-            self.initial_equations[i].lhs = replace(self, l, &mut memo);
-            self.initial_equations[i].rhs = replace(self, r, &mut memo);
+            self.initial_equations[i].lhs = replace(self, l);
+            self.initial_equations[i].rhs = replace(self, r);
         }
     }
 
@@ -285,41 +302,22 @@ impl Builder {
     /// only a condition or an assert asks for has no equation to compute it.
     fn derivatives_in_events(&mut self) -> Result<(), Diagnostic> {
         let mut memo = flat::RewriteMemo::default();
-        let mut replace =
-            |this: &mut Builder, e: ExprId, span: Span| -> Result<ExprId, Diagnostic> {
-                let ders: Vec<VarId> = this
-                    .arena
-                    .reachable(&[e])
-                    .into_iter()
-                    .filter_map(|id| match this.arena.node(id) {
-                        Node::Der(v) => Some(v),
-                        _ => None,
-                    })
-                    .collect();
-                if ders.is_empty() {
-                    return Ok(e);
-                }
-                let mut map = HashMap::default();
-                for v in ders {
-                    let Some(d) = this.der[v as usize] else {
-                        let name = &this.vars[v as usize].name;
-                        return Err(Diagnostic::error(
-                            span,
-                            format!(
-                                "`der({name})` is used here but no equation differentiates `{name}`"
-                            ),
-                        )
-                        .with_hint(format!(
-                            "add `Real d = der({name});` to the equations and use `d` here"
-                        )));
-                    };
-                    map.insert(v, d);
-                }
-                Ok(this.arena.rewrite(e, &mut memo, &mut |a, n| match n {
-                    Node::Der(v) => Some(a.var(map[&v])),
-                    _ => None,
-                }))
-            };
+        let mut replace = |this: &mut Builder, e: ExprId, span: Span| {
+            this.replace_ders(e, &mut memo, |b, v| {
+                b.der[v as usize].ok_or_else(|| {
+                    let name = &b.vars[v as usize].name;
+                    Diagnostic::error(
+                        span,
+                        format!(
+                            "`der({name})` is used here but no equation differentiates `{name}`"
+                        ),
+                    )
+                    .with_hint(format!(
+                        "add `Real d = der({name});` to the equations and use `d` here"
+                    ))
+                })
+            })
+        };
         let mut whens = std::mem::take(&mut self.whens);
         for w in &mut whens {
             for (cond, statements) in &mut w.branches {
