@@ -150,6 +150,12 @@ pub struct Experiment {
     pub interval: Option<f64>,
 }
 
+/// A while loop in a user function that has run this many times is taken
+/// not to end (a condition that cannot become false, like `abs(e) > -1`).
+/// Part of the language's meaning, so every evaluator of functions (compiled
+/// code, the interpreter, compile-time evaluation) uses this one limit.
+pub const MAX_WHILE_ITERATIONS: f64 = 1e6;
+
 /// A user function, specialized to the argument sizes it was called with.
 #[derive(Clone, Debug, Serialize)]
 pub struct Function {

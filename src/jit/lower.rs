@@ -120,9 +120,7 @@ pub struct FunctionCheck {
     pub label: &'static str,
 }
 
-/// A while loop in a user function that has run this many times is taken
-/// not to end (a condition that cannot become false, like `abs(e) > -1`).
-pub const MAX_WHILE_ITERATIONS: f64 = 1e6;
+pub use crate::flat::MAX_WHILE_ITERATIONS;
 
 impl Program {
     pub fn entries(&self) -> [&Func; 10] {

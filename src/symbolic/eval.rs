@@ -143,10 +143,10 @@ pub fn call_function(functions: &[Function], f: u32, args: &[f64]) -> Result<Vec
             k += 1;
         }
     }
-    // The same limit as compiled code (`jit::lower::MAX_WHILE_ITERATIONS`), counted
+    // The same limit as compiled code (`flat::MAX_WHILE_ITERATIONS`), counted
     // over all loops of one call: a loop that runs longer is almost surely runaway.
     let mut frame = Frame {
-        budget: crate::jit::lower::MAX_WHILE_ITERATIONS as u64,
+        budget: crate::flat::MAX_WHILE_ITERATIONS as u64,
         orders: FxHashMap::default(),
     };
     for &(s, e) in &func.init {
@@ -244,7 +244,7 @@ fn exec(
                         format!(
                             "`{}`: while loop still running after {} iterations",
                             func.name,
-                            crate::jit::lower::MAX_WHILE_ITERATIONS
+                            crate::flat::MAX_WHILE_ITERATIONS
                         )
                     })?;
                     match exec(func, fns, body, slots, frame)? {
