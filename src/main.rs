@@ -103,6 +103,15 @@ fn main() -> ExitCode {
     }
 }
 
+/// Writes command output to stdout. A reader that went away (`rmoc analyze
+/// m.rmo | head`) is not an error of rmoc's: the rest is dropped quietly
+/// instead of panicking in `println!`.
+fn emit(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+}
+
 fn run() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -159,11 +168,11 @@ fn check(file: &std::path::Path, model: Option<&str>, parse_only: bool) -> ExitC
         );
     }
     if parse_only {
-        println!(
-            "{}: parsed {} class(es)",
+        emit(&format!(
+            "{}: parsed {} class(es)\n",
             file.display(),
             loaded.classes.len()
-        );
+        ));
         return ExitCode::SUCCESS;
     }
     let targets: Vec<_> = match model {
@@ -187,11 +196,11 @@ fn check(file: &std::path::Path, model: Option<&str>, parse_only: bool) -> ExitC
     };
     if targets.is_empty() {
         // A library file: its classes parse, and are checked where used.
-        println!(
-            "{}: parsed {} class(es); no model to check (packages, functions and partial models are checked when a model uses them)",
+        emit(&format!(
+            "{}: parsed {} class(es); no model to check (packages, functions and partial models are checked when a model uses them)\n",
             file.display(),
             loaded.classes.len()
-        );
+        ));
         return ExitCode::SUCCESS;
     }
     let mut diags = Vec::new();
@@ -205,7 +214,7 @@ fn check(file: &std::path::Path, model: Option<&str>, parse_only: bool) -> ExitC
     let code = report(&lib, &diags);
     if code == ExitCode::SUCCESS {
         for s in summaries {
-            println!("{s}");
+            emit(&format!("{s}\n"));
         }
     }
     code
@@ -225,7 +234,7 @@ fn flatten(file: &std::path::Path, model: Option<&str>, json: bool) -> ExitCode 
         Ok(flat) => {
             if json {
                 match serde_json::to_string_pretty(&flat) {
-                    Ok(s) => println!("{s}"),
+                    Ok(s) => emit(&format!("{s}\n")),
                     Err(e) => {
                         return report(
                             &lib,
@@ -234,7 +243,7 @@ fn flatten(file: &std::path::Path, model: Option<&str>, json: bool) -> ExitCode 
                     }
                 }
             } else {
-                print!("{}", flat.to_text());
+                emit(&flat.to_text());
             }
             ExitCode::SUCCESS
         }
@@ -258,7 +267,7 @@ fn analyze(file: &std::path::Path, model: Option<&str>) -> ExitCode {
     };
     match rmoc::structure::analyze(flat) {
         Ok(c) => {
-            print!("{}", c.report(&lib.sources));
+            emit(&c.report(&lib.sources));
             ExitCode::SUCCESS
         }
         Err(d) => report(&lib, &d),
@@ -449,10 +458,11 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
             }
         }
         let t = results.times.last().copied().unwrap_or(start);
-        println!("{:<width$}  value at t = {t}", "name");
+        let mut table = format!("{:<width$}  value at t = {t}\n", "name");
         for (n, v) in lines {
-            println!("{n:<width$}  {v:.12e}");
+            table.push_str(&format!("{n:<width$}  {v:.12e}\n"));
         }
+        emit(&table);
     }
     if a.stats {
         eprintln!("{}", results.stats);

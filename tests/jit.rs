@@ -30,6 +30,8 @@ fn models() -> Vec<(std::path::PathBuf, Option<&'static str>)> {
         (p("examples/gearbox.rmo"), Some("Gearbox")),
         (p("examples/gearbox.rmo"), Some("GearboxFrictionless")),
         (p("examples/gearbox.rmo"), Some("GearboxRigid")),
+        (p("examples/humpage.rmo"), Some("PowerFlow")),
+        (p("examples/humpage.rmo"), Some("Dynamic")),
         (p("tests/models/pendulum.rmo"), None),
         (p("tests/models/chain.rmo"), None),
         (p("tests/models/ball.rmo"), None),

@@ -122,3 +122,35 @@ fn deep_nesting_and_long_sums_do_not_crash() {
         );
     }
 }
+
+/// `rmoc analyze big.rmo | head`: the reader closes the pipe after a few
+/// lines; rmoc stops quietly (no panic message, status 0) instead of
+/// reporting an internal failure.
+#[test]
+fn a_closed_stdout_pipe_is_not_an_internal_failure() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rmoc"))
+        .args([
+            "analyze",
+            "examples/humpage.rmo",
+            "--model",
+            "VelocityAnalysis",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rmoc runs");
+    let mut first = String::new();
+    let stdout = child.stdout.take().expect("stdout");
+    BufReader::new(stdout)
+        .read_line(&mut first)
+        .expect("a line");
+    // The reader is dropped here: the pipe closes with 150 kB still to come.
+    let out = child.wait_with_output().expect("rmoc ends");
+    assert_eq!(first, "model VelocityAnalysis\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "status {:?}: {stderr}", out.status);
+    assert!(stderr.is_empty(), "{stderr}");
+}
