@@ -552,12 +552,25 @@ impl ExprArena {
     /// Every node reachable from `roots`, each once, children before parents.
     pub fn reachable(&self, roots: &[ExprId]) -> Vec<ExprId> {
         // A set sized by the traversal, not by the arena: this is called per
-        // equation on arenas of hundreds of thousands of nodes.
-        let mut seen: FxHashSet<ExprId> = FxHashSet::default();
+        // equation on arenas of hundreds of thousands of nodes. Most
+        // equations have a handful of nodes, for which a scan of `out` is
+        // cheaper than a hash set; the set is built once the scan gets long.
+        const SCAN: usize = 24;
+        let mut seen: Option<FxHashSet<ExprId>> = None;
         let mut stack: Vec<ExprId> = roots.to_vec();
         let mut out = Vec::new();
         while let Some(id) = stack.pop() {
-            if !seen.insert(id) {
+            let new = match &mut seen {
+                Some(set) => set.insert(id),
+                None if out.len() < SCAN => !out.contains(&id),
+                None => {
+                    let mut set: FxHashSet<ExprId> = out.iter().copied().collect();
+                    let new = set.insert(id);
+                    seen = Some(set);
+                    new
+                }
+            };
+            if !new {
                 continue;
             }
             out.push(id);

@@ -15,7 +15,7 @@
 use super::matching::{self, Incidence};
 use super::{Builder, Role};
 use crate::diag::Diagnostic;
-use crate::flat::{ExprId, VarId};
+use crate::flat::{ExprArena, ExprId, Node, VarId};
 use crate::symbolic;
 use petgraph::graph::DiGraph;
 use rustc_hash::FxHashMap as HashMap;
@@ -178,6 +178,28 @@ fn solvability(
                 q.insert((e, c), 2);
                 continue;
             }
+            let env = symbolic::eval::Env {
+                values: start,
+                pre: None,
+                time: 0.0,
+                functions: &s.functions.functions,
+                initial: true,
+            };
+            // Most equations are linear in each unknown along sums and
+            // products by known factors: read the coefficient off the tree
+            // instead of building the symbolic derivative.
+            if let Some(coef) = linear_coefficient(&s.arena, r, v, &env) {
+                let quality = match coef {
+                    Coefficient::Absent => 0,
+                    Coefficient::Literal(x) if x != 0.0 => 2,
+                    Coefficient::Literal(_) => 0,
+                    Coefficient::Value(x) if x.abs() > 1e-12 => 1,
+                    Coefficient::Value(x) if x.is_finite() => 0,
+                    Coefficient::Value(_) => 1,
+                };
+                q.insert((e, c), quality);
+                continue;
+            }
             let Ok(d) = symbolic::partial(&mut s.arena, r, v, &mut s.functions) else {
                 continue;
             };
@@ -203,6 +225,107 @@ fn solvability(
         }
     }
     q
+}
+
+/// The coefficient of an unknown in an expression that is linear in it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Coefficient {
+    /// The expression does not mention the unknown.
+    Absent,
+    /// A number written in the model (or folded from such numbers).
+    Literal(f64),
+    /// A coefficient made of parameters or other unknowns, evaluated at the
+    /// start point.
+    Value(f64),
+}
+
+/// The coefficient of `v` in `e` when `v` enters only through sums,
+/// differences, negations, products with factors free of `v` and divisions by
+/// them; `None` otherwise (the caller falls back to the symbolic derivative,
+/// which agrees with this wherever both apply). The walk follows every path
+/// of the expression DAG, so it gives up after [`LINEAR_WALK_BUDGET`] nodes
+/// rather than explode on heavily shared (differentiated) expressions.
+fn linear_coefficient(
+    arena: &ExprArena,
+    e: ExprId,
+    v: VarId,
+    env: &symbolic::eval::Env,
+) -> Option<Coefficient> {
+    linear_walk(arena, e, v, env, &mut LINEAR_WALK_BUDGET.clone())
+}
+
+const LINEAR_WALK_BUDGET: usize = 64;
+
+fn linear_walk(
+    arena: &ExprArena,
+    e: ExprId,
+    v: VarId,
+    env: &symbolic::eval::Env,
+    budget: &mut usize,
+) -> Option<Coefficient> {
+    use Coefficient::*;
+    *budget = budget.checked_sub(1)?;
+    let value = |x: ExprId| -> Option<(bool, f64)> {
+        match arena.as_const(x) {
+            Some(c) => Some((true, c)),
+            None => symbolic::eval::eval(arena, x, env).ok().map(|y| (false, y)),
+        }
+    };
+    let scale = |c: Coefficient, literal: bool, k: f64| match c {
+        Absent => Absent,
+        Literal(x) if literal => Literal(x * k),
+        Literal(x) | Value(x) => Value(x * k),
+    };
+    let sum = |a: Coefficient, b: Coefficient| match (a, b) {
+        (Absent, c) | (c, Absent) => c,
+        (Literal(x), Literal(y)) => Literal(x + y),
+        (Literal(x) | Value(x), Literal(y) | Value(y)) => Value(x + y),
+    };
+    Some(match arena.node(e) {
+        Node::Var(x) if x == v => Literal(1.0),
+        Node::Neg(a) => scale(linear_walk(arena, a, v, env, budget)?, true, -1.0),
+        Node::Add(a, b) => sum(
+            linear_walk(arena, a, v, env, budget)?,
+            linear_walk(arena, b, v, env, budget)?,
+        ),
+        Node::Sub(a, b) => sum(
+            linear_walk(arena, a, v, env, budget)?,
+            scale(linear_walk(arena, b, v, env, budget)?, true, -1.0),
+        ),
+        Node::Mul(a, b) => match (
+            linear_walk(arena, a, v, env, budget)?,
+            linear_walk(arena, b, v, env, budget)?,
+        ) {
+            (Absent, Absent) => Absent,
+            (Absent, c) => {
+                let (literal, k) = value(a)?;
+                scale(c, literal, k)
+            }
+            (c, Absent) => {
+                let (literal, k) = value(b)?;
+                scale(c, literal, k)
+            }
+            _ => return None,
+        },
+        Node::Div(a, b) => {
+            if linear_walk(arena, b, v, env, budget)? != Absent {
+                return None;
+            }
+            match linear_walk(arena, a, v, env, budget)? {
+                Absent => Absent,
+                c => {
+                    let (literal, k) = value(b)?;
+                    scale(c, literal, 1.0 / k)
+                }
+            }
+        }
+        _ => {
+            if symbolic::mentions(arena, e, v) {
+                return None;
+            }
+            Absent
+        }
+    })
 }
 
 fn make_block(

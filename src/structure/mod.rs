@@ -108,12 +108,12 @@ impl Causal {
 
 /// The analysis of a flat model, or diagnostics naming the culprits.
 pub fn analyze(flat: FlatModel) -> Result<Causal, Vec<Diagnostic>> {
+    let timing = std::env::var_os("RMOC_TIMING").is_some();
+    let mut clock = std::time::Instant::now();
     let diags = balance::check(&flat);
     if crate::diag::has_errors(&diags) {
         return Err(diags);
     }
-    let timing = std::env::var_os("RMOC_TIMING").is_some();
-    let mut clock = std::time::Instant::now();
     let mut lap = |what: &str| {
         if timing {
             eprintln!(
@@ -123,9 +123,11 @@ pub fn analyze(flat: FlatModel) -> Result<Causal, Vec<Diagnostic>> {
         }
         clock = std::time::Instant::now();
     };
+    lap("balance");
     let mut s = Builder::new(flat);
     s.derivative_variables();
     s.derivatives_in_events().map_err(|d| vec![d])?;
+    lap("derivative variables");
     s.eliminate_aliases();
     lap("aliases");
     let mut p = pantelides::Pantelides::new(&mut s);
@@ -400,21 +402,24 @@ impl Builder {
         }
         // Carry the eliminated variable's initial condition to its representative.
         for (&v, &(r, neg)) in &subst {
-            let (vv, rv) = (self.vars[v as usize].clone(), &mut self.vars[r as usize]);
-            if vv.fixed == Some(true) && rv.fixed != Some(true) {
-                if let Some(s) = vv.start {
+            let vv = &self.vars[v as usize];
+            let (fixed, start, nominal, state_select) =
+                (vv.fixed, vv.start, vv.nominal, vv.state_select);
+            let rv = &mut self.vars[r as usize];
+            if fixed == Some(true) && rv.fixed != Some(true) {
+                if let Some(s) = start {
                     rv.start = Some(if neg { self.arena.neg(s) } else { s });
                     rv.fixed = Some(true);
                 }
             } else if rv.start.is_none()
-                && let Some(s) = vv.start
+                && let Some(s) = start
             {
                 rv.start = Some(if neg { self.arena.neg(s) } else { s });
             }
             if rv.nominal.is_none() {
-                rv.nominal = vv.nominal;
+                rv.nominal = nominal;
             }
-            rv.state_select = rv.state_select.max(vv.state_select);
+            rv.state_select = rv.state_select.max(state_select);
         }
         let mut memo = flat::RewriteMemo::default();
         let mut apply = |arena: &mut ExprArena, e: ExprId| {
