@@ -178,53 +178,57 @@ fn solvability(
                 q.insert((e, c), 2);
                 continue;
             }
-            let env = symbolic::eval::Env {
-                values: start,
-                pre: None,
-                time: 0.0,
-                functions: &s.functions.functions,
-                initial: true,
-            };
             // Most equations are linear in each unknown along sums and
             // products by known factors: read the coefficient off the tree
-            // instead of building the symbolic derivative.
-            if let Some(coef) = linear_coefficient(&s.arena, r, v, &env) {
-                let quality = match coef {
-                    Coefficient::Absent => 0,
-                    Coefficient::Literal(x) if x != 0.0 => 2,
-                    Coefficient::Literal(_) => 0,
-                    Coefficient::Value(x) if x.abs() > 1e-12 => 1,
-                    Coefficient::Value(x) if x.is_finite() => 0,
-                    Coefficient::Value(_) => 1,
-                };
-                q.insert((e, c), quality);
-                continue;
-            }
-            let Ok(d) = symbolic::partial(&mut s.arena, r, v, &mut s.functions) else {
-                continue;
-            };
-            let quality = match s.arena.as_const(d) {
-                Some(x) if x != 0.0 => 2,
-                Some(_) => 0,
-                None => {
-                    let env = symbolic::eval::Env {
-                        values: start,
-                        pre: None,
-                        time: 0.0,
-                        functions: &s.functions.functions,
-                        initial: true,
-                    };
-                    match symbolic::eval::eval(&s.arena, d, &env) {
-                        Ok(x) if x.abs() > 1e-12 => 1,
-                        Ok(x) if x.is_finite() => 0,
-                        _ => 1,
+            // and build the symbolic derivative only when that fails.
+            let coefficient =
+                match linear_coefficient(&s.arena, r, v, &start_env(start, &s.functions.functions))
+                {
+                    Some(coef) => coef,
+                    None => {
+                        let Ok(d) = symbolic::partial(&mut s.arena, r, v, &mut s.functions) else {
+                            continue;
+                        };
+                        match s.arena.as_const(d) {
+                            Some(x) => Coefficient::Literal(x),
+                            None => Coefficient::Value(
+                                symbolic::eval::eval(
+                                    &s.arena,
+                                    d,
+                                    &start_env(start, &s.functions.functions),
+                                )
+                                .unwrap_or(f64::NAN),
+                            ),
+                        }
                     }
-                }
+                };
+            let quality = match coefficient {
+                Coefficient::Absent => 0,
+                Coefficient::Literal(x) if x != 0.0 => 2,
+                Coefficient::Literal(_) => 0,
+                Coefficient::Value(x) if x.abs() > 1e-12 => 1,
+                Coefficient::Value(x) if x.is_finite() => 0,
+                // Not finite (or not computable) at the start point: usable.
+                Coefficient::Value(_) => 1,
             };
             q.insert((e, c), quality);
         }
     }
     q
+}
+
+/// Evaluation at the start point, as during initialization.
+fn start_env<'a>(
+    start: &'a [f64],
+    functions: &'a [crate::flat::Function],
+) -> symbolic::eval::Env<'a> {
+    symbolic::eval::Env {
+        values: start,
+        pre: None,
+        time: 0.0,
+        functions,
+        initial: true,
+    }
 }
 
 /// The coefficient of an unknown in an expression that is linear in it.
@@ -528,4 +532,87 @@ fn singular(s: &Builder, inc: &Incidence, m: &matching::Matching, cols: &[VarId]
         d = d.with_secondary(s.equations[e].span, "over-determining equation");
     }
     d.with_hint("check for redundant constraints (a loop of rigid joints) or a missing equation")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Coefficient, linear_coefficient, start_env};
+    use crate::flat::{ExprArena, Fn1, Node};
+
+    /// Variables 0 (x, the unknown), 1 (y) and 2 (c); start values 1, 2, 3.
+    fn check(build: impl Fn(&mut ExprArena) -> crate::flat::ExprId, expected: Option<Coefficient>) {
+        let mut a = ExprArena::default();
+        let e = build(&mut a);
+        let start = [1.0, 2.0, 3.0];
+        let env = start_env(&start, &[]);
+        assert_eq!(linear_coefficient(&a, e, 0, &env), expected);
+    }
+
+    #[test]
+    fn coefficients_of_linear_occurrences() {
+        // 2 x - x/4 + y: literal 1.75.
+        check(
+            |a| {
+                let (x, y, two, four) = (a.var(0), a.var(1), a.constant(2.0), a.constant(4.0));
+                let t1 = a.mul(two, x);
+                let t2 = a.div(x, four);
+                let s = a.sub(t1, t2);
+                a.add(s, y)
+            },
+            Some(Coefficient::Literal(1.75)),
+        );
+        // -(c x)/y: c and y known at the start point, -3/2.
+        check(
+            |a| {
+                let (x, y, c) = (a.var(0), a.var(1), a.var(2));
+                let cx = a.mul(c, x);
+                let q = a.div(cx, y);
+                a.neg(q)
+            },
+            Some(Coefficient::Value(-1.5)),
+        );
+        // x - x cancels to a literal zero: not solvable for x.
+        check(
+            |a| {
+                let (x, y) = (a.var(0), a.var(1));
+                let s = a.add(x, y);
+                a.sub(s, x)
+            },
+            Some(Coefficient::Literal(0.0)),
+        );
+        // sin(y) does not mention x.
+        check(
+            |a| {
+                let y = a.var(1);
+                a.intern(Node::Call1(Fn1::Sin, y))
+            },
+            Some(Coefficient::Absent),
+        );
+    }
+
+    #[test]
+    fn nonlinear_occurrences_fall_back_to_the_derivative() {
+        check(
+            |a| {
+                let (x, y) = (a.var(0), a.var(1));
+                let xy = a.mul(x, y);
+                a.mul(xy, x)
+            },
+            None,
+        );
+        check(
+            |a| {
+                let (x, y) = (a.var(0), a.var(1));
+                a.div(y, x)
+            },
+            None,
+        );
+        check(
+            |a| {
+                let x = a.var(0);
+                a.intern(Node::Call1(Fn1::Sin, x))
+            },
+            None,
+        );
+    }
 }
