@@ -89,6 +89,7 @@ fn models() -> Vec<(&'static str, Option<&'static str>)> {
     vec![
         ("examples/gearbox.rmo", Some("Gearbox")),
         ("examples/gearbox.rmo", Some("GearboxRigid")),
+        ("examples/humpage.rmo", Some("Dynamic")),
         ("tests/models/pendulum.rmo", None),
         ("tests/models/chain.rmo", None),
         ("tests/models/ball.rmo", None),

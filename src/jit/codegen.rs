@@ -40,7 +40,9 @@ impl Jit {
     /// Runs entry `k` (in the order of [`Program::entries`]) on `frame`.
     /// Entries not compiled return [`status::NOT_COMPILED`].
     pub fn run_index(&self, k: usize, frame: &mut [f64]) -> i32 {
-        let Some((_, f, _)) = self.entries.get(k).and_then(|e| e.as_ref()).cloned() else {
+        // Borrowed, not cloned: a clone of the entry's name would be an
+        // allocation per call, several times the cost of a small model.
+        let Some((_, f, _)) = self.entries.get(k).and_then(|e| e.as_ref()) else {
             return status::NOT_COMPILED;
         };
         // Safety: the function checks `frame.len()` against its frame size
@@ -214,37 +216,52 @@ pub fn compile_entries(p: &Program, want: &[bool; 10]) -> Result<Jit, String> {
         entry_ids.push(Some(id));
     }
 
-    let mut ctx = module.make_context();
+    // Translate every function to cranelift IR here (declaring the callees
+    // needs the module), compile them to machine code on all cores, then
+    // hand the code to the module. The two large entries of a big model
+    // (`ode`, `tangent`) take most of the time and compile side by side.
     let mut fctx = FunctionBuilderContext::new();
     let env = Env {
         imports: &imports,
         user_ids: &user_ids,
         user: &p.user,
     };
+    let mut built: Vec<Translated> = Vec::new();
     for (i, f) in p.user.iter().enumerate() {
-        ctx.func.signature = user_sig.clone();
-        build(&mut module, &mut ctx.func, &mut fctx, f, false, &env)?;
-        module
-            .define_function(user_ids[i], &mut ctx)
-            .map_err(|e| format!("{}: {e:?}", f.name))?;
-        module.clear_context(&mut ctx);
+        let mut func = ir::Function::with_name_signature(
+            ir::UserFuncName::user(0, user_ids[i].as_u32()),
+            user_sig.clone(),
+        );
+        build(&mut module, &mut func, &mut fctx, f, false, &env)?;
+        built.push(Translated {
+            id: user_ids[i],
+            name: f.name.clone(),
+            weight: f.body.len(),
+            func,
+        });
     }
-    let timing = std::env::var_os("RMOC_TIMING").is_some();
     for (k, f) in p.entries().iter().enumerate() {
         let Some(id) = entry_ids[k] else { continue };
-        let t0 = std::time::Instant::now();
-        ctx.func.signature = entry_sig.clone();
-        build(&mut module, &mut ctx.func, &mut fctx, f, true, &env)?;
+        let mut func = ir::Function::with_name_signature(
+            ir::UserFuncName::user(0, id.as_u32()),
+            entry_sig.clone(),
+        );
+        build(&mut module, &mut func, &mut fctx, f, true, &env)?;
+        built.push(Translated {
+            id,
+            name: f.name.clone(),
+            weight: f.body.len(),
+            func,
+        });
+    }
+    let compiled = compile_all(module.isa(), built)?;
+    let timing = std::env::var_os("RMOC_TIMING").is_some();
+    for c in compiled {
         module
-            .define_function(id, &mut ctx)
-            .map_err(|e| format!("{}: {e:?}", f.name))?;
-        module.clear_context(&mut ctx);
+            .define_function_bytes(c.id, c.alignment, &c.code, &c.relocs)
+            .map_err(|e| format!("{}: {e:?}", c.name))?;
         if timing {
-            eprintln!(
-                "  jit: {} {:.2} ms",
-                f.name,
-                t0.elapsed().as_secs_f64() * 1e3
-            );
+            eprintln!("  jit: {} {:.2} ms", c.name, c.millis);
         }
     }
     module.finalize_definitions().map_err(|e| e.to_string())?;
@@ -264,6 +281,112 @@ pub fn compile_entries(p: &Program, want: &[bool; 10]) -> Result<Jit, String> {
         _module: module,
         entries,
     })
+}
+
+/// A function translated to cranelift IR, waiting for code generation.
+struct Translated {
+    id: FuncId,
+    name: String,
+    /// Statements of the rmoc IR: the order in which to start compiling.
+    weight: usize,
+    func: ir::Function,
+}
+
+/// Machine code of one function, ready for the module.
+struct MachineCode {
+    id: FuncId,
+    name: String,
+    alignment: u64,
+    code: Vec<u8>,
+    relocs: Vec<cranelift_module::ModuleReloc>,
+    millis: f64,
+}
+
+fn generate(
+    isa: &dyn cranelift_codegen::isa::TargetIsa,
+    t: Translated,
+) -> Result<MachineCode, String> {
+    let t0 = std::time::Instant::now();
+    let mut ctx = cranelift_codegen::Context::for_function(t.func);
+    let alignment = ctx
+        .compile(
+            isa,
+            &mut cranelift_codegen::control::ControlPlane::default(),
+        )
+        .map_err(|e| format!("{}: {:?}", t.name, e.inner))?
+        .buffer
+        .alignment as u64;
+    let code = ctx
+        .compiled_code()
+        .ok_or_else(|| format!("{}: no code generated", t.name))?;
+    let relocs = code
+        .buffer
+        .relocs()
+        .iter()
+        .map(|r| cranelift_module::ModuleReloc::from_mach_reloc(r, &ctx.func, t.id))
+        .collect();
+    Ok(MachineCode {
+        id: t.id,
+        name: t.name,
+        alignment,
+        code: code.code_buffer().to_vec(),
+        relocs,
+        millis: t0.elapsed().as_secs_f64() * 1e3,
+    })
+}
+
+/// Code generation of independent functions on up to one thread per core,
+/// largest first; the results come back in the input order.
+fn compile_all(
+    isa: &dyn cranelift_codegen::isa::TargetIsa,
+    functions: Vec<Translated>,
+) -> Result<Vec<MachineCode>, String> {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let n = functions.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(functions[i].weight));
+    let queue: Vec<Mutex<Option<Translated>>> =
+        functions.into_iter().map(|t| Mutex::new(Some(t))).collect();
+    let results: Vec<Mutex<Option<Result<MachineCode, String>>>> =
+        (0..n).map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let work = || {
+        loop {
+            let k = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&i) = order.get(k) else { break };
+            let taken = queue[i].lock().map(|mut q| q.take()).unwrap_or(None);
+            if let Some(t) = taken {
+                let r = generate(isa, t);
+                if let Ok(mut slot) = results[i].lock() {
+                    *slot = Some(r);
+                }
+            }
+        }
+    };
+    // `RMOC_JIT_THREADS` overrides the thread count (1 compiles in order,
+    // for measuring what the parallel compile gains).
+    let threads = std::env::var("RMOC_JIT_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .or_else(|| std::thread::available_parallelism().ok().map(|c| c.get()))
+        .unwrap_or(1)
+        .clamp(1, n.max(1));
+    std::thread::scope(|scope| {
+        for _ in 1..threads {
+            scope.spawn(work);
+        }
+        work();
+    });
+    results
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| Err("code generation did not finish".into()))
+        })
+        .collect()
 }
 
 fn sanitize(s: &str) -> String {
