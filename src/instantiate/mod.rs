@@ -795,6 +795,27 @@ impl<'l> Flattener<'l> {
         pc: &PendingComp,
     ) -> Result<Option<Comp>, Diagnostic> {
         let decl = pc.decl.clone();
+        if decl.inner_outer {
+            return Err(Diagnostic::error(
+                decl.name.span,
+                format!(
+                    "`{}`: inner/outer components are not supported",
+                    decl.name.name
+                ),
+            )
+            .with_label("declared inner or outer")
+            .with_hint(
+                "pass the shared component through a connector, or its values as parameters",
+            ));
+        }
+        if decl.prefix.stream {
+            return Err(Diagnostic::error(
+                decl.name.span,
+                format!("`{}`: stream variables are not supported", decl.name.name),
+            )
+            .with_label("declared stream")
+            .with_hint("rmoc has no fluid library; model the transported quantity with potential and flow variables"));
+        }
         let scope_here = Scope {
             inst: Some(inst),
             class: pc.type_scope,

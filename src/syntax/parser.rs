@@ -174,6 +174,13 @@ fn syntax_error(text: &str, file: u32, e: pest::error::Error<Rule>) -> Diagnosti
         .with_label("an exponent needs digits")
         .with_hint("write e.g. `1.5e3`");
     }
+    if rest.starts_with("external")
+        && !rest[8..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
+    {
+        return Diagnostic::error(point(pos, pos + 8), "external functions are not supported")
+            .with_label("rmoc compiles every function itself and needs no C compiler or library")
+            .with_hint("write the function's body as an `algorithm` section in the `.rmo` file");
+    }
     if rest.starts_with('=') && text[..pos].trim_end().ends_with(':') {
         let colon = text[..pos].trim_end().len() - 1;
         return Diagnostic::error(
@@ -622,7 +629,19 @@ impl Builder {
             match c.as_rule() {
                 Rule::K_PARTIAL => partial = true,
                 Rule::K_ENCAPSULATED => encapsulated = true,
-                Rule::class_kind => kind = self.class_kind(&c),
+                Rule::class_kind => {
+                    kind = self.class_kind(&c);
+                    if c.as_str().starts_with("expandable") {
+                        self.errors.borrow_mut().push(
+                            Diagnostic::error(
+                                self.span(&c),
+                                "expandable connectors are not supported",
+                            )
+                            .with_label("expandable")
+                            .with_hint("declare the connector's variables in a plain `connector`"),
+                        );
+                    }
+                }
                 Rule::class_specifier => spec = c.into_inner().next(),
                 _ => {}
             }
@@ -1628,6 +1647,7 @@ impl Builder {
 
     /// Applies operator precedence to an `op_expression` (see the grammar).
     fn operators(&self, p: P) -> Expr {
+        self.check_non_associative(&p);
         pratt()
             .map_primary(|x| self.expression(x))
             .map_prefix(|op, operand| {
@@ -1669,6 +1689,55 @@ impl Builder {
                 binary(op, lhs, rhs)
             })
             .parse(p.into_inner())
+    }
+
+    /// Modelica's grammar has `factor = primary ["^" primary]` and
+    /// `relation = arithmetic_expression [rel-op arithmetic_expression]`:
+    /// `a^b^c` and `a < b < c` are not expressions (the first is read
+    /// differently by different tools, the second is a bug). The flat operator
+    /// sequence would give them a meaning, so they are rejected here.
+    fn check_non_associative(&self, p: &P) {
+        let is_pow = |r: Rule| matches!(r, Rule::op_pow | Rule::op_epow);
+        let is_rel = |r: Rule| {
+            matches!(
+                r,
+                Rule::op_le | Rule::op_ge | Rule::op_eq | Rule::op_ne | Rule::op_lt | Rule::op_gt
+            )
+        };
+        let mut last_infix: Option<Rule> = None;
+        let mut relation_seen = false;
+        for x in p.clone().into_inner() {
+            let r = x.as_rule();
+            if matches!(
+                r,
+                Rule::primary | Rule::op_not | Rule::op_neg | Rule::op_plus
+            ) {
+                continue;
+            }
+            if matches!(r, Rule::op_or | Rule::op_and) {
+                relation_seen = false;
+            }
+            if is_pow(r) && last_infix.is_some_and(is_pow) {
+                self.errors.borrow_mut().push(
+                    Diagnostic::error(self.span(&x), "`^` cannot follow `^` without parentheses")
+                        .with_label("second power")
+                        .with_hint(
+                            "write `(a^b)^c` or `a^(b^c)`: Modelica gives `a^b^c` no meaning",
+                        ),
+                );
+            }
+            if is_rel(r) {
+                if relation_seen {
+                    self.errors.borrow_mut().push(
+                        Diagnostic::error(self.span(&x), "relations cannot be chained")
+                            .with_label("second comparison")
+                            .with_hint("write `a < b and b < c`"),
+                    );
+                }
+                relation_seen = true;
+            }
+            last_infix = Some(r);
+        }
     }
 
     /// `f(expr for i in range)`: the body and its indices.
