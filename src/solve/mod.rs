@@ -11,6 +11,7 @@
 
 pub mod bdf;
 pub mod init;
+pub mod lcp;
 pub mod linalg;
 pub mod model;
 
