@@ -406,6 +406,7 @@ fn gearbox() {
                 interval: e.interval.unwrap_or((stop - start) / 500.0),
                 overrides: Vec::new(),
                 max_events: 1_000_000,
+                solver: rmoc::solve::Solver::Bdf,
             };
             let t1 = Instant::now();
             let r = rmoc::solve::simulate(&c.causal, &c.program, &jit, &opts).expect("runs");

@@ -79,9 +79,13 @@ struct SimulateArgs {
     /// Print the final values of variables matching a pattern (`*` wildcards).
     #[arg(long = "print", value_name = "PATTERN")]
     print: Vec<String>,
-    /// Integrator: bdf (the default).
-    #[arg(long, default_value = "bdf")]
-    solver: String,
+    /// Integrator: bdf, or moreau for unilateral contacts (the default for
+    /// models that have them).
+    #[arg(long)]
+    solver: Option<String>,
+    /// Fixed step of the Moreau time-stepper (default: (stop - start)/10000).
+    #[arg(long)]
+    step: Option<f64>,
     /// Print solver statistics.
     #[arg(long)]
     stats: bool,
@@ -308,13 +312,33 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
         Ok(m) => m,
         Err(d) => return report(&lib, &[d]),
     };
-    if a.solver != "bdf" {
+    if let Some(s) = a.solver.as_deref()
+        && s != "bdf"
+        && s != "moreau"
+    {
+        return report(
+            &lib,
+            &[Diagnostic::error_nospan(format!("unknown solver `{s}`"))
+                .with_hint("the available solvers are: bdf, moreau")],
+        );
+    }
+    if a.step.is_some() && a.solver.as_deref() == Some("bdf") {
         return report(
             &lib,
             &[
-                Diagnostic::error_nospan(format!("unknown solver `{}`", a.solver))
-                    .with_hint("the available solver is: bdf"),
+                Diagnostic::error_nospan("`--step` sets the Moreau time-stepper's step")
+                    .with_hint("use `--solver moreau --step H`, or leave `--step` out for the BDF"),
             ],
+        );
+    }
+    if let Some(h) = a.step
+        && !(h.is_finite() && h > 0.0)
+    {
+        return report(
+            &lib,
+            &[Diagnostic::error_nospan(format!(
+                "invalid run settings: the step must be positive, not {h}"
+            ))],
         );
     }
     let t_compile = std::time::Instant::now();
@@ -386,6 +410,20 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
         }
         overrides.push((v as u32, value));
     }
+    // A model with unilateral contacts runs on the Moreau time-stepper
+    // unless the BDF is asked for (which then says why it cannot).
+    let moreau = match a.solver.as_deref() {
+        Some("moreau") => true,
+        Some(_) => false,
+        None => !c.contacts.is_empty(),
+    };
+    let solver = if moreau {
+        rmoc::solve::Solver::Moreau {
+            step: a.step.unwrap_or((stop - start) / 10_000.0),
+        }
+    } else {
+        rmoc::solve::Solver::Bdf
+    };
     let opts = rmoc::solve::Options {
         start,
         stop,
@@ -393,6 +431,7 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
         interval,
         overrides,
         max_events: 1_000_000,
+        solver,
     };
     let interp = rmoc::solve::model::Interpreter {
         program: &compiled.program,

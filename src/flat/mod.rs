@@ -81,6 +81,34 @@ pub struct Variable {
 }
 
 impl Variable {
+    /// A Real local variable the flattener introduces (`$der1`,
+    /// `$contact1.gap`): no attributes but its description.
+    pub fn internal(
+        name: String,
+        variability: Variability,
+        description: &str,
+        span: Span,
+    ) -> Variable {
+        Variable {
+            name,
+            variability,
+            ty: ScalarType::Real,
+            causality: Causality::Local,
+            flow: false,
+            binding: None,
+            start: None,
+            fixed: None,
+            nominal: None,
+            min: None,
+            max: None,
+            unit: None,
+            state_select: StateSelect::Default,
+            structural: false,
+            description: Some(description.into()),
+            span,
+        }
+    }
+
     pub fn is_parameter(&self) -> bool {
         matches!(
             self.variability,
@@ -123,6 +151,21 @@ pub enum WhenStatement {
         message: String,
         span: Span,
     },
+}
+
+/// A unilateral contact, `unilateral(gap, force, e)` (docs/language.md):
+/// `gap >= 0`, `force >= 0`, `gap*force = 0`, and Newton's impact law with
+/// restitution `e` when the gap closes. The solver owns `force` (a
+/// parameter-like slot it writes at every step); the model computes `gap`
+/// and its rate `gap_rate = der(gap)` (index reduction differentiates the
+/// gap's equation).
+#[derive(Clone, Debug, Serialize)]
+pub struct UnilateralContact {
+    pub gap: VarId,
+    pub gap_rate: VarId,
+    pub force: VarId,
+    pub restitution: VarId,
+    pub span: Span,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -224,6 +267,8 @@ pub struct FlatModel {
     pub whens: Vec<WhenClause>,
     /// Asserts outside when-clauses: checked after every accepted step.
     pub asserts: Vec<Assert>,
+    /// Unilateral contacts: the model needs the Moreau time-stepper.
+    pub contacts: Vec<UnilateralContact>,
     pub functions: Vec<Function>,
     pub experiment: Experiment,
     /// The model's own connectors: a model with connectors is a component,

@@ -6,7 +6,9 @@
 use super::eval::{Ctx, NodeArray, Ty, Value, shape_text};
 use super::{CompNode, Flattener};
 use crate::diag::Diagnostic;
-use crate::flat::{self, AssertLevel, ExprId, Node, VarId, WhenStatement};
+use crate::flat::{
+    self, AssertLevel, ExprId, Node, ScalarType, VarId, Variability, Variable, WhenStatement,
+};
 use crate::syntax::ast::{self, Arg, EquationKind, ExprKind, Span};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -232,6 +234,7 @@ impl<'l> Flattener<'l> {
                     }
                     Ok(())
                 }
+                "unilateral" if !initial => self.unilateral(args, eq.span, ctx),
                 "reinit" => Err(Diagnostic::error(
                     eq.span,
                     "`reinit` is only allowed inside a `when` equation",
@@ -251,6 +254,139 @@ impl<'l> Flattener<'l> {
                 )),
             },
         }
+    }
+
+    /// `unilateral(gap, force, e)`: a unilateral contact (see
+    /// [`flat::UnilateralContact`]). The gap and its rate become variables
+    /// `$contactK.gap` and `$contactK.gapRate` with their equations; the
+    /// force becomes a parameter-like slot written by the solver.
+    fn unilateral(&mut self, args: &[Arg], span: Span, ctx: &Ctx) -> Result<(), Diagnostic> {
+        let hint = "write `unilateral(gap, force, e);` with a scalar gap expression, a Real force variable of this model and a restitution coefficient";
+        let (gap, force, e) = match args {
+            [Arg::Positional(g), Arg::Positional(f)] => (g, f, None),
+            [Arg::Positional(g), Arg::Positional(f), Arg::Positional(e)] => (g, f, Some(e)),
+            _ => {
+                return Err(
+                    Diagnostic::error(span, "`unilateral` takes two or three arguments")
+                        .with_hint(hint),
+                );
+            }
+        };
+        let gv = self.eval_expr(gap, ctx)?;
+        let fv = self.eval_expr(force, ctx)?;
+        let (&[g], &[f]) = (gv.elems.as_slice(), fv.elems.as_slice()) else {
+            return Err(Diagnostic::error(
+                span,
+                "the gap and the force of `unilateral` must be scalars",
+            )
+            .with_hint(hint));
+        };
+        let Node::Var(force_var) = self.arena.node(f) else {
+            return Err(Diagnostic::error(
+                force.span,
+                "the second argument of `unilateral` must be a Real variable (the contact force)",
+            )
+            .with_hint(hint));
+        };
+        {
+            let v = &self.vars[force_var as usize];
+            if v.ty != ScalarType::Real || v.variability != Variability::Continuous {
+                return Err(Diagnostic::error(
+                    force.span,
+                    format!(
+                        "`{}` must be a continuous Real variable to be a contact force",
+                        v.name
+                    ),
+                )
+                .with_hint(hint));
+            }
+            if self.contacts.iter().any(|c| c.force == force_var) {
+                return Err(Diagnostic::error(
+                    force.span,
+                    format!("`{}` is already the force of another contact", v.name),
+                ));
+            }
+        }
+        let e = match e {
+            Some(e) => {
+                let ev = self.eval_expr(e, ctx)?;
+                match ev.elems.as_slice() {
+                    &[x] => x,
+                    _ => {
+                        return Err(
+                            Diagnostic::error(e.span, "the restitution must be a scalar")
+                                .with_hint(hint),
+                        );
+                    }
+                }
+            }
+            None => self.arena.zero(),
+        };
+        let k = self.contacts.len() + 1;
+        let scope = self.inst_path(ctx.scope.inst);
+        let prefix = if scope.is_empty() {
+            format!("$contact{k}")
+        } else {
+            format!("{scope}.$contact{k}")
+        };
+        let var = |this: &mut Self, name: String, description: &str, variability, binding| {
+            let v = this.vars.len() as VarId;
+            let mut var = Variable::internal(name, variability, description, span);
+            var.binding = binding;
+            var.state_select = flat::StateSelect::Never;
+            this.vars.push(var);
+            v
+        };
+        let gap_var = var(
+            self,
+            format!("{prefix}.gap"),
+            "contact gap",
+            Variability::Continuous,
+            None,
+        );
+        let rate_var = var(
+            self,
+            format!("{prefix}.gapRate"),
+            "rate of the contact gap",
+            Variability::Continuous,
+            None,
+        );
+        let e_var = var(
+            self,
+            format!("{prefix}.restitution"),
+            "restitution coefficient",
+            Variability::Parameter,
+            Some(e),
+        );
+        let lhs = self.arena.var(gap_var);
+        self.equations.push(flat::Equation {
+            lhs,
+            rhs: g,
+            span,
+            scope: scope.clone(),
+        });
+        let lhs = self.arena.var(rate_var);
+        let rhs = self.arena.intern(Node::Der(gap_var));
+        self.equations.push(flat::Equation {
+            lhs,
+            rhs,
+            span,
+            scope,
+        });
+        // The solver owns the force: a parameter slot with value 0 until
+        // the first contact impulse.
+        let zero = self.arena.zero();
+        let fv = &mut self.vars[force_var as usize];
+        fv.variability = Variability::Parameter;
+        fv.binding = Some(zero);
+        self.contacts.push(flat::UnilateralContact {
+            gap: gap_var,
+            gap_rate: rate_var,
+            force: force_var,
+            restitution: e_var,
+            span,
+        });
+        Ok(())
     }
 
     fn flatten_for(

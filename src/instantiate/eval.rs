@@ -2028,24 +2028,12 @@ impl<'l> Flattener<'l> {
                 let k = self.aux_count;
                 self.aux_count += 1;
                 let v = self.vars.len() as u32;
-                self.vars.push(crate::flat::Variable {
-                    name: format!("$der{k}"),
-                    variability: Variability::Continuous,
-                    ty: ScalarType::Real,
-                    causality: crate::flat::Causality::Local,
-                    flow: false,
-                    binding: None,
-                    start: None,
-                    fixed: None,
-                    nominal: None,
-                    min: None,
-                    max: None,
-                    unit: None,
-                    state_select: crate::flat::StateSelect::Default,
-                    structural: false,
-                    description: Some("argument of der(...) on an expression".into()),
+                self.vars.push(crate::flat::Variable::internal(
+                    format!("$der{k}"),
+                    Variability::Continuous,
+                    "argument of der(...) on an expression",
                     span,
-                });
+                ));
                 let lhs = self.arena.var(v);
                 let scope = self.inst_path(ctx.scope.inst);
                 self.equations.push(crate::flat::Equation {

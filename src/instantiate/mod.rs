@@ -105,6 +105,7 @@ pub struct Flattener<'l> {
     initial_equations: Vec<flat::Equation>,
     whens: Vec<flat::WhenClause>,
     asserts: Vec<flat::Assert>,
+    contacts: Vec<flat::UnilateralContact>,
     functions: Vec<flat::Function>,
     function_index: HashMap<String, (u32, Vec<Vec<usize>>)>,
     function_out_types: HashMap<u32, Vec<(Vec<usize>, eval::Ty)>>,
@@ -138,6 +139,7 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
         initial_equations: Vec::new(),
         whens: Vec::new(),
         asserts: Vec::new(),
+        contacts: Vec::new(),
         functions: Vec::new(),
         function_index: HashMap::new(),
         function_out_types: HashMap::new(),
@@ -199,6 +201,7 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
         initial_equations: f.initial_equations,
         whens: f.whens,
         asserts: f.asserts,
+        contacts: f.contacts,
         functions: f.functions,
         experiment,
     })

@@ -14,6 +14,7 @@ pub mod init;
 pub mod lcp;
 pub mod linalg;
 pub mod model;
+pub mod moreau;
 
 use crate::diag::Diagnostic;
 use crate::jit::ir::status;
@@ -32,6 +33,18 @@ pub struct Options {
     /// Parameter values set on the command line: (variable, value).
     pub overrides: Vec<(u32, f64)>,
     pub max_events: usize,
+    pub solver: Solver,
+}
+
+/// The integrator of a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum Solver {
+    /// Variable-order BDF with event location (`solve::bdf`).
+    #[default]
+    Bdf,
+    /// Moreau-Jean time-stepping with fixed step `step`, for unilateral
+    /// contacts (`solve::moreau`).
+    Moreau { step: f64 },
 }
 
 /// Where an output column's value comes from.
@@ -65,6 +78,8 @@ pub struct RunStats {
     pub event_iterations: u64,
     pub restarts: u64,
     pub model_evaluations: u64,
+    /// The Moreau-Jean stepper's counters (set-valued contacts only).
+    pub contacts: Option<moreau::ContactStats>,
 }
 
 impl std::fmt::Display for RunStats {
@@ -86,7 +101,11 @@ impl std::fmt::Display for RunStats {
             self.time_events,
             self.event_iterations,
             self.restarts
-        )
+        )?;
+        if let Some(c) = &self.contacts {
+            write!(f, "; {c}")?;
+        }
+        Ok(())
     }
 }
 
@@ -104,11 +123,17 @@ pub fn output_columns(c: &Causal, l: &Layout) -> Vec<(String, Source, usize)> {
     let alias_of: rustc_hash::FxHashMap<u32, &crate::structure::Alias> =
         c.aliases.iter().map(|a| (a.var, a)).collect();
     let state_ders: rustc_hash::FxHashSet<u32> = c.state_ders.iter().copied().collect();
+    let contact_forces: Vec<u32> = c.contacts.iter().map(|k| k.force).collect();
     for (v, var) in c.vars.iter().enumerate() {
-        if var.name.starts_with('$') || var.name.starts_with("der($") {
+        // Internal variables (`$der1`, `$contact1.gap`, `der($...)`) are not shown.
+        if var.name.contains('$') {
             continue;
         }
         match c.roles[v] {
+            // A contact force is a slot the Moreau stepper writes: a result.
+            Role::Parameter if contact_forces.contains(&(v as u32)) => {
+                out.push((var.name.clone(), Source::Slot(l.var(v as u32)), v));
+            }
             Role::Parameter | Role::Constant => {}
             Role::Alias => {
                 if let Some(a) = alias_of.get(&(v as u32)) {
@@ -779,6 +804,7 @@ pub fn initialize_only(
         interval: 1.0,
         overrides: Vec::new(),
         max_events: 0,
+        solver: Solver::Bdf,
     };
     let l = p.layout.clone();
     let mut run = Run {
@@ -862,7 +888,11 @@ fn simulate_inner(
     run.call(Entry::Parameters)?;
     run.call(Entry::Starts)?;
     let shown: Vec<usize> = (0..c.vars.len())
-        .filter(|&v| matches!(c.roles[v], Role::Parameter) && !c.vars[v].name.starts_with('$'))
+        .filter(|&v| {
+            matches!(c.roles[v], Role::Parameter)
+                && !c.vars[v].name.contains('$')
+                && !c.contacts.iter().any(|k| k.force == v as u32)
+        })
         .collect();
     run.results.parameters = shown
         .iter()
@@ -887,7 +917,25 @@ fn simulate_inner(
         .collect();
     run.check_asserts()?;
     run.record(opts.start);
-    integrate(&mut run, opts)?;
+    match opts.solver {
+        Solver::Bdf => {
+            if let Some(k) = c.contacts.first() {
+                return Err(Diagnostic::error(
+                    k.span,
+                    "this model has unilateral contacts, which the BDF integrator cannot handle",
+                )
+                .with_label("a set-valued contact")
+                .with_hint(
+                    "simulate it with `--solver moreau --step H` (the default for such models)",
+                )
+                .with_note(STOPPED));
+            }
+            integrate(&mut run, opts)?
+        }
+        Solver::Moreau { step } => {
+            run.stats.contacts = Some(moreau::integrate(&mut run, opts, step)?);
+        }
+    }
     // terminal()
     run.buf[lower::TERMINAL as usize] = 1.0;
     let _ = run.event_iteration(false);

@@ -87,6 +87,8 @@ pub struct Causal {
     pub initial_equations: Vec<flat::Equation>,
     pub whens: Vec<flat::WhenClause>,
     pub asserts: Vec<flat::Assert>,
+    /// Unilateral contacts (their variables keep their flat ids).
+    pub contacts: Vec<flat::UnilateralContact>,
     pub functions: Derivatives,
     pub experiment: flat::Experiment,
     pub summary: Summary,
@@ -156,6 +158,7 @@ pub struct Builder {
     pub initial_equations: Vec<flat::Equation>,
     pub whens: Vec<flat::WhenClause>,
     pub asserts: Vec<flat::Assert>,
+    pub contacts: Vec<flat::UnilateralContact>,
     pub functions: Derivatives,
     pub experiment: flat::Experiment,
     pub aliases: Vec<Alias>,
@@ -205,6 +208,7 @@ impl Builder {
             initial_equations: flat.initial_equations,
             whens: flat.whens,
             asserts: flat.asserts,
+            contacts: flat.contacts,
             functions: Derivatives::new(flat.functions),
             experiment: flat.experiment,
             aliases: Vec::new(),
@@ -221,24 +225,15 @@ impl Builder {
         let base = &self.vars[v as usize];
         let d = self.vars.len() as VarId;
         let unit = base.unit.as_ref().map(|u| format!("{u}/s"));
-        self.vars.push(Variable {
-            name: format!("der({})", base.name),
-            variability: Variability::Continuous,
-            ty: flat::ScalarType::Real,
-            causality: flat::Causality::Local,
-            flow: false,
-            binding: None,
-            start: None,
-            fixed: None,
-            nominal: None,
-            min: None,
-            max: None,
-            unit,
-            state_select: flat::StateSelect::Default,
-            structural: false,
-            description: None,
-            span: base.span,
-        });
+        let mut der = Variable::internal(
+            format!("der({})", base.name),
+            Variability::Continuous,
+            "",
+            base.span,
+        );
+        der.unit = unit;
+        der.description = None;
+        self.vars.push(der);
         self.roles.push(Role::Algebraic);
         self.unknown.push(true);
         self.der.push(None);
@@ -607,6 +602,7 @@ impl Builder {
             initial_equations: self.initial_equations,
             whens: self.whens,
             asserts: self.asserts,
+            contacts: self.contacts,
             functions: self.functions,
             experiment: self.experiment,
             summary: self.summary,

@@ -163,6 +163,7 @@ pub fn options(c: &rmoc::Compiled, run: &Run) -> solve::Options {
             .unwrap_or((stop - start) / 500.0),
         overrides,
         max_events: 1_000_000,
+        solver: solve::Solver::Bdf,
     }
 }
 

@@ -1,0 +1,152 @@
+//! Set-valued contacts on the Moreau-Jean time-stepper (`solve::moreau`):
+//! conservation, no penetration, closed-form impact times, and the BDF's
+//! refusal.
+
+mod common;
+
+use rmoc::solve::{self, Results, Solver};
+
+fn run_moreau(file: &str, step: f64, interval: Option<f64>) -> Results {
+    let c = common::compile_file(&common::project(file), None);
+    let jit = rmoc::jit::codegen::compile(&c.program).expect("jit");
+    let mut opts = common::options(
+        &c,
+        &common::Run {
+            interval,
+            ..common::Run::default()
+        },
+    );
+    opts.solver = Solver::Moreau { step };
+    match solve::simulate(&c.causal, &c.program, &jit, &opts) {
+        Ok(r) => r,
+        Err(d) => panic!(
+            "{:?}",
+            d.iter().map(|x| x.message.clone()).collect::<Vec<_>>()
+        ),
+    }
+}
+
+fn col(r: &Results, name: &str) -> Vec<f64> {
+    let k = r.column(name).unwrap_or_else(|| panic!("no column {name}"));
+    r.rows.iter().map(|row| row[k]).collect()
+}
+
+/// A point mass between two walls with e = 1 and no friction: 1 000 impacts
+/// in 10 s; the speed (so the kinetic energy) is exactly conserved and the
+/// mass never enters a wall.
+#[test]
+fn elastic_impacts_conserve_energy_and_never_penetrate() {
+    let r = run_moreau("tests/models/contacts/walls.rmo", 1e-5, None);
+    let contacts = r.stats.contacts.expect("Moreau statistics");
+    assert_eq!(contacts.steps, 1_000_000);
+    assert!(
+        (999..=1001).contains(&contacts.impact_steps),
+        "{} impacts",
+        contacts.impact_steps
+    );
+    let v = col(&r, "v");
+    let energy0 = 0.5;
+    let worst = v
+        .iter()
+        .map(|v| ((0.5 * v * v - energy0) / energy0).abs())
+        .fold(0.0, f64::max);
+    assert!(worst <= 1e-9, "kinetic energy drifts by {worst:e}");
+    let x = col(&r, "x");
+    let least_gap = x
+        .iter()
+        .map(|x| x.min(0.01 - x))
+        .fold(f64::INFINITY, f64::min);
+    assert!(least_gap >= -1e-9 * 0.01, "gap {least_gap:e}");
+}
+
+/// A ball dropped from 1 m with e = 0.8: never below the plane, and its
+/// impact times near the closed form t1 = sqrt(2/g), t_{k+1} = t_k + 2 e^k v1/g.
+/// The stepper applies an impulse at the step whose midpoint is closed and
+/// then projects the position, so each impact can come up to a step late
+/// and the delays add up.
+#[test]
+fn a_bouncing_ball_stays_above_the_plane() {
+    let h = 1e-5;
+    let r = run_moreau("tests/models/contacts/ball.rmo", h, Some(h));
+    let y = col(&r, "y");
+    let lowest = y.iter().cloned().fold(f64::INFINITY, f64::min);
+    assert!(lowest >= -1e-9, "the ball went {lowest:e} below the plane");
+    let v = col(&r, "v");
+    let impacts: Vec<f64> = (1..v.len())
+        .filter(|&i| v[i - 1] < 0.0 && v[i] > 0.0)
+        .map(|i| r.times[i])
+        .collect();
+    let g: f64 = 9.81;
+    let mut t = (2.0 / g).sqrt();
+    let mut speed = g * t;
+    for (k, got) in impacts.iter().take(6).enumerate() {
+        let late = got - t;
+        assert!(
+            (0.0..=(k as f64 + 1.0) * 2.0 * h).contains(&late),
+            "impact {k}: {got} against {t} ({late:e} late)"
+        );
+        speed *= 0.8;
+        t += 2.0 * speed / g;
+    }
+    // The contact force while in contact: an impulse of (1 + e) m v over one step.
+    let n = col(&r, "N");
+    let first = n.iter().cloned().fold(0.0, f64::max);
+    let expected = (1.0 + 0.8) * (2.0 * g).sqrt() / h;
+    assert!(
+        (first - expected).abs() <= 0.01 * expected,
+        "peak force {first}, expected {expected}"
+    );
+}
+
+fn rmoc(args: &[&str], out_file: &std::path::Path) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_rmoc"))
+        .args(args)
+        .arg("-o")
+        .arg(out_file)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("rmoc runs")
+}
+
+/// The BDF cannot integrate a set-valued contact: it says so and writes
+/// nothing.
+#[test]
+fn the_bdf_refuses_a_model_with_unilateral_contacts() {
+    let out_file = std::env::temp_dir().join("rmoc_contacts_bdf.csv");
+    let _ = std::fs::remove_file(&out_file);
+    let out = rmoc(
+        &[
+            "simulate",
+            "tests/models/contacts/ball.rmo",
+            "--solver",
+            "bdf",
+        ],
+        &out_file,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("unilateral contacts"), "{stderr}");
+    assert!(stderr.contains("--solver moreau"), "{stderr}");
+    assert!(stderr.contains("ball.rmo:10:"), "{stderr}");
+    assert!(!out_file.exists());
+}
+
+/// Without `--solver`, a model with contacts runs on the Moreau stepper.
+#[test]
+fn contacts_choose_the_moreau_stepper_by_default() {
+    let out_file = std::env::temp_dir().join("rmoc_contacts_default.csv");
+    let out = rmoc(
+        &[
+            "simulate",
+            "tests/models/contacts/ball.rmo",
+            "--stats",
+            "--stop-time",
+            "1",
+        ],
+        &out_file,
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("Moreau-Jean steps 10000"), "{stderr}");
+    let _ = std::fs::remove_file(&out_file);
+}
