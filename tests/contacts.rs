@@ -150,3 +150,68 @@ fn contacts_choose_the_moreau_stepper_by_default() {
     assert!(stderr.contains("Moreau-Jean steps 10000"), "{stderr}");
     let _ = std::fs::remove_file(&out_file);
 }
+
+/// A block thrown at v0 = 2 m/s along a plane with Coulomb friction
+/// mu = 0.3 decelerates at mu g and stops at t = v0/(mu g) after
+/// v0^2/(2 mu g); while sliding, the friction force is -mu N with N = m g.
+#[test]
+fn coulomb_friction_stops_a_sliding_block_at_the_closed_form_distance() {
+    let h = 1e-5;
+    let r = run_moreau("tests/models/contacts/block.rmo", h, None);
+    let (g, mu, v0) = (9.81, 0.3, 2.0);
+    let stop = v0 / (mu * g);
+    let distance = v0 * v0 / (2.0 * mu * g);
+    let vx = col(&r, "vx");
+    let first_rest = (0..vx.len())
+        .find(|&i| vx[i] <= 1e-12)
+        .map(|i| r.times[i])
+        .expect("the block stops");
+    assert!(
+        (first_rest - stop).abs() <= h,
+        "stops at {first_rest}, closed form {stop}"
+    );
+    let x = col(&r, "x");
+    let last = *x.last().expect("rows");
+    assert!(
+        (last - distance).abs() <= 1e-6,
+        "slides {last}, closed form {distance}"
+    );
+    // Sliding: N = m g and T = -mu N; at rest: no friction force.
+    let k = r.times.iter().position(|&t| t >= 0.3).expect("t = 0.3");
+    let (n, t) = (col(&r, "N")[k], col(&r, "T")[k]);
+    assert!((n - 2.0 * g).abs() <= 1e-9 * n, "N = {n}");
+    assert!((t + mu * n).abs() <= 1e-9 * n, "T = {t}");
+    assert!(col(&r, "T").last().expect("rows").abs() <= 1e-9);
+    // Never below the plane.
+    let lowest = col(&r, "y").iter().cloned().fold(f64::INFINITY, f64::min);
+    assert!(lowest >= -1e-12, "y = {lowest:e}");
+}
+
+/// A rod falling flat onto two supports: both contacts close in the same
+/// step, and the LCP gives the symmetric impulses ((1 + e) m v + m g h)/2
+/// (the impact, plus the weight over the step) with no rotation.
+#[test]
+fn a_rod_falling_flat_gets_symmetric_impulses() {
+    let h = 1e-5;
+    let r = run_moreau("tests/models/contacts/rod.rmo", h, None);
+    let (n1, n2, vy, w) = (col(&r, "N1"), col(&r, "N2"), col(&r, "vy"), col(&r, "w"));
+    let k = (0..n1.len())
+        .max_by(|&a, &b| n1[a].total_cmp(&n1[b]))
+        .expect("rows");
+    assert!(n1[k] > 0.0);
+    assert!(
+        (n1[k] - n2[k]).abs() <= 1e-12 * n1[k],
+        "{} vs {}",
+        n1[k],
+        n2[k]
+    );
+    let (before, after) = (vy[k - 1], vy[k]);
+    assert!((after + 0.5 * before).abs() <= 1e-9, "{before} -> {after}");
+    let impulse = n1[k] * h;
+    let expected = (1.5 * before.abs() + 9.81 * h) / 2.0;
+    assert!(
+        (impulse - expected).abs() <= 1e-9,
+        "impulse {impulse}, expected {expected}"
+    );
+    assert!(w.iter().all(|w| w.abs() <= 1e-12), "the rod turned");
+}

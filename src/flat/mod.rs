@@ -168,6 +168,20 @@ pub struct UnilateralContact {
     pub span: Span,
 }
 
+/// Coulomb friction at a unilateral contact, `friction(slip, force,
+/// normalForce, mu, eT)`: `|force| <= mu*normalForce`, and while the slip
+/// velocity is nonzero the force opposes it at the limit. `restitution` is
+/// the tangential restitution of an impact.
+#[derive(Clone, Debug, Serialize)]
+pub struct FrictionContact {
+    pub slip: VarId,
+    pub force: VarId,
+    pub normal_force: VarId,
+    pub mu: VarId,
+    pub restitution: VarId,
+    pub span: Span,
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct Assert {
     pub condition: ExprId,
@@ -269,6 +283,7 @@ pub struct FlatModel {
     pub asserts: Vec<Assert>,
     /// Unilateral contacts: the model needs the Moreau time-stepper.
     pub contacts: Vec<UnilateralContact>,
+    pub frictions: Vec<FrictionContact>,
     pub functions: Vec<Function>,
     pub experiment: Experiment,
     /// The model's own connectors: a model with connectors is a component,

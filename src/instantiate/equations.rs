@@ -235,6 +235,7 @@ impl<'l> Flattener<'l> {
                     Ok(())
                 }
                 "unilateral" if !initial => self.unilateral(args, eq.span, ctx),
+                "friction" if !initial => self.friction(args, eq.span, ctx),
                 "reinit" => Err(Diagnostic::error(
                     eq.span,
                     "`reinit` is only allowed inside a `when` equation",
@@ -272,91 +273,26 @@ impl<'l> Flattener<'l> {
                 );
             }
         };
-        let gv = self.eval_expr(gap, ctx)?;
-        let fv = self.eval_expr(force, ctx)?;
-        let (&[g], &[f]) = (gv.elems.as_slice(), fv.elems.as_slice()) else {
-            return Err(Diagnostic::error(
-                span,
-                "the gap and the force of `unilateral` must be scalars",
-            )
-            .with_hint(hint));
-        };
-        let Node::Var(force_var) = self.arena.node(f) else {
-            return Err(Diagnostic::error(
-                force.span,
-                "the second argument of `unilateral` must be a Real variable (the contact force)",
-            )
-            .with_hint(hint));
-        };
-        {
-            let v = &self.vars[force_var as usize];
-            if v.ty != ScalarType::Real || v.variability != Variability::Continuous {
-                return Err(Diagnostic::error(
-                    force.span,
-                    format!(
-                        "`{}` must be a continuous Real variable to be a contact force",
-                        v.name
-                    ),
-                )
-                .with_hint(hint));
-            }
-            if self.contacts.iter().any(|c| c.force == force_var) {
-                return Err(Diagnostic::error(
-                    force.span,
-                    format!("`{}` is already the force of another contact", v.name),
-                ));
-            }
-        }
+        let g = self.contact_scalar(gap, ctx, hint)?;
         let e = match e {
-            Some(e) => {
-                let ev = self.eval_expr(e, ctx)?;
-                match ev.elems.as_slice() {
-                    &[x] => x,
-                    _ => {
-                        return Err(
-                            Diagnostic::error(e.span, "the restitution must be a scalar")
-                                .with_hint(hint),
-                        );
-                    }
-                }
-            }
+            Some(e) => self.contact_scalar(e, ctx, hint)?,
             None => self.arena.zero(),
         };
-        let k = self.contacts.len() + 1;
+        let force_var = self.contact_force(force, ctx, hint)?;
+        let prefix = self.contact_prefix(ctx);
         let scope = self.inst_path(ctx.scope.inst);
-        let prefix = if scope.is_empty() {
-            format!("$contact{k}")
-        } else {
-            format!("{scope}.$contact{k}")
-        };
-        let var = |this: &mut Self, name: String, description: &str, variability, binding| {
-            let v = this.vars.len() as VarId;
-            let mut var = Variable::internal(name, variability, description, span);
-            var.binding = binding;
-            var.state_select = flat::StateSelect::Never;
-            this.vars.push(var);
-            v
-        };
-        let gap_var = var(
-            self,
-            format!("{prefix}.gap"),
-            "contact gap",
-            Variability::Continuous,
-            None,
-        );
-        let rate_var = var(
-            self,
+        let gap_var = self.contact_var(format!("{prefix}.gap"), "contact gap", None, span);
+        let rate_var = self.contact_var(
             format!("{prefix}.gapRate"),
             "rate of the contact gap",
-            Variability::Continuous,
             None,
+            span,
         );
-        let e_var = var(
-            self,
+        let e_var = self.contact_var(
             format!("{prefix}.restitution"),
             "restitution coefficient",
-            Variability::Parameter,
             Some(e),
+            span,
         );
         let lhs = self.arena.var(gap_var);
         self.equations.push(flat::Equation {
@@ -373,12 +309,6 @@ impl<'l> Flattener<'l> {
             span,
             scope,
         });
-        // The solver owns the force: a parameter slot with value 0 until
-        // the first contact impulse.
-        let zero = self.arena.zero();
-        let fv = &mut self.vars[force_var as usize];
-        fv.variability = Variability::Parameter;
-        fv.binding = Some(zero);
         self.contacts.push(flat::UnilateralContact {
             gap: gap_var,
             gap_rate: rate_var,
@@ -387,6 +317,181 @@ impl<'l> Flattener<'l> {
             span,
         });
         Ok(())
+    }
+
+    /// `friction(slip, force, normalForce, mu, eT)`: Coulomb friction at
+    /// the unilateral contact whose force is `normalForce` (see
+    /// [`flat::FrictionContact`]). The slip velocity becomes
+    /// `$contactK.slip`; the friction force a solver-written slot.
+    fn friction(&mut self, args: &[Arg], span: Span, ctx: &Ctx) -> Result<(), Diagnostic> {
+        let hint = "write `friction(slip, force, normalForce, mu, eT);`: the sliding velocity, a Real force variable that increases it, the force of a unilateral contact, the friction coefficient and (optionally) the tangential restitution";
+        let (slip, force, normal, mu, e) = match args {
+            [
+                Arg::Positional(s),
+                Arg::Positional(f),
+                Arg::Positional(n),
+                Arg::Positional(mu),
+            ] => (s, f, n, mu, None),
+            [
+                Arg::Positional(s),
+                Arg::Positional(f),
+                Arg::Positional(n),
+                Arg::Positional(mu),
+                Arg::Positional(e),
+            ] => (s, f, n, mu, Some(e)),
+            _ => {
+                return Err(
+                    Diagnostic::error(span, "`friction` takes four or five arguments")
+                        .with_hint(hint),
+                );
+            }
+        };
+        let slip = self.contact_scalar(slip, ctx, hint)?;
+        let mu = self.contact_scalar(mu, ctx, hint)?;
+        let e = match e {
+            Some(e) => self.contact_scalar(e, ctx, hint)?,
+            None => self.arena.zero(),
+        };
+        let nv = self.eval_expr(normal, ctx)?;
+        let normal_force = match nv.elems.as_slice() {
+            &[x] => match self.arena.node(x) {
+                Node::Var(v) => v,
+                _ => {
+                    return Err(Diagnostic::error(
+                        normal.span,
+                        "the third argument of `friction` must be the force variable of a `unilateral` contact",
+                    )
+                    .with_hint(hint));
+                }
+            },
+            _ => {
+                return Err(
+                    Diagnostic::error(normal.span, "the normal force must be a scalar")
+                        .with_hint(hint),
+                );
+            }
+        };
+        let force_var = self.contact_force(force, ctx, hint)?;
+        let prefix = self.contact_prefix(ctx);
+        let scope = self.inst_path(ctx.scope.inst);
+        let slip_var = self.contact_var(format!("{prefix}.slip"), "sliding velocity", None, span);
+        let mu_var = self.contact_var(
+            format!("{prefix}.mu"),
+            "friction coefficient",
+            Some(mu),
+            span,
+        );
+        let e_var = self.contact_var(
+            format!("{prefix}.restitution"),
+            "tangential restitution coefficient",
+            Some(e),
+            span,
+        );
+        let lhs = self.arena.var(slip_var);
+        self.equations.push(flat::Equation {
+            lhs,
+            rhs: slip,
+            span,
+            scope,
+        });
+        self.frictions.push(flat::FrictionContact {
+            slip: slip_var,
+            force: force_var,
+            normal_force,
+            mu: mu_var,
+            restitution: e_var,
+            span,
+        });
+        Ok(())
+    }
+
+    /// A scalar argument of a contact declaration.
+    fn contact_scalar(
+        &mut self,
+        e: &ast::Expr,
+        ctx: &Ctx,
+        hint: &str,
+    ) -> Result<ExprId, Diagnostic> {
+        let v = self.eval_expr(e, ctx)?;
+        match v.elems.as_slice() {
+            &[x] => Ok(x),
+            _ => Err(Diagnostic::error(e.span, "a scalar is expected here").with_hint(hint)),
+        }
+    }
+
+    /// The force variable of a contact: a continuous Real of the model that
+    /// no other contact owns. It becomes a parameter slot (value 0) that
+    /// the Moreau stepper writes.
+    fn contact_force(
+        &mut self,
+        force: &ast::Expr,
+        ctx: &Ctx,
+        hint: &str,
+    ) -> Result<VarId, Diagnostic> {
+        let f = self.contact_scalar(force, ctx, hint)?;
+        let Node::Var(v) = self.arena.node(f) else {
+            return Err(Diagnostic::error(
+                force.span,
+                "a contact force must be a Real variable of the model",
+            )
+            .with_hint(hint));
+        };
+        let var = &self.vars[v as usize];
+        let owned = self.contacts.iter().any(|c| c.force == v)
+            || self.frictions.iter().any(|c| c.force == v);
+        if owned {
+            return Err(Diagnostic::error(
+                force.span,
+                format!("`{}` is already the force of another contact", var.name),
+            ));
+        }
+        if var.ty != ScalarType::Real || var.variability != Variability::Continuous {
+            return Err(Diagnostic::error(
+                force.span,
+                format!(
+                    "`{}` must be a continuous Real variable to be a contact force",
+                    var.name
+                ),
+            )
+            .with_hint(hint));
+        }
+        let zero = self.arena.zero();
+        let var = &mut self.vars[v as usize];
+        var.variability = Variability::Parameter;
+        var.binding = Some(zero);
+        Ok(v)
+    }
+
+    /// `$contactK` (in the instance's scope) for the next contact.
+    fn contact_prefix(&self, ctx: &Ctx) -> String {
+        let k = self.contacts.len() + self.frictions.len() + 1;
+        let scope = self.inst_path(ctx.scope.inst);
+        if scope.is_empty() {
+            format!("$contact{k}")
+        } else {
+            format!("{scope}.$contact{k}")
+        }
+    }
+
+    /// A variable of a contact: continuous (no binding) or a parameter.
+    fn contact_var(
+        &mut self,
+        name: String,
+        description: &str,
+        binding: Option<ExprId>,
+        span: Span,
+    ) -> VarId {
+        let v = self.vars.len() as VarId;
+        let variability = if binding.is_some() {
+            Variability::Parameter
+        } else {
+            Variability::Continuous
+        };
+        let mut var = Variable::internal(name, variability, description, span);
+        var.binding = binding;
+        var.state_select = flat::StateSelect::Never;
+        self.vars.push(var);
+        v
     }
 
     fn flatten_for(

@@ -106,6 +106,7 @@ pub struct Flattener<'l> {
     whens: Vec<flat::WhenClause>,
     asserts: Vec<flat::Assert>,
     contacts: Vec<flat::UnilateralContact>,
+    frictions: Vec<flat::FrictionContact>,
     functions: Vec<flat::Function>,
     function_index: HashMap<String, (u32, Vec<Vec<usize>>)>,
     function_out_types: HashMap<u32, Vec<(Vec<usize>, eval::Ty)>>,
@@ -140,6 +141,7 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
         whens: Vec::new(),
         asserts: Vec::new(),
         contacts: Vec::new(),
+        frictions: Vec::new(),
         functions: Vec::new(),
         function_index: HashMap::new(),
         function_out_types: HashMap::new(),
@@ -202,6 +204,7 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
         whens: f.whens,
         asserts: f.asserts,
         contacts: f.contacts,
+        frictions: f.frictions,
         functions: f.functions,
         experiment,
     })

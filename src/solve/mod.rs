@@ -123,7 +123,12 @@ pub fn output_columns(c: &Causal, l: &Layout) -> Vec<(String, Source, usize)> {
     let alias_of: rustc_hash::FxHashMap<u32, &crate::structure::Alias> =
         c.aliases.iter().map(|a| (a.var, a)).collect();
     let state_ders: rustc_hash::FxHashSet<u32> = c.state_ders.iter().copied().collect();
-    let contact_forces: Vec<u32> = c.contacts.iter().map(|k| k.force).collect();
+    let contact_forces: Vec<u32> = c
+        .contacts
+        .iter()
+        .map(|k| k.force)
+        .chain(c.frictions.iter().map(|f| f.force))
+        .collect();
     for (v, var) in c.vars.iter().enumerate() {
         // Internal variables (`$der1`, `$contact1.gap`, `der($...)`) are not shown.
         if var.name.contains('$') {
@@ -892,6 +897,7 @@ fn simulate_inner(
             matches!(c.roles[v], Role::Parameter)
                 && !c.vars[v].name.contains('$')
                 && !c.contacts.iter().any(|k| k.force == v as u32)
+                && !c.frictions.iter().any(|k| k.force == v as u32)
         })
         .collect();
     run.results.parameters = shown

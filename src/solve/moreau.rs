@@ -99,6 +99,15 @@ fn slot_of(run: &Run, v: u32) -> Slot {
     }
 }
 
+/// Where a friction law's values live, and the normal contact it belongs to.
+struct FrictionSlots {
+    contact: usize,
+    slip: Slot,
+    force: usize,
+    mu: usize,
+    restitution: usize,
+}
+
 /// Integrates from the initialized state to `opts.stop` with fixed steps.
 pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<ContactStats, Diagnostic> {
     if !run.c.whens.is_empty() || run.l().n_samples > 0 {
@@ -120,9 +129,42 @@ pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<Contact
             restitution: run.l().var(k.restitution) as usize,
         })
         .collect();
+    let mut frictions: Vec<FrictionSlots> = Vec::new();
+    for fr in &run.c.frictions {
+        let Some(contact) = run
+            .c
+            .contacts
+            .iter()
+            .position(|k| k.force == fr.normal_force)
+        else {
+            return Err(Diagnostic::error(
+                fr.span,
+                format!(
+                    "`{}` is not the force of a `unilateral` contact",
+                    run.c.vars[fr.normal_force as usize].name
+                ),
+            )
+            .with_hint(
+                "friction acts at a unilateral contact: pass the force of its `unilateral(...)`",
+            ));
+        };
+        frictions.push(FrictionSlots {
+            contact,
+            slip: slot_of(run, fr.slip),
+            force: run.l().var(fr.force) as usize,
+            mu: run.l().var(fr.mu) as usize,
+            restitution: run.l().var(fr.restitution) as usize,
+        });
+    }
+    // Every force slot the stepper writes: normal forces first.
+    let force_slots: Vec<usize> = contacts
+        .iter()
+        .map(|c| c.force)
+        .chain(frictions.iter().map(|f| f.force))
+        .collect();
     let (_, der_slots, _, _) = run.state_slots();
     let n = der_slots.len();
-    let m = contacts.len();
+    let m = force_slots.len();
     let mut stats = ContactStats::default();
     let span = opts.stop - opts.start;
     let steps = (span / h).ceil().max(1.0) as u64;
@@ -131,17 +173,33 @@ pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<Contact
     let mut x: Vec<f64> = run.states();
     let mut is_velocity = vec![false; n];
     let mut impulses = vec![0.0; m];
-    // Evaluates the state derivatives at (t, x) with contact forces `forces`.
+    let mut closed_before = vec![false; contacts.len()];
+    // The state derivatives at (t, x) with the forces `forces`.
     let derivatives =
         |run: &mut Run, t: f64, x: &[f64], forces: &[f64]| -> Result<Vec<f64>, Diagnostic> {
-            for (c, f) in contacts.iter().zip(forces) {
-                run.buf[c.force] = *f;
+            for (&slot, f) in force_slots.iter().zip(forces) {
+                run.buf[slot] = *f;
             }
             run.set_states(t, x);
             run.buf[lower::MODE as usize] = 1.0;
             run.call(Entry::Ode)?;
             Ok(der_slots.iter().map(|&s| run.buf[s as usize]).collect())
         };
+    // The change of the velocity derivatives under a unit force `j`.
+    let unit_response = |run: &mut Run,
+                         t: f64,
+                         x: &[f64],
+                         base: &[f64],
+                         j: usize,
+                         is_velocity: &[bool]|
+     -> Result<Vec<f64>, Diagnostic> {
+        let mut unit = vec![0.0; m];
+        unit[j] = 1.0;
+        let fj = derivatives(run, t, x, &unit)?;
+        Ok((0..n)
+            .map(|i| if is_velocity[i] { fj[i] - base[i] } else { 0.0 })
+            .collect())
+    };
     let zero = vec![0.0; m];
     for k in 0..steps {
         let h_k = if k + 1 == steps { opts.stop - t } else { h };
@@ -149,34 +207,28 @@ pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<Contact
             break;
         }
         let t_mid = t + h_k / 2.0;
-        // 1. positions to the midpoint.
+        // Which states feel contact forces: the velocities.
         let f0 = derivatives(run, t, &x, &zero)?;
-        let mut x_mid = x.clone();
-        // 2. smooth forces at the midpoint; probe which states feel contact
-        //    forces (the velocities) and how.
-        let mut response: Vec<Vec<f64>> = Vec::with_capacity(m);
-        // Positions first need the velocity split, which the probe gives.
+        let all = vec![true; n];
         for j in 0..m {
-            let mut unit = zero.clone();
-            unit[j] = 1.0;
-            let fj = derivatives(run, t, &x, &unit)?;
-            let bj: Vec<f64> = fj.iter().zip(&f0).map(|(a, b)| a - b).collect();
-            for (i, b) in bj.iter().enumerate() {
+            for (i, b) in unit_response(run, t, &x, &f0, j, &all)?.iter().enumerate() {
                 if *b != 0.0 {
                     is_velocity[i] = true;
                 }
             }
-            response.push(bj);
         }
+        // 1. positions to the midpoint.
+        let mut x_mid = x.clone();
         for i in 0..n {
             if !is_velocity[i] {
                 x_mid[i] += h_k / 2.0 * f0[i];
             }
         }
+        // 2. smooth forces at the midpoint.
         let f_mid = derivatives(run, t_mid, &x_mid, &zero)?;
         let gaps: Vec<f64> = contacts.iter().map(|c| c.gap.read(&run.buf)).collect();
         let rates_before: Vec<f64> = contacts.iter().map(|c| c.gap_rate.read(&run.buf)).collect();
-        let restitution: Vec<f64> = contacts.iter().map(|c| run.buf[c.restitution]).collect();
+        let slips_before: Vec<f64> = frictions.iter().map(|f| f.slip.read(&run.buf)).collect();
         let mut x_next = x_mid.clone();
         for i in 0..n {
             if is_velocity[i] {
@@ -184,54 +236,113 @@ pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<Contact
             }
         }
         // 3. impulses of the contacts closed at the midpoint.
-        let active: Vec<usize> = (0..m).filter(|&j| gaps[j] <= 0.0).collect();
+        let active: Vec<usize> = (0..contacts.len()).filter(|&j| gaps[j] <= 0.0).collect();
+        let active_friction: Vec<usize> = (0..frictions.len())
+            .filter(|&s| active.contains(&frictions[s].contact))
+            .collect();
         impulses.iter_mut().for_each(|p| *p = 0.0);
         if !active.is_empty() {
-            // The velocity response to a unit impulse, at the midpoint.
-            let mut b: Vec<Vec<f64>> = Vec::with_capacity(active.len());
-            for &j in &active {
-                let mut unit = zero.clone();
-                unit[j] = 1.0;
-                let fj = derivatives(run, t_mid, &x_mid, &unit)?;
-                b.push(
-                    fj.iter()
-                        .zip(&f_mid)
-                        .enumerate()
-                        .map(|(i, (a, c))| if is_velocity[i] { a - c } else { 0.0 })
-                        .collect(),
-                );
+            let (na, nf) = (active.len(), active_friction.len());
+            // Force indices of the unknown impulses: normals, then frictions.
+            let columns: Vec<usize> = active
+                .iter()
+                .copied()
+                .chain(active_friction.iter().map(|&s| contacts.len() + s))
+                .collect();
+            let mut b: Vec<Vec<f64>> = Vec::with_capacity(columns.len());
+            for &j in &columns {
+                b.push(unit_response(run, t_mid, &x_mid, &f_mid, j, &is_velocity)?);
             }
-            let rates_at = |run: &mut Run, v: &[f64]| -> Result<Vec<f64>, Diagnostic> {
+            // Normal gap rates and slips, linear in the velocities.
+            let rates = |run: &mut Run, v: &[f64]| -> Result<Vec<f64>, Diagnostic> {
                 derivatives(run, t_mid, v, &zero)?;
                 Ok(active
                     .iter()
                     .map(|&j| contacts[j].gap_rate.read(&run.buf))
+                    .chain(
+                        active_friction
+                            .iter()
+                            .map(|&s| frictions[s].slip.read(&run.buf)),
+                    )
                     .collect())
             };
-            let u_free = rates_at(run, &x_next)?;
-            let na = active.len();
-            let mut delassus = vec![0.0; na * na];
+            let u_free = rates(run, &x_next)?;
+            let nc = columns.len();
+            // d[r][c]: rate r per unit impulse c.
+            let mut d = vec![vec![0.0; nc]; nc];
             for (c, bc) in b.iter().enumerate() {
-                let shifted: Vec<f64> = x_next.iter().zip(bc).map(|(a, d)| a + d).collect();
-                let u = rates_at(run, &shifted)?;
-                for r in 0..na {
-                    delassus[r * na + c] = u[r] - u_free[r];
+                let shifted: Vec<f64> = x_next.iter().zip(bc).map(|(a, v)| a + v).collect();
+                let u = rates(run, &shifted)?;
+                for r in 0..nc {
+                    d[r][c] = u[r] - u_free[r];
                 }
             }
-            let q: Vec<f64> = active
-                .iter()
-                .enumerate()
-                .map(|(r, &j)| u_free[r] + restitution[j] * rates_before[j].min(0.0))
-                .collect();
+            // The LCP in z = (P_N, P_T+, P_T-, beta) (friction pyramid of
+            // Stewart & Trinkle 1996 / Anitescu & Potra 1997 in the plane):
+            //   w_N  =  q_N + D_NN P_N + D_NT (P+ - P-)            _|_ P_N
+            //   w_+  =  q_T + D_TN P_N + D_TT (P+ - P-) + beta     _|_ P+
+            //   w_-  = -q_T - D_TN P_N - D_TT (P+ - P-) + beta     _|_ P-
+            //   w_b  =  mu P_N - P+ - P-                           _|_ beta
+            let size = na + 3 * nf;
+            let mut mat = vec![0.0; size * size];
+            let mut q = vec![0.0; size];
+            for (r, &j) in active.iter().enumerate() {
+                let e = run.buf[contacts[j].restitution];
+                q[r] = u_free[r] + e * rates_before[j].min(0.0);
+            }
+            for (s, &fs) in active_friction.iter().enumerate() {
+                let f = &frictions[fs];
+                // Tangential restitution only at the impact that closes the contact.
+                let e_t = if closed_before[f.contact] {
+                    0.0
+                } else {
+                    run.buf[f.restitution]
+                };
+                let qt = u_free[na + s] + e_t * slips_before[fs];
+                q[na + s] = qt;
+                q[na + nf + s] = -qt;
+            }
+            for r in 0..size {
+                let (row_kind, row_sign, rate_row) = if r < na {
+                    (0, 1.0, r)
+                } else if r < na + nf {
+                    (1, 1.0, na + (r - na))
+                } else if r < na + 2 * nf {
+                    (1, -1.0, na + (r - na - nf))
+                } else {
+                    (2, 0.0, 0)
+                };
+                if row_kind == 2 {
+                    let s = r - na - 2 * nf;
+                    let f = &frictions[active_friction[s]];
+                    let normal_col = active.iter().position(|&j| j == f.contact).unwrap_or(0);
+                    mat[r * size + normal_col] = run.buf[f.mu];
+                    mat[r * size + na + s] = -1.0;
+                    mat[r * size + na + nf + s] = -1.0;
+                    continue;
+                }
+                for c in 0..na {
+                    mat[r * size + c] = row_sign * d[rate_row][c];
+                }
+                for s in 0..nf {
+                    let v = row_sign * d[rate_row][na + s];
+                    mat[r * size + na + s] = v;
+                    mat[r * size + na + nf + s] = -v;
+                }
+                if row_kind == 1 {
+                    let s = if r < na + nf { r - na } else { r - na - nf };
+                    mat[r * size + na + 2 * nf + s] = 1.0;
+                }
+            }
             stats.lcp_solves += 1;
-            let solution = match lcp::lemke(&delassus, &q) {
-                Ok(s) => {
-                    stats.lemke_pivots += s.pivots as u64;
-                    s
+            let solution = match lcp::lemke(&mat, &q) {
+                Ok(sol) => {
+                    stats.lemke_pivots += sol.pivots as u64;
+                    sol
                 }
                 Err(first) => {
                     stats.fallbacks += 1;
-                    lcp::projected_gauss_seidel(&delassus, &q, 1.0, 1e-12, 10_000).map_err(|e| {
+                    lcp::projected_gauss_seidel(&mat, &q, 1.0, 1e-12, 10_000).map_err(|e| {
                         Diagnostic::error_nospan(format!(
                             "the contact problem at t = {t_mid} has no solution: {first}; {e}"
                         ))
@@ -239,32 +350,27 @@ pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<Contact
                     })?
                 }
             };
-            if solution.z.iter().any(|&p| p > 0.0) {
+            let z = &solution.z;
+            if z[..na].iter().any(|&p| p > 0.0) {
                 stats.impact_steps += 1;
             }
-            for (r, &j) in active.iter().enumerate() {
-                impulses[j] = solution.z[r];
+            for (c, &j) in columns.iter().enumerate() {
+                let p = if c < na { z[c] } else { z[c] - z[c + nf] };
+                impulses[j] = p;
                 for i in 0..n {
-                    x_next[i] += solution.z[r] * b[r][i];
+                    x_next[i] += p * b[c][i];
                 }
             }
         }
+        for (j, closed) in closed_before.iter_mut().enumerate() {
+            *closed = gaps[j] <= 0.0;
+        }
         // 4. positions finish the step with the new velocities.
         let t_next = t + h_k;
-        let f_end = derivatives(
-            run,
-            t_next,
-            &{
-                let mut y = x_mid.clone();
-                for i in 0..n {
-                    if is_velocity[i] {
-                        y[i] = x_next[i];
-                    }
-                }
-                y
-            },
-            &zero,
-        )?;
+        let y: Vec<f64> = (0..n)
+            .map(|i| if is_velocity[i] { x_next[i] } else { x_mid[i] })
+            .collect();
+        let f_end = derivatives(run, t_next, &y, &zero)?;
         for i in 0..n {
             if !is_velocity[i] {
                 x_next[i] = x_mid[i] + h_k / 2.0 * f_end[i];
@@ -275,15 +381,12 @@ pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<Contact
         //    the admissible set along the mass-weighted gap gradients (the
         //    direct projection of Acary 2013, "Projected event-capturing
         //    time-stepping schemes"), velocities unchanged.
-        project_positions(
-            run,
-            t_next,
-            &mut x_next,
-            &is_velocity,
-            &contacts,
-            &derivatives,
-            &mut stats,
-        )?;
+        let split = Split {
+            contacts: &contacts,
+            is_velocity: &is_velocity,
+            forces: m,
+        };
+        project_positions(run, t_next, &mut x_next, &split, &derivatives, &mut stats)?;
         x = x_next;
         t = t_next;
         stats.steps += 1;
@@ -297,8 +400,8 @@ pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<Contact
         if (k + 1) % record_every == 0 || k + 1 == steps {
             // The contact forces of the output are the step's mean forces.
             let forces: Vec<f64> = impulses.iter().map(|p| p / h_k).collect();
-            for (c, f) in contacts.iter().zip(&forces) {
-                run.buf[c.force] = *f;
+            for (&slot, f) in force_slots.iter().zip(&forces) {
+                run.buf[slot] = *f;
             }
             run.set_states(t, &x);
             run.buf[lower::MODE as usize] = 1.0;
@@ -308,6 +411,15 @@ pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<Contact
         }
     }
     Ok(stats)
+}
+
+/// The normal contacts, which states are velocities, and how many force
+/// slots the stepper writes.
+#[derive(Clone, Copy)]
+struct Split<'a> {
+    contacts: &'a [ContactSlots],
+    is_velocity: &'a [bool],
+    forces: usize,
 }
 
 /// The state derivatives at (t, states) with the given contact forces.
@@ -325,14 +437,18 @@ fn project_positions(
     run: &mut Run,
     t: f64,
     x: &mut [f64],
-    is_velocity: &[bool],
-    contacts: &[ContactSlots],
+    split: &Split,
     derivatives: &Derivatives,
     stats: &mut ContactStats,
 ) -> Result<(), Diagnostic> {
+    let Split {
+        contacts,
+        is_velocity,
+        forces,
+    } = *split;
     let m = contacts.len();
     let n = x.len();
-    let zero = vec![0.0; m];
+    let zero = vec![0.0; forces];
     let scale = 1.0
         + x.iter()
             .zip(is_velocity)
