@@ -215,3 +215,57 @@ fn a_rod_falling_flat_gets_symmetric_impulses() {
     );
     assert!(w.iter().all(|w| w.abs() <= 1e-12), "the rod turned");
 }
+
+/// `Contact.Unilateral.Stop`: an inertia driven into its upper stop never
+/// passes it and comes to rest on it.
+#[test]
+fn the_stop_component_holds_the_flange() {
+    let r = run_moreau("tests/models/contacts/stop.rmo", 1e-4, None);
+    let phi = col(&r, "rotor.phi");
+    let highest = phi.iter().cloned().fold(f64::MIN, f64::max);
+    assert!(highest <= 1.0 + 1e-9, "phi reached {highest}");
+    // First contact at phi = a t^2/2 = 1 with a = 2: t = 1.
+    let first = (0..phi.len())
+        .find(|&i| phi[i] >= 1.0 - 1e-9)
+        .map(|i| r.times[i])
+        .expect("reaches the stop");
+    assert!((first - 1.0).abs() <= 2e-3, "first contact at {first}");
+    assert!((phi.last().expect("rows") - 1.0).abs() <= 1e-9);
+}
+
+/// `Contact.Unilateral.RotationalClearance`: the play stays within its
+/// bounds, and since the contact impulses are internal the total angular
+/// momentum grows exactly as the drive torque's impulse (tau t).
+#[test]
+fn a_rigid_backlash_conserves_angular_momentum() {
+    let r = run_moreau("tests/models/contacts/clearance.rmo", 1e-4, None);
+    let play = col(&r, "play.phi_rel");
+    assert!(
+        play.iter()
+            .all(|p| (-0.05 - 1e-9..=0.05 + 1e-9).contains(p))
+    );
+    let (wd, wl) = (col(&r, "driver.w"), col(&r, "load.w"));
+    let worst = (0..r.times.len())
+        .map(|i| (0.5 * wd[i] + 2.0 * wl[i] - r.times[i]).abs())
+        .fold(0.0, f64::max);
+    assert!(worst <= 1e-10, "momentum balance off by {worst:e}");
+    assert!(r.stats.contacts.expect("stats").impact_steps > 10);
+}
+
+/// `Contact.Unilateral.PointOnPlane` on a planar body: the sliding-block
+/// closed form again, through components and connections.
+#[test]
+fn a_planar_body_slides_to_the_closed_form_distance() {
+    let r = run_moreau("tests/models/contacts/slider.rmo", 1e-5, None);
+    let distance = 4.0 / (2.0 * 0.3 * 9.81);
+    let x = *col(&r, "body.x").last().expect("rows");
+    assert!(
+        (x - distance).abs() <= 1e-6,
+        "slides {x}, closed form {distance}"
+    );
+    let lowest = col(&r, "body.y")
+        .iter()
+        .cloned()
+        .fold(f64::INFINITY, f64::min);
+    assert!(lowest >= -1e-12);
+}
