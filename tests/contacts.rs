@@ -60,10 +60,10 @@ fn elastic_impacts_conserve_energy_and_never_penetrate() {
 }
 
 /// A ball dropped from 1 m with e = 0.8: never below the plane, and its
-/// impact times near the closed form t1 = sqrt(2/g), t_{k+1} = t_k + 2 e^k v1/g.
-/// The stepper applies an impulse at the step whose midpoint is closed and
-/// then projects the position, so each impact can come up to a step late
-/// and the delays add up.
+/// impacts at the closed-form times t1 = sqrt(2/g), t_{k+1} = t_k + 2 e^k
+/// v1/g. The stepper locates an impact inside its step; the instant is
+/// read back from the first output row after it by the free-flight
+/// solution (y = v s + g s^2/2 with s the time since the impact).
 #[test]
 fn a_bouncing_ball_stays_above_the_plane() {
     let h = 1e-5;
@@ -72,18 +72,22 @@ fn a_bouncing_ball_stays_above_the_plane() {
     let lowest = y.iter().cloned().fold(f64::INFINITY, f64::min);
     assert!(lowest >= -1e-9, "the ball went {lowest:e} below the plane");
     let v = col(&r, "v");
+    let g: f64 = 9.81;
     let impacts: Vec<f64> = (1..v.len())
         .filter(|&i| v[i - 1] < 0.0 && v[i] > 0.0)
-        .map(|i| r.times[i])
+        .map(|i| {
+            let s = (-v[i] + (v[i] * v[i] + 2.0 * g * y[i]).sqrt()) / g;
+            r.times[i] - s
+        })
         .collect();
-    let g: f64 = 9.81;
     let mut t = (2.0 / g).sqrt();
     let mut speed = g * t;
-    for (k, got) in impacts.iter().take(6).enumerate() {
-        let late = got - t;
+    assert!(impacts.len() >= 10, "{} impacts", impacts.len());
+    for (k, got) in impacts.iter().take(10).enumerate() {
         assert!(
-            (0.0..=(k as f64 + 1.0) * 2.0 * h).contains(&late),
-            "impact {k}: {got} against {t} ({late:e} late)"
+            (got - t).abs() <= 1e-6,
+            "impact {k}: {got} against {t} ({:e})",
+            got - t
         );
         speed *= 0.8;
         t += 2.0 * speed / g;
@@ -187,12 +191,13 @@ fn coulomb_friction_stops_a_sliding_block_at_the_closed_form_distance() {
     assert!(lowest >= -1e-12, "y = {lowest:e}");
 }
 
-/// A rod falling flat onto two supports: both contacts close in the same
-/// step, and the LCP gives the symmetric impulses ((1 + e) m v + m g h)/2
-/// (the impact, plus the weight over the step) with no rotation.
+/// A rod falling flat onto two supports: both contacts close at the same
+/// instant, and the LCP gives the symmetric impulses (1 + e) m |v| / 2 with
+/// no rotation. The impact instant tau inside the step follows from the
+/// velocities before and after it (free fall on both sides).
 #[test]
 fn a_rod_falling_flat_gets_symmetric_impulses() {
-    let h = 1e-5;
+    let (h, g, e) = (1e-5, 9.81, 0.5);
     let r = run_moreau("tests/models/contacts/rod.rmo", h, None);
     let (n1, n2, vy, w) = (col(&r, "N1"), col(&r, "N2"), col(&r, "vy"), col(&r, "w"));
     let k = (0..n1.len())
@@ -206,12 +211,24 @@ fn a_rod_falling_flat_gets_symmetric_impulses() {
         n2[k]
     );
     let (before, after) = (vy[k - 1], vy[k]);
-    assert!((after + 0.5 * before).abs() <= 1e-9, "{before} -> {after}");
+    // after = e |v_imp| - g (h - tau), v_imp = before - g tau.
+    let tau = (after + e * before + g * h) / (g * (1.0 + e));
+    assert!(
+        (-1e-12..=h + 1e-12).contains(&tau),
+        "impact at {tau:e} into the step"
+    );
+    let v_impact = (before - g * tau).abs();
     let impulse = n1[k] * h;
-    let expected = (1.5 * before.abs() + 9.81 * h) / 2.0;
+    let expected = (1.0 + e) * v_impact / 2.0;
     assert!(
         (impulse - expected).abs() <= 1e-9,
         "impulse {impulse}, expected {expected}"
+    );
+    // The closed-form instant of the first impact: y0 = 0.1 in free fall.
+    let t_impact = r.times[k - 1] + tau;
+    assert!(
+        (t_impact - (0.2f64 / g).sqrt()).abs() <= 1e-9,
+        "impact at {t_impact}"
     );
     assert!(w.iter().all(|w| w.abs() <= 1e-12), "the rod turned");
 }

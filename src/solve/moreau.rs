@@ -109,6 +109,14 @@ struct FrictionSlots {
 }
 
 /// Integrates from the initialized state to `opts.stop` with fixed steps.
+///
+/// A contact that is open at the start of a step and would be closed at
+/// its end by the smooth motion is an impact: the step is split at the
+/// contact instant (found by the Illinois method on the gap of the smooth
+/// sub-step), Newton's law is applied there as a pure impact, and the rest
+/// of the step is an ordinary Moreau-Jean step. Impact times are then as
+/// accurate as the smooth motion, not quantized to the step; resting and
+/// sliding contacts (closed at the step start) take the ordinary step.
 pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<ContactStats, Diagnostic> {
     if !run.c.whens.is_empty() || run.l().n_samples > 0 {
         return Err(Diagnostic::error_nospan(
@@ -118,278 +126,22 @@ pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<Contact
             "remove the when-clauses, or model the discrete behaviour with unilateral contacts",
         ));
     }
-    let contacts: Vec<ContactSlots> = run
-        .c
-        .contacts
-        .iter()
-        .map(|k| ContactSlots {
-            gap: slot_of(run, k.gap),
-            gap_rate: slot_of(run, k.gap_rate),
-            force: run.l().var(k.force) as usize,
-            restitution: run.l().var(k.restitution) as usize,
-        })
-        .collect();
-    let mut frictions: Vec<FrictionSlots> = Vec::new();
-    for fr in &run.c.frictions {
-        let Some(contact) = run
-            .c
-            .contacts
-            .iter()
-            .position(|k| k.force == fr.normal_force)
-        else {
-            return Err(Diagnostic::error(
-                fr.span,
-                format!(
-                    "`{}` is not the force of a `unilateral` contact",
-                    run.c.vars[fr.normal_force as usize].name
-                ),
-            )
-            .with_hint(
-                "friction acts at a unilateral contact: pass the force of its `unilateral(...)`",
-            ));
-        };
-        frictions.push(FrictionSlots {
-            contact,
-            slip: slot_of(run, fr.slip),
-            force: run.l().var(fr.force) as usize,
-            mu: run.l().var(fr.mu) as usize,
-            restitution: run.l().var(fr.restitution) as usize,
-        });
-    }
-    // Every force slot the stepper writes: normal forces first.
-    let force_slots: Vec<usize> = contacts
-        .iter()
-        .map(|c| c.force)
-        .chain(frictions.iter().map(|f| f.force))
-        .collect();
-    let (_, der_slots, _, _) = run.state_slots();
-    let n = der_slots.len();
-    let m = force_slots.len();
-    let mut stats = ContactStats::default();
+    let mut st = Stepper::new(run)?;
     let span = opts.stop - opts.start;
     let steps = (span / h).ceil().max(1.0) as u64;
     let record_every = ((opts.interval / h).round() as u64).max(1);
     let mut t = opts.start;
     let mut x: Vec<f64> = run.states();
-    let mut is_velocity = vec![false; n];
-    let mut impulses = vec![0.0; m];
-    let mut closed_before = vec![false; contacts.len()];
-    // The state derivatives at (t, x) with the forces `forces`.
-    let derivatives =
-        |run: &mut Run, t: f64, x: &[f64], forces: &[f64]| -> Result<Vec<f64>, Diagnostic> {
-            for (&slot, f) in force_slots.iter().zip(forces) {
-                run.buf[slot] = *f;
-            }
-            run.set_states(t, x);
-            run.buf[lower::MODE as usize] = 1.0;
-            run.call(Entry::Ode)?;
-            Ok(der_slots.iter().map(|&s| run.buf[s as usize]).collect())
-        };
-    // The change of the velocity derivatives under a unit force `j`.
-    let unit_response = |run: &mut Run,
-                         t: f64,
-                         x: &[f64],
-                         base: &[f64],
-                         j: usize,
-                         is_velocity: &[bool]|
-     -> Result<Vec<f64>, Diagnostic> {
-        let mut unit = vec![0.0; m];
-        unit[j] = 1.0;
-        let fj = derivatives(run, t, x, &unit)?;
-        Ok((0..n)
-            .map(|i| if is_velocity[i] { fj[i] - base[i] } else { 0.0 })
-            .collect())
-    };
-    let zero = vec![0.0; m];
     for k in 0..steps {
         let h_k = if k + 1 == steps { opts.stop - t } else { h };
         if h_k <= 0.0 {
             break;
         }
-        let t_mid = t + h_k / 2.0;
-        // Which states feel contact forces: the velocities.
-        let f0 = derivatives(run, t, &x, &zero)?;
-        let all = vec![true; n];
-        for j in 0..m {
-            for (i, b) in unit_response(run, t, &x, &f0, j, &all)?.iter().enumerate() {
-                if *b != 0.0 {
-                    is_velocity[i] = true;
-                }
-            }
-        }
-        // 1. positions to the midpoint.
-        let mut x_mid = x.clone();
-        for i in 0..n {
-            if !is_velocity[i] {
-                x_mid[i] += h_k / 2.0 * f0[i];
-            }
-        }
-        // 2. smooth forces at the midpoint.
-        let f_mid = derivatives(run, t_mid, &x_mid, &zero)?;
-        let gaps: Vec<f64> = contacts.iter().map(|c| c.gap.read(&run.buf)).collect();
-        let rates_before: Vec<f64> = contacts.iter().map(|c| c.gap_rate.read(&run.buf)).collect();
-        let slips_before: Vec<f64> = frictions.iter().map(|f| f.slip.read(&run.buf)).collect();
-        let mut x_next = x_mid.clone();
-        for i in 0..n {
-            if is_velocity[i] {
-                x_next[i] = x[i] + h_k * f_mid[i];
-            }
-        }
-        // 3. impulses of the contacts closed at the midpoint.
-        let active: Vec<usize> = (0..contacts.len()).filter(|&j| gaps[j] <= 0.0).collect();
-        let active_friction: Vec<usize> = (0..frictions.len())
-            .filter(|&s| active.contains(&frictions[s].contact))
-            .collect();
-        impulses.iter_mut().for_each(|p| *p = 0.0);
-        if !active.is_empty() {
-            let (na, nf) = (active.len(), active_friction.len());
-            // Force indices of the unknown impulses: normals, then frictions.
-            let columns: Vec<usize> = active
-                .iter()
-                .copied()
-                .chain(active_friction.iter().map(|&s| contacts.len() + s))
-                .collect();
-            let mut b: Vec<Vec<f64>> = Vec::with_capacity(columns.len());
-            for &j in &columns {
-                b.push(unit_response(run, t_mid, &x_mid, &f_mid, j, &is_velocity)?);
-            }
-            // Normal gap rates and slips, linear in the velocities.
-            let rates = |run: &mut Run, v: &[f64]| -> Result<Vec<f64>, Diagnostic> {
-                derivatives(run, t_mid, v, &zero)?;
-                Ok(active
-                    .iter()
-                    .map(|&j| contacts[j].gap_rate.read(&run.buf))
-                    .chain(
-                        active_friction
-                            .iter()
-                            .map(|&s| frictions[s].slip.read(&run.buf)),
-                    )
-                    .collect())
-            };
-            let u_free = rates(run, &x_next)?;
-            let nc = columns.len();
-            // d[r][c]: rate r per unit impulse c.
-            let mut d = vec![vec![0.0; nc]; nc];
-            for (c, bc) in b.iter().enumerate() {
-                let shifted: Vec<f64> = x_next.iter().zip(bc).map(|(a, v)| a + v).collect();
-                let u = rates(run, &shifted)?;
-                for r in 0..nc {
-                    d[r][c] = u[r] - u_free[r];
-                }
-            }
-            // The LCP in z = (P_N, P_T+, P_T-, beta) (friction pyramid of
-            // Stewart & Trinkle 1996 / Anitescu & Potra 1997 in the plane):
-            //   w_N  =  q_N + D_NN P_N + D_NT (P+ - P-)            _|_ P_N
-            //   w_+  =  q_T + D_TN P_N + D_TT (P+ - P-) + beta     _|_ P+
-            //   w_-  = -q_T - D_TN P_N - D_TT (P+ - P-) + beta     _|_ P-
-            //   w_b  =  mu P_N - P+ - P-                           _|_ beta
-            let size = na + 3 * nf;
-            let mut mat = vec![0.0; size * size];
-            let mut q = vec![0.0; size];
-            for (r, &j) in active.iter().enumerate() {
-                let e = run.buf[contacts[j].restitution];
-                q[r] = u_free[r] + e * rates_before[j].min(0.0);
-            }
-            for (s, &fs) in active_friction.iter().enumerate() {
-                let f = &frictions[fs];
-                // Tangential restitution only at the impact that closes the contact.
-                let e_t = if closed_before[f.contact] {
-                    0.0
-                } else {
-                    run.buf[f.restitution]
-                };
-                let qt = u_free[na + s] + e_t * slips_before[fs];
-                q[na + s] = qt;
-                q[na + nf + s] = -qt;
-            }
-            for r in 0..size {
-                let (row_kind, row_sign, rate_row) = if r < na {
-                    (0, 1.0, r)
-                } else if r < na + nf {
-                    (1, 1.0, na + (r - na))
-                } else if r < na + 2 * nf {
-                    (1, -1.0, na + (r - na - nf))
-                } else {
-                    (2, 0.0, 0)
-                };
-                if row_kind == 2 {
-                    let s = r - na - 2 * nf;
-                    let f = &frictions[active_friction[s]];
-                    let normal_col = active.iter().position(|&j| j == f.contact).unwrap_or(0);
-                    mat[r * size + normal_col] = run.buf[f.mu];
-                    mat[r * size + na + s] = -1.0;
-                    mat[r * size + na + nf + s] = -1.0;
-                    continue;
-                }
-                for c in 0..na {
-                    mat[r * size + c] = row_sign * d[rate_row][c];
-                }
-                for s in 0..nf {
-                    let v = row_sign * d[rate_row][na + s];
-                    mat[r * size + na + s] = v;
-                    mat[r * size + na + nf + s] = -v;
-                }
-                if row_kind == 1 {
-                    let s = if r < na + nf { r - na } else { r - na - nf };
-                    mat[r * size + na + 2 * nf + s] = 1.0;
-                }
-            }
-            stats.lcp_solves += 1;
-            let solution = match lcp::lemke(&mat, &q) {
-                Ok(sol) => {
-                    stats.lemke_pivots += sol.pivots as u64;
-                    sol
-                }
-                Err(first) => {
-                    stats.fallbacks += 1;
-                    lcp::projected_gauss_seidel(&mat, &q, 1.0, 1e-12, 10_000).map_err(|e| {
-                        Diagnostic::error_nospan(format!(
-                            "the contact problem at t = {t_mid} has no solution: {first}; {e}"
-                        ))
-                        .with_note(super::STOPPED)
-                    })?
-                }
-            };
-            let z = &solution.z;
-            if z[..na].iter().any(|&p| p > 0.0) {
-                stats.impact_steps += 1;
-            }
-            for (c, &j) in columns.iter().enumerate() {
-                let p = if c < na { z[c] } else { z[c] - z[c + nf] };
-                impulses[j] = p;
-                for i in 0..n {
-                    x_next[i] += p * b[c][i];
-                }
-            }
-        }
-        for (j, closed) in closed_before.iter_mut().enumerate() {
-            *closed = gaps[j] <= 0.0;
-        }
-        // 4. positions finish the step with the new velocities.
-        let t_next = t + h_k;
-        let y: Vec<f64> = (0..n)
-            .map(|i| if is_velocity[i] { x_next[i] } else { x_mid[i] })
-            .collect();
-        let f_end = derivatives(run, t_next, &y, &zero)?;
-        for i in 0..n {
-            if !is_velocity[i] {
-                x_next[i] = x_mid[i] + h_k / 2.0 * f_end[i];
-            }
-        }
-        // 5. The scheme keeps the constraints at velocity level only, so a
-        //    gap can end a step at -O(h v). Project the positions back onto
-        //    the admissible set along the mass-weighted gap gradients (the
-        //    direct projection of Acary 2013, "Projected event-capturing
-        //    time-stepping schemes"), velocities unchanged.
-        let split = Split {
-            contacts: &contacts,
-            is_velocity: &is_velocity,
-            forces: m,
-        };
-        project_positions(run, t_next, &mut x_next, &split, &derivatives, &mut stats)?;
+        st.probe_velocities(run, t, &x)?;
+        let (x_next, impulses) = st.step_with_impacts(run, t, &x, h_k)?;
         x = x_next;
-        t = t_next;
-        stats.steps += 1;
+        t += h_k;
+        st.stats.steps += 1;
         if x.iter().any(|v| !v.is_finite()) {
             return Err(Diagnostic::error_nospan(format!(
                 "the Moreau time-stepper produced a non-finite state at t = {t}"
@@ -400,129 +152,630 @@ pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<Contact
         if (k + 1) % record_every == 0 || k + 1 == steps {
             // The contact forces of the output are the step's mean forces.
             let forces: Vec<f64> = impulses.iter().map(|p| p / h_k).collect();
-            for (&slot, f) in force_slots.iter().zip(&forces) {
-                run.buf[slot] = *f;
-            }
-            run.set_states(t, &x);
-            run.buf[lower::MODE as usize] = 1.0;
-            run.call(Entry::Ode)?;
+            st.derivatives(run, t, &x, &forces)?;
             run.check_asserts()?;
             run.record(t);
         }
     }
-    Ok(stats)
+    Ok(st.stats)
 }
 
-/// The normal contacts, which states are velocities, and how many force
-/// slots the stepper writes.
-#[derive(Clone, Copy)]
-struct Split<'a> {
-    contacts: &'a [ContactSlots],
-    is_velocity: &'a [bool],
-    forces: usize,
+/// The stepper's view of the model: where the contacts live, which states
+/// are velocities, and its counters.
+struct Stepper {
+    contacts: Vec<ContactSlots>,
+    frictions: Vec<FrictionSlots>,
+    /// Every force slot the stepper writes: normal forces first.
+    force_slots: Vec<usize>,
+    der_slots: Vec<u32>,
+    is_velocity: Vec<bool>,
+    /// Whether each contact was closed in the previous step (tangential
+    /// restitution acts only at the impact that closes a contact).
+    closed_before: Vec<bool>,
+    stats: ContactStats,
 }
 
-/// The state derivatives at (t, states) with the given contact forces.
-type Derivatives<'a> = dyn Fn(&mut Run, f64, &[f64], &[f64]) -> Result<Vec<f64>, Diagnostic> + 'a;
+/// Gaps above this (relative to 1 + the largest position) count as open.
+const OPEN_TOL: f64 = 1e-12;
+
+impl Stepper {
+    fn new(run: &Run) -> Result<Stepper, Diagnostic> {
+        let contacts: Vec<ContactSlots> = run
+            .c
+            .contacts
+            .iter()
+            .map(|k| ContactSlots {
+                gap: slot_of(run, k.gap),
+                gap_rate: slot_of(run, k.gap_rate),
+                force: run.l().var(k.force) as usize,
+                restitution: run.l().var(k.restitution) as usize,
+            })
+            .collect();
+        let mut frictions: Vec<FrictionSlots> = Vec::new();
+        for fr in &run.c.frictions {
+            let Some(contact) = run
+                .c
+                .contacts
+                .iter()
+                .position(|k| k.force == fr.normal_force)
+            else {
+                return Err(Diagnostic::error(
+                    fr.span,
+                    format!(
+                        "`{}` is not the force of a `unilateral` contact",
+                        run.c.vars[fr.normal_force as usize].name
+                    ),
+                )
+                .with_hint(
+                    "friction acts at a unilateral contact: pass the force of its `unilateral(...)`",
+                ));
+            };
+            frictions.push(FrictionSlots {
+                contact,
+                slip: slot_of(run, fr.slip),
+                force: run.l().var(fr.force) as usize,
+                mu: run.l().var(fr.mu) as usize,
+                restitution: run.l().var(fr.restitution) as usize,
+            });
+        }
+        let force_slots: Vec<usize> = contacts
+            .iter()
+            .map(|c| c.force)
+            .chain(frictions.iter().map(|f| f.force))
+            .collect();
+        let (_, der_slots, _, _) = run.state_slots();
+        Ok(Stepper {
+            closed_before: vec![false; contacts.len()],
+            is_velocity: vec![false; der_slots.len()],
+            contacts,
+            frictions,
+            force_slots,
+            der_slots,
+            stats: ContactStats::default(),
+        })
+    }
+
+    fn n(&self) -> usize {
+        self.der_slots.len()
+    }
+
+    fn m(&self) -> usize {
+        self.force_slots.len()
+    }
+
+    /// The state derivatives at (t, x) with the forces `forces`; the
+    /// buffer then holds every variable at that point.
+    fn derivatives(
+        &self,
+        run: &mut Run,
+        t: f64,
+        x: &[f64],
+        forces: &[f64],
+    ) -> Result<Vec<f64>, Diagnostic> {
+        for (&slot, f) in self.force_slots.iter().zip(forces) {
+            run.buf[slot] = *f;
+        }
+        run.set_states(t, x);
+        run.buf[lower::MODE as usize] = 1.0;
+        run.call(Entry::Ode)?;
+        Ok(self
+            .der_slots
+            .iter()
+            .map(|&s| run.buf[s as usize])
+            .collect())
+    }
+
+    fn smooth(&self, run: &mut Run, t: f64, x: &[f64]) -> Result<Vec<f64>, Diagnostic> {
+        self.derivatives(run, t, x, &vec![0.0; self.m()])
+    }
+
+    /// The change of the velocity derivatives under a unit force `j`.
+    fn unit_response(
+        &self,
+        run: &mut Run,
+        t: f64,
+        x: &[f64],
+        base: &[f64],
+        j: usize,
+    ) -> Result<Vec<f64>, Diagnostic> {
+        let mut unit = vec![0.0; self.m()];
+        unit[j] = 1.0;
+        let fj = self.derivatives(run, t, x, &unit)?;
+        Ok((0..self.n())
+            .map(|i| {
+                if self.is_velocity[i] {
+                    fj[i] - base[i]
+                } else {
+                    0.0
+                }
+            })
+            .collect())
+    }
+
+    /// Marks the states whose derivatives feel a contact force.
+    fn probe_velocities(&mut self, run: &mut Run, t: f64, x: &[f64]) -> Result<(), Diagnostic> {
+        let f0 = self.smooth(run, t, x)?;
+        for j in 0..self.m() {
+            let mut unit = vec![0.0; self.m()];
+            unit[j] = 1.0;
+            let fj = self.derivatives(run, t, x, &unit)?;
+            for i in 0..self.n() {
+                if fj[i] != f0[i] {
+                    self.is_velocity[i] = true;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn gaps(&self, run: &Run) -> Vec<f64> {
+        self.contacts.iter().map(|c| c.gap.read(&run.buf)).collect()
+    }
+
+    /// Gaps, gap rates and slips of every contact, as the buffer holds them.
+    fn contact_values(&self, run: &Run) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+        let rates = self
+            .contacts
+            .iter()
+            .map(|c| c.gap_rate.read(&run.buf))
+            .collect();
+        let slips = self
+            .frictions
+            .iter()
+            .map(|f| f.slip.read(&run.buf))
+            .collect();
+        (self.gaps(run), rates, slips)
+    }
+
+    fn scale(&self, x: &[f64]) -> f64 {
+        1.0 + x
+            .iter()
+            .zip(&self.is_velocity)
+            .filter(|(_, v)| !**v)
+            .fold(0.0f64, |a, (x, _)| a.max(x.abs()))
+    }
+
+    /// The midpoint step without contact forces.
+    fn smooth_step(
+        &self,
+        run: &mut Run,
+        t: f64,
+        x: &[f64],
+        h: f64,
+    ) -> Result<Vec<f64>, Diagnostic> {
+        let n = self.n();
+        let f0 = self.smooth(run, t, x)?;
+        let mut y = x.to_vec();
+        for i in 0..n {
+            if !self.is_velocity[i] {
+                y[i] += h / 2.0 * f0[i];
+            }
+        }
+        let f_mid = self.smooth(run, t + h / 2.0, &y)?;
+        for i in 0..n {
+            if self.is_velocity[i] {
+                y[i] = x[i] + h * f_mid[i];
+            }
+        }
+        let f_end = self.smooth(run, t + h, &y)?;
+        let mut out = y.clone();
+        for i in 0..n {
+            if !self.is_velocity[i] {
+                out[i] = y[i] + h / 2.0 * f_end[i];
+            }
+        }
+        Ok(out)
+    }
+
+    /// One step of length h; an impact inside it is located first.
+    fn step_with_impacts(
+        &mut self,
+        run: &mut Run,
+        t: f64,
+        x: &[f64],
+        h: f64,
+    ) -> Result<(Vec<f64>, Vec<f64>), Diagnostic> {
+        self.smooth(run, t, x)?;
+        let g0 = self.gaps(run);
+        let tol = OPEN_TOL * self.scale(x);
+        let open: Vec<usize> = (0..g0.len()).filter(|&j| g0[j] > tol).collect();
+        if !open.is_empty() {
+            let free = self.smooth_step(run, t, x, h)?;
+            self.smooth(run, t + h, &free)?;
+            let g1 = self.gaps(run);
+            let closing: Vec<usize> = open.iter().copied().filter(|&j| g1[j] <= 0.0).collect();
+            if !closing.is_empty() {
+                let tau = self.contact_instant(run, t, x, h, &closing)?;
+                let x_tau = self.smooth_step(run, t, x, tau)?;
+                let (x_plus, mut impulses) = self.impact(run, t + tau, &x_tau)?;
+                let (x_next, rest) = self.contact_step(run, t + tau, &x_plus, h - tau)?;
+                for (a, b) in impulses.iter_mut().zip(&rest) {
+                    *a += b;
+                }
+                return Ok((x_next, impulses));
+            }
+        }
+        self.contact_step(run, t, x, h)
+    }
+
+    /// The first instant in (0, h] at which one of `closing` reaches a zero
+    /// gap along the smooth motion (Illinois variant of regula falsi).
+    fn contact_instant(
+        &self,
+        run: &mut Run,
+        t: f64,
+        x: &[f64],
+        h: f64,
+        closing: &[usize],
+    ) -> Result<f64, Diagnostic> {
+        let least_gap = |run: &mut Run, tau: f64| -> Result<f64, Diagnostic> {
+            let y = self.smooth_step(run, t, x, tau)?;
+            self.smooth(run, t + tau, &y)?;
+            let g = self.gaps(run);
+            Ok(closing.iter().map(|&j| g[j]).fold(f64::INFINITY, f64::min))
+        };
+        let (mut a, mut fa) = (0.0, least_gap(run, 0.0)?);
+        let (mut b, mut fb) = (h, least_gap(run, h)?);
+        let mut side = 0;
+        for _ in 0..60 {
+            if (b - a) <= 1e-15 * (1.0 + t.abs()) {
+                break;
+            }
+            let c = (a * fb - b * fa) / (fb - fa);
+            let c = if c.is_finite() && c > a && c < b {
+                c
+            } else {
+                (a + b) / 2.0
+            };
+            let fc = least_gap(run, c)?;
+            if fc > 0.0 {
+                a = c;
+                fa = fc;
+                if side == -1 {
+                    fb /= 2.0;
+                }
+                side = -1;
+            } else {
+                b = c;
+                fb = fc;
+                if fc == 0.0 {
+                    break;
+                }
+                if side == 1 {
+                    fa /= 2.0;
+                }
+                side = 1;
+            }
+        }
+        Ok(b)
+    }
+
+    /// Rates of the given contacts (gap rates) and frictions (slips) at x.
+    fn rates(
+        &self,
+        run: &mut Run,
+        t: f64,
+        x: &[f64],
+        normals: &[usize],
+        frictions: &[usize],
+    ) -> Result<Vec<f64>, Diagnostic> {
+        self.smooth(run, t, x)?;
+        Ok(normals
+            .iter()
+            .map(|&j| self.contacts[j].gap_rate.read(&run.buf))
+            .chain(
+                frictions
+                    .iter()
+                    .map(|&s| self.frictions[s].slip.read(&run.buf)),
+            )
+            .collect())
+    }
+
+    /// Impulses of the closed contacts `active` (and their friction) that
+    /// take the rates `u_free` (at velocities `x_free`) to the laws'
+    /// targets: Newton's law `U+ + e U- >= 0 _|_ P_N >= 0` and the planar
+    /// friction pyramid. Returns the new state and the impulse of every
+    /// force slot.
+    #[allow(clippy::too_many_arguments)]
+    fn solve_impulses(
+        &mut self,
+        run: &mut Run,
+        t: f64,
+        x_at: &[f64],
+        x_free: &[f64],
+        active: &[usize],
+        rates_before: &[f64],
+        slips_before: &[f64],
+    ) -> Result<(Vec<f64>, Vec<f64>), Diagnostic> {
+        let n = self.n();
+        let m = self.m();
+        let active_friction: Vec<usize> = (0..self.frictions.len())
+            .filter(|&s| active.contains(&self.frictions[s].contact))
+            .collect();
+        let (na, nf) = (active.len(), active_friction.len());
+        let columns: Vec<usize> = active
+            .iter()
+            .copied()
+            .chain(active_friction.iter().map(|&s| self.contacts.len() + s))
+            .collect();
+        let base = self.smooth(run, t, x_at)?;
+        let mut b: Vec<Vec<f64>> = Vec::with_capacity(columns.len());
+        for &j in &columns {
+            b.push(self.unit_response(run, t, x_at, &base, j)?);
+        }
+        let u_free = self.rates(run, t, x_free, active, &active_friction)?;
+        let nc = columns.len();
+        let mut d = vec![vec![0.0; nc]; nc];
+        for (c, bc) in b.iter().enumerate() {
+            let shifted: Vec<f64> = x_free.iter().zip(bc).map(|(a, v)| a + v).collect();
+            let u = self.rates(run, t, &shifted, active, &active_friction)?;
+            for r in 0..nc {
+                d[r][c] = u[r] - u_free[r];
+            }
+        }
+        // The LCP in z = (P_N, P_T+, P_T-, beta) (the friction pyramid of
+        // Stewart & Trinkle 1996 / Anitescu & Potra 1997, in the plane):
+        //   w_N = q_N + D_NN P_N + D_NT (P+ - P-)            _|_ P_N
+        //   w_+ = q_T + D_TN P_N + D_TT (P+ - P-) + beta     _|_ P+
+        //   w_- = -q_T - D_TN P_N - D_TT (P+ - P-) + beta    _|_ P-
+        //   w_b = mu P_N - P+ - P-                           _|_ beta
+        let size = na + 3 * nf;
+        let mut mat = vec![0.0; size * size];
+        let mut q = vec![0.0; size];
+        for (r, &j) in active.iter().enumerate() {
+            let e = run.buf[self.contacts[j].restitution];
+            q[r] = u_free[r] + e * rates_before[j].min(0.0);
+        }
+        for (s, &fs) in active_friction.iter().enumerate() {
+            let f = &self.frictions[fs];
+            let e_t = if self.closed_before[f.contact] {
+                0.0
+            } else {
+                run.buf[f.restitution]
+            };
+            let qt = u_free[na + s] + e_t * slips_before[fs];
+            q[na + s] = qt;
+            q[na + nf + s] = -qt;
+        }
+        for r in 0..na + 2 * nf {
+            // Normal and T+ rows read rate r; T- rows the same slip, negated.
+            let (sign, rate_row) = if r < na + nf {
+                (1.0, r)
+            } else {
+                (-1.0, r - nf)
+            };
+            for c in 0..na {
+                mat[r * size + c] = sign * d[rate_row][c];
+            }
+            for s in 0..nf {
+                let v = sign * d[rate_row][na + s];
+                mat[r * size + na + s] = v;
+                mat[r * size + na + nf + s] = -v;
+            }
+            if r >= na {
+                let s = if r < na + nf { r - na } else { r - na - nf };
+                mat[r * size + na + 2 * nf + s] = 1.0;
+            }
+        }
+        for (s, &fs) in active_friction.iter().enumerate() {
+            let f = &self.frictions[fs];
+            let r = na + 2 * nf + s;
+            let normal_col = active.iter().position(|&j| j == f.contact).unwrap_or(0);
+            mat[r * size + normal_col] = run.buf[f.mu];
+            mat[r * size + na + s] = -1.0;
+            mat[r * size + na + nf + s] = -1.0;
+        }
+        self.stats.lcp_solves += 1;
+        let solution = match lcp::lemke(&mat, &q) {
+            Ok(sol) => {
+                self.stats.lemke_pivots += sol.pivots as u64;
+                sol
+            }
+            Err(first) => {
+                self.stats.fallbacks += 1;
+                lcp::projected_gauss_seidel(&mat, &q, 1.0, 1e-12, 10_000).map_err(|e| {
+                    Diagnostic::error_nospan(format!(
+                        "the contact problem at t = {t} has no solution: {first}; {e}"
+                    ))
+                    .with_note(super::STOPPED)
+                })?
+            }
+        };
+        let z = &solution.z;
+        if z[..na].iter().any(|&p| p > 0.0) {
+            self.stats.impact_steps += 1;
+        }
+        let mut impulses = vec![0.0; m];
+        let mut x_next = x_free.to_vec();
+        for (c, &j) in columns.iter().enumerate() {
+            let p = if c < na { z[c] } else { z[c] - z[c + nf] };
+            impulses[j] = p;
+            for i in 0..n {
+                x_next[i] += p * b[c][i];
+            }
+        }
+        Ok((x_next, impulses))
+    }
+
+    /// A pure impact at (t, x): no smooth forces act during it; the
+    /// contacts closed at x (approaching or resting) take impulses.
+    fn impact(
+        &mut self,
+        run: &mut Run,
+        t: f64,
+        x: &[f64],
+    ) -> Result<(Vec<f64>, Vec<f64>), Diagnostic> {
+        self.smooth(run, t, x)?;
+        let (gaps, rates_before, slips_before) = self.contact_values(run);
+        let tol = 1e-9 * self.scale(x);
+        let active: Vec<usize> = (0..self.contacts.len())
+            .filter(|&j| gaps[j] <= tol)
+            .collect();
+        if active.is_empty() {
+            return Ok((x.to_vec(), vec![0.0; self.m()]));
+        }
+        self.closed_before.iter_mut().for_each(|c| *c = false);
+        let result = self.solve_impulses(run, t, x, x, &active, &rates_before, &slips_before)?;
+        for &j in &active {
+            self.closed_before[j] = true;
+        }
+        Ok(result)
+    }
+
+    /// The Moreau-Jean midpoint step of length h with contacts.
+    fn contact_step(
+        &mut self,
+        run: &mut Run,
+        t: f64,
+        x: &[f64],
+        h: f64,
+    ) -> Result<(Vec<f64>, Vec<f64>), Diagnostic> {
+        let n = self.n();
+        let t_mid = t + h / 2.0;
+        // 1. positions to the midpoint.
+        let f0 = self.smooth(run, t, x)?;
+        let mut x_mid = x.to_vec();
+        for i in 0..n {
+            if !self.is_velocity[i] {
+                x_mid[i] += h / 2.0 * f0[i];
+            }
+        }
+        // 2. smooth forces at the midpoint.
+        let f_mid = self.smooth(run, t_mid, &x_mid)?;
+        let (gaps, rates_before, slips_before) = self.contact_values(run);
+        let mut x_free = x_mid.clone();
+        for i in 0..n {
+            if self.is_velocity[i] {
+                x_free[i] = x[i] + h * f_mid[i];
+            }
+        }
+        // 3. impulses of the contacts closed at the midpoint.
+        let active: Vec<usize> = (0..self.contacts.len())
+            .filter(|&j| gaps[j] <= 0.0)
+            .collect();
+        let (mut x_next, impulses) = if active.is_empty() {
+            (x_free, vec![0.0; self.m()])
+        } else {
+            self.solve_impulses(
+                run,
+                t_mid,
+                &x_mid,
+                &x_free,
+                &active,
+                &rates_before,
+                &slips_before,
+            )?
+        };
+        for (j, closed) in self.closed_before.iter_mut().enumerate() {
+            *closed = gaps[j] <= 0.0;
+        }
+        // 4. positions finish the step with the new velocities.
+        let y: Vec<f64> = (0..n)
+            .map(|i| {
+                if self.is_velocity[i] {
+                    x_next[i]
+                } else {
+                    x_mid[i]
+                }
+            })
+            .collect();
+        let f_end = self.smooth(run, t + h, &y)?;
+        for i in 0..n {
+            if !self.is_velocity[i] {
+                x_next[i] = x_mid[i] + h / 2.0 * f_end[i];
+            }
+        }
+        // 5. The scheme keeps the constraints at velocity level only, so a
+        //    gap can end a step at -O(h v). Project the positions back onto
+        //    the admissible set along the mass-weighted gap gradients (the
+        //    direct projection of Acary 2013, "Projected event-capturing
+        //    time-stepping schemes"), velocities unchanged.
+        self.project_positions(run, t + h, &mut x_next)?;
+        Ok((x_next, impulses))
+    }
+
+    /// Moves the positions of `x` so that no gap is negative: the position
+    /// change per unit "impulse" of contact j is the change of the position
+    /// derivatives under the velocity response to that impulse, and the
+    /// multipliers solve the LCP `0 <= g + G mu _|_ mu >= 0` (a few Newton
+    /// passes for curved gaps).
+    fn project_positions(
+        &mut self,
+        run: &mut Run,
+        t: f64,
+        x: &mut [f64],
+    ) -> Result<(), Diagnostic> {
+        let m = self.contacts.len();
+        let n = x.len();
+        let scale = self.scale(x);
+        for _ in 0..4 {
+            let f0 = self.smooth(run, t, x)?;
+            let gaps = self.gaps(run);
+            let violated: Vec<usize> = (0..m)
+                .filter(|&j| gaps[j] < -PROJECTION_TOL * scale)
+                .collect();
+            if violated.is_empty() {
+                return Ok(());
+            }
+            // Position direction of each violated contact.
+            let mut dirs: Vec<Vec<f64>> = Vec::with_capacity(violated.len());
+            for &j in &violated {
+                let dv = self.unit_response(run, t, x, &f0, j)?;
+                let shifted: Vec<f64> = x.iter().zip(&dv).map(|(a, b)| a + b).collect();
+                let f_shift = self.smooth(run, t, &shifted)?;
+                dirs.push(
+                    (0..n)
+                        .map(|i| {
+                            if self.is_velocity[i] {
+                                0.0
+                            } else {
+                                f_shift[i] - f0[i]
+                            }
+                        })
+                        .collect(),
+                );
+            }
+            // G[r][c]: gap r's change per unit multiplier of contact c (by a
+            // small step along the direction; exact for gaps linear in q).
+            let nv = violated.len();
+            let mut g_matrix = vec![0.0; nv * nv];
+            for (c, d) in dirs.iter().enumerate() {
+                let size = d.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+                if size == 0.0 {
+                    continue;
+                }
+                let s = 1e-7 * scale / size;
+                let moved: Vec<f64> = x.iter().zip(d).map(|(a, b)| a + s * b).collect();
+                self.smooth(run, t, &moved)?;
+                for (r, &j) in violated.iter().enumerate() {
+                    g_matrix[r * nv + c] = (self.contacts[j].gap.read(&run.buf) - gaps[j]) / s;
+                }
+            }
+            let q: Vec<f64> = violated.iter().map(|&j| gaps[j]).collect();
+            self.stats.lcp_solves += 1;
+            let mu = match lcp::lemke(&g_matrix, &q) {
+                Ok(sol) => {
+                    self.stats.lemke_pivots += sol.pivots as u64;
+                    sol.z
+                }
+                Err(_) => {
+                    self.stats.fallbacks += 1;
+                    match lcp::projected_gauss_seidel(&g_matrix, &q, 1.0, 1e-12, 10_000) {
+                        Ok(sol) => sol.z,
+                        // A gap the positions cannot open (no mobility): leave it.
+                        Err(_) => return Ok(()),
+                    }
+                }
+            };
+            for (r, d) in dirs.iter().enumerate() {
+                for i in 0..n {
+                    x[i] += mu[r] * d[i];
+                }
+            }
+        }
+        Ok(())
+    }
+}
 
 /// Gaps below this (relative to 1 + the largest position) are projected.
 const PROJECTION_TOL: f64 = 1e-13;
-
-/// Moves the positions of `x` so that no gap is negative: the position
-/// change per unit "impulse" of contact j is the change of the position
-/// derivatives under the velocity response to that impulse, and the
-/// multipliers solve the LCP `0 <= g + G mu _|_ mu >= 0` (a few Newton
-/// passes for curved gaps).
-fn project_positions(
-    run: &mut Run,
-    t: f64,
-    x: &mut [f64],
-    split: &Split,
-    derivatives: &Derivatives,
-    stats: &mut ContactStats,
-) -> Result<(), Diagnostic> {
-    let Split {
-        contacts,
-        is_velocity,
-        forces,
-    } = *split;
-    let m = contacts.len();
-    let n = x.len();
-    let zero = vec![0.0; forces];
-    let scale = 1.0
-        + x.iter()
-            .zip(is_velocity)
-            .filter(|(_, v)| !**v)
-            .fold(0.0f64, |a, (x, _)| a.max(x.abs()));
-    for _ in 0..4 {
-        let f0 = derivatives(run, t, x, &zero)?;
-        let gaps: Vec<f64> = contacts.iter().map(|c| c.gap.read(&run.buf)).collect();
-        let violated: Vec<usize> = (0..m)
-            .filter(|&j| gaps[j] < -PROJECTION_TOL * scale)
-            .collect();
-        if violated.is_empty() {
-            return Ok(());
-        }
-        // Position direction of each violated contact.
-        let mut dirs: Vec<Vec<f64>> = Vec::with_capacity(violated.len());
-        for &j in &violated {
-            let mut unit = zero.clone();
-            unit[j] = 1.0;
-            let fj = derivatives(run, t, x, &unit)?;
-            let dv: Vec<f64> = (0..n)
-                .map(|i| if is_velocity[i] { fj[i] - f0[i] } else { 0.0 })
-                .collect();
-            let shifted: Vec<f64> = x.iter().zip(&dv).map(|(a, b)| a + b).collect();
-            let f_shift = derivatives(run, t, &shifted, &zero)?;
-            dirs.push(
-                (0..n)
-                    .map(|i| {
-                        if is_velocity[i] {
-                            0.0
-                        } else {
-                            f_shift[i] - f0[i]
-                        }
-                    })
-                    .collect(),
-            );
-        }
-        // G[r][c]: gap r's change per unit multiplier of contact c (by a
-        // small step along the direction; exact for gaps linear in q).
-        let nv = violated.len();
-        let mut g_matrix = vec![0.0; nv * nv];
-        for (c, d) in dirs.iter().enumerate() {
-            let size = d.iter().fold(0.0f64, |a, v| a.max(v.abs()));
-            if size == 0.0 {
-                continue;
-            }
-            let s = 1e-7 * scale / size;
-            let moved: Vec<f64> = x.iter().zip(d).map(|(a, b)| a + s * b).collect();
-            derivatives(run, t, &moved, &zero)?;
-            for (r, &j) in violated.iter().enumerate() {
-                g_matrix[r * nv + c] = (contacts[j].gap.read(&run.buf) - gaps[j]) / s;
-            }
-        }
-        let q: Vec<f64> = violated.iter().map(|&j| gaps[j]).collect();
-        stats.lcp_solves += 1;
-        let mu = match lcp::lemke(&g_matrix, &q) {
-            Ok(s) => {
-                stats.lemke_pivots += s.pivots as u64;
-                s.z
-            }
-            Err(_) => {
-                stats.fallbacks += 1;
-                match lcp::projected_gauss_seidel(&g_matrix, &q, 1.0, 1e-12, 10_000) {
-                    Ok(s) => s.z,
-                    // A gap the positions cannot open (no mobility): leave it.
-                    Err(_) => return Ok(()),
-                }
-            }
-        };
-        for (r, d) in dirs.iter().enumerate() {
-            for i in 0..n {
-                x[i] += mu[r] * d[i];
-            }
-        }
-    }
-    Ok(())
-}
