@@ -252,3 +252,10 @@ fn checking_a_library_file_says_there_is_no_model_to_check() {
         "{text}"
     );
 }
+
+#[test]
+fn unilateral_and_friction_contacts() {
+    insta::assert_snapshot!(flat(
+        "model M\n  parameter Real mu = 0.3;\n  Real x(start = 0, fixed = true);\n  Real v(start = 1, fixed = true);\n  Real y(start = 0, fixed = true);\n  Real w(start = 0, fixed = true);\n  Real N;\n  Real T;\nequation\n  der(x) = v;\n  der(y) = w;\n  der(v) = T;\n  der(w) = N - 9.81;\n  unilateral(y, N, 0.5);\n  friction(v, T, N, mu);\nend M;"
+    ));
+}

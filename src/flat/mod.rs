@@ -416,6 +416,27 @@ impl FlatModel {
                 a.message
             );
         }
+        // Set-valued contacts, over the variables that hold their data.
+        for c in &self.contacts {
+            let _ = writeln!(
+                s,
+                "  unilateral({}, {}, {});",
+                self.var_name(c.gap),
+                self.var_name(c.force),
+                self.var_name(c.restitution)
+            );
+        }
+        for f in &self.frictions {
+            let _ = writeln!(
+                s,
+                "  friction({}, {}, {}, {}, {});",
+                self.var_name(f.slip),
+                self.var_name(f.force),
+                self.var_name(f.normal_force),
+                self.var_name(f.mu),
+                self.var_name(f.restitution)
+            );
+        }
         for w in &self.whens {
             for (i, (c, stmts)) in w.branches.iter().enumerate() {
                 let kw = if i == 0 { "when" } else { "elsewhen" };
