@@ -248,6 +248,9 @@ fn the_stop_component_holds_the_flange() {
         .expect("reaches the stop");
     assert!((first - 1.0).abs() <= 2e-3, "first contact at {first}");
     assert!((phi.last().expect("rows") - 1.0).abs() <= 1e-9);
+    // At rest on the stop: no residual hopping from the restitution.
+    let w = *col(&r, "rotor.w").last().expect("rows");
+    assert!(w.abs() <= 1e-9, "w = {w:e} at rest");
 }
 
 /// `Contact.Unilateral.RotationalClearance`: the play stays within its

@@ -384,7 +384,27 @@ impl Stepper {
         let tol = OPEN_TOL * self.scale(x);
         // A contact that closed exactly at the step boundary while
         // approaching (it was open during the last step): its impact is now.
-        let arriving = (0..g0.len()).any(|j| g0[j] <= tol && u0[j] < 0.0 && !self.closed_before[j]);
+        // An approach no faster than what the smooth forces build up in one
+        // step is a contact coming to rest, not an impact (else restitution
+        // would keep it hopping at about e*a*h).
+        let candidates: Vec<usize> = (0..g0.len())
+            .filter(|&j| g0[j] <= tol && u0[j] < 0.0 && !self.closed_before[j])
+            .collect();
+        let arriving = if candidates.is_empty() {
+            false
+        } else {
+            let mut y = x.to_vec();
+            for i in 0..self.n() {
+                if self.is_velocity[i] {
+                    y[i] += h * f0[i];
+                }
+            }
+            self.smooth(run, t, &y)?;
+            let (_, u1, _) = self.contact_values(run);
+            candidates
+                .iter()
+                .any(|&j| u0[j].abs() > 2.0 * (u1[j] - u0[j]).abs())
+        };
         if arriving {
             let (x_plus, mut impulses) = self.impact(run, t, x)?;
             let (x_next, rest) = self.contact_step(run, t, &x_plus, h)?;
@@ -558,7 +578,12 @@ impl Stepper {
         let mut q = vec![0.0; size];
         for (r, &j) in active.iter().enumerate() {
             let e = run.buf[self.contacts[j].restitution];
-            q[r] = u_free[r] + e * rates_before[j].min(0.0);
+            // Restitution acts on an approach faster than what the smooth
+            // forces build up within the step; a slower one is a resting
+            // contact.
+            let approach = rates_before[j].min(0.0);
+            let resting = approach.abs() <= 2.0 * (u_free[r] - rates_before[j]).abs();
+            q[r] = u_free[r] + if resting { 0.0 } else { e * approach };
         }
         for (s, &fs) in active_friction.iter().enumerate() {
             let f = &self.frictions[fs];
