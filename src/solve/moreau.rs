@@ -339,6 +339,16 @@ impl Stepper {
             .fold(0.0f64, |a, (x, _)| a.max(x.abs()))
     }
 
+    /// `x` with the positions (or the velocities) advanced by `dt` times
+    /// their derivatives `f`; the other components unchanged.
+    fn advance(&self, x: &[f64], f: &[f64], dt: f64, velocities: bool) -> Vec<f64> {
+        x.iter()
+            .zip(f)
+            .zip(&self.is_velocity)
+            .map(|((x, f), &v)| if v == velocities { x + dt * f } else { *x })
+            .collect()
+    }
+
     /// The midpoint step without contact forces.
     fn smooth_step(
         &self,
@@ -347,28 +357,12 @@ impl Stepper {
         x: &[f64],
         h: f64,
     ) -> Result<Vec<f64>, Diagnostic> {
-        let n = self.n();
         let f0 = self.smooth(run, t, x)?;
-        let mut y = x.to_vec();
-        for i in 0..n {
-            if !self.is_velocity[i] {
-                y[i] += h / 2.0 * f0[i];
-            }
-        }
-        let f_mid = self.smooth(run, t + h / 2.0, &y)?;
-        for i in 0..n {
-            if self.is_velocity[i] {
-                y[i] = x[i] + h * f_mid[i];
-            }
-        }
+        let x_mid = self.advance(x, &f0, h / 2.0, false);
+        let f_mid = self.smooth(run, t + h / 2.0, &x_mid)?;
+        let y = self.advance(&x_mid, &f_mid, h, true);
         let f_end = self.smooth(run, t + h, &y)?;
-        let mut out = y.clone();
-        for i in 0..n {
-            if !self.is_velocity[i] {
-                out[i] = y[i] + h / 2.0 * f_end[i];
-            }
-        }
-        Ok(out)
+        Ok(self.advance(&y, &f_end, h / 2.0, false))
     }
 
     /// One step of length h; an impact inside it is located first.
@@ -393,12 +387,7 @@ impl Stepper {
         let arriving = if candidates.is_empty() {
             false
         } else {
-            let mut y = x.to_vec();
-            for i in 0..self.n() {
-                if self.is_velocity[i] {
-                    y[i] += h * f0[i];
-                }
-            }
+            let y = self.advance(x, &f0, h, true);
             self.smooth(run, t, &y)?;
             let (_, u1, _) = self.contact_values(run);
             candidates
@@ -407,7 +396,8 @@ impl Stepper {
         };
         if arriving {
             let (x_plus, mut impulses) = self.impact(run, t, x)?;
-            let (x_next, rest) = self.contact_step(run, t, &x_plus, h)?;
+            let f_plus = self.smooth(run, t, &x_plus)?;
+            let (x_next, rest) = self.contact_step(run, t, &x_plus, &f_plus, h)?;
             for (a, b) in impulses.iter_mut().zip(&rest) {
                 *a += b;
             }
@@ -420,12 +410,7 @@ impl Stepper {
         let near = if open.is_empty() {
             Vec::new()
         } else {
-            let mut ahead = x.to_vec();
-            for i in 0..self.n() {
-                if !self.is_velocity[i] {
-                    ahead[i] += h * f0[i];
-                }
-            }
+            let ahead = self.advance(x, &f0, h, false);
             self.smooth(run, t + h, &ahead)?;
             let g_ahead = self.gaps(run);
             open.iter()
@@ -442,14 +427,15 @@ impl Stepper {
                 let tau = self.contact_instant(run, t, x, h, &closing)?;
                 let x_tau = self.smooth_step(run, t, x, tau)?;
                 let (x_plus, mut impulses) = self.impact(run, t + tau, &x_tau)?;
-                let (x_next, rest) = self.contact_step(run, t + tau, &x_plus, h - tau)?;
+                let f_plus = self.smooth(run, t + tau, &x_plus)?;
+                let (x_next, rest) = self.contact_step(run, t + tau, &x_plus, &f_plus, h - tau)?;
                 for (a, b) in impulses.iter_mut().zip(&rest) {
                     *a += b;
                 }
                 return Ok((x_next, impulses));
             }
         }
-        self.contact_step(run, t, x, h)
+        self.contact_step(run, t, x, &f0, h)
     }
 
     /// The first instant in (0, h] at which one of `closing` reaches a zero
@@ -681,33 +667,23 @@ impl Stepper {
         Ok(result)
     }
 
-    /// The Moreau-Jean midpoint step of length h with contacts.
+    /// The Moreau-Jean midpoint step of length h with contacts, from x
+    /// whose smooth derivatives are `f0`.
     fn contact_step(
         &mut self,
         run: &mut Run,
         t: f64,
         x: &[f64],
+        f0: &[f64],
         h: f64,
     ) -> Result<(Vec<f64>, Vec<f64>), Diagnostic> {
-        let n = self.n();
         let t_mid = t + h / 2.0;
         // 1. positions to the midpoint.
-        let f0 = self.smooth(run, t, x)?;
-        let mut x_mid = x.to_vec();
-        for i in 0..n {
-            if !self.is_velocity[i] {
-                x_mid[i] += h / 2.0 * f0[i];
-            }
-        }
+        let x_mid = self.advance(x, f0, h / 2.0, false);
         // 2. smooth forces at the midpoint.
         let f_mid = self.smooth(run, t_mid, &x_mid)?;
         let (gaps, rates_before, slips_before) = self.contact_values(run);
-        let mut x_free = x_mid.clone();
-        for i in 0..n {
-            if self.is_velocity[i] {
-                x_free[i] = x[i] + h * f_mid[i];
-            }
-        }
+        let x_free = self.advance(&x_mid, &f_mid, h, true);
         // 3. impulses of the contacts closed at the midpoint.
         // Closed, or open by no more than rounding (a contact the LCP left
         // at a gap rate of 1e-16 is still closed).
@@ -715,7 +691,7 @@ impl Stepper {
         let active: Vec<usize> = (0..self.contacts.len())
             .filter(|&j| gaps[j] <= closed_tol)
             .collect();
-        let (mut x_next, impulses) = if active.is_empty() {
+        let (x_next, impulses) = if active.is_empty() {
             (x_free, vec![0.0; self.m()])
         } else {
             self.solve_impulses(
@@ -731,22 +707,11 @@ impl Stepper {
         for (j, closed) in self.closed_before.iter_mut().enumerate() {
             *closed = gaps[j] <= closed_tol;
         }
-        // 4. positions finish the step with the new velocities.
-        let y: Vec<f64> = (0..n)
-            .map(|i| {
-                if self.is_velocity[i] {
-                    x_next[i]
-                } else {
-                    x_mid[i]
-                }
-            })
-            .collect();
-        let f_end = self.smooth(run, t + h, &y)?;
-        for i in 0..n {
-            if !self.is_velocity[i] {
-                x_next[i] = x_mid[i] + h / 2.0 * f_end[i];
-            }
-        }
+        // 4. positions finish the step with the new velocities (impulses
+        //    change only velocities, so x_next still has the midpoint
+        //    positions).
+        let f_end = self.smooth(run, t + h, &x_next)?;
+        let mut x_next = self.advance(&x_next, &f_end, h / 2.0, false);
         // 5. The scheme keeps the constraints at velocity level only, so a
         //    gap can end a step at -O(h v). Project the positions back onto
         //    the admissible set along the mass-weighted gap gradients (the
