@@ -9,6 +9,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use clap::{Parser, Subcommand};
 use rmoc::diag::{self, Diagnostic};
+use rmoc::output::plot::glob;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -53,6 +54,30 @@ enum Command {
         #[arg(long)]
         model: Option<String>,
     },
+    /// Plot columns of a CSV result against time, or against another column
+    /// (`--x`, a phase portrait), as SVG.
+    Plot {
+        /// A CSV result (`rmoc simulate ... -o res.csv`).
+        result: PathBuf,
+        /// Columns to plot (`*` wildcards), one curve each.
+        #[arg(required = true, value_name = "VAR")]
+        vars: Vec<String>,
+        /// The column on the horizontal axis (default: time).
+        #[arg(long, value_name = "VAR")]
+        x: Option<String>,
+        /// Only rows from this time on (e.g. to leave out a transient).
+        #[arg(long, value_name = "T")]
+        from: Option<f64>,
+        /// Only rows up to this time.
+        #[arg(long, value_name = "T")]
+        to: Option<f64>,
+        /// A title above the plot.
+        #[arg(long)]
+        title: Option<String>,
+        /// The SVG file to write.
+        #[arg(short = 'o', value_name = "FILE")]
+        output: PathBuf,
+    },
 }
 
 #[derive(clap::Args)]
@@ -83,7 +108,7 @@ struct SimulateArgs {
     /// models that have them).
     #[arg(long)]
     solver: Option<String>,
-    /// Fixed step of the Moreau time-stepper (default: (stop - start)/10000).
+    /// Fixed step of the Moreau time-stepper (default: the experiment's `__rmoc_step`, or (stop - start)/10000).
     #[arg(long)]
     step: Option<f64>,
     /// Print solver statistics.
@@ -139,6 +164,87 @@ fn run() -> ExitCode {
         Command::Flatten { file, model, json } => flatten(&file, model.as_deref(), json),
         Command::Analyze { file, model } => analyze(&file, model.as_deref()),
         Command::Simulate(a) => simulate(&a),
+        Command::Plot {
+            result,
+            vars,
+            x,
+            from,
+            to,
+            title,
+            output,
+        } => {
+            let req = rmoc::output::plot::PlotRequest {
+                ys: &vars,
+                x: x.as_deref(),
+                from,
+                to,
+                title: title.as_deref(),
+            };
+            plot(&result, &req, &output)
+        }
+    }
+}
+
+/// `rmoc plot`: errors are about the command line or the result file, so
+/// they carry no source span.
+fn plot(
+    result: &std::path::Path,
+    req: &rmoc::output::plot::PlotRequest,
+    out: &std::path::Path,
+) -> ExitCode {
+    let fail = |msg: String, hint: &str| {
+        eprint!(
+            "{}",
+            diag::render(
+                &Default::default(),
+                &[Diagnostic::error_nospan(msg).with_hint(hint)],
+                color()
+            )
+        );
+        ExitCode::from(1)
+    };
+    if !rmoc::output::plot::writable_format(out) {
+        return fail(
+            format!("cannot write `{}`: rmoc plot writes SVG", out.display()),
+            "name the output `.svg`, e.g. `-o plot.svg`",
+        );
+    }
+    let is_csv = result
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
+    if !is_csv {
+        return fail(
+            format!("`{}` is not a CSV result", result.display()),
+            "rmoc plot reads CSV results: write one with `rmoc simulate MODEL -o res.csv`",
+        );
+    }
+    let (names, rows) = match rmoc::output::csv::read(result) {
+        Ok(r) => r,
+        Err(e) => {
+            return fail(
+                format!("cannot read `{}`: {e}", result.display()),
+                "give a result file written by `rmoc simulate -o res.csv`",
+            );
+        }
+    };
+    if rows.iter().any(|r| r.len() != names.len()) {
+        return fail(
+            format!("`{}`: rows and header differ in length", result.display()),
+            "give a result file written by `rmoc simulate -o res.csv`",
+        );
+    }
+    match rmoc::output::plot::plot(&names, &rows, req, out) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            let mut columns: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+            columns.truncate(12);
+            let hint = format!(
+                "the result's columns are: {}{}",
+                columns.join(", "),
+                if names.len() > 12 { ", ..." } else { "" }
+            );
+            fail(msg, &hint)
+        }
     }
 }
 
@@ -278,30 +384,6 @@ fn analyze(file: &std::path::Path, model: Option<&str>) -> ExitCode {
     }
 }
 
-/// `*` matches any run of characters.
-fn glob(pattern: &str, name: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == name;
-    }
-    let mut rest = name;
-    for (i, p) in parts.iter().enumerate() {
-        if i == 0 {
-            if !rest.starts_with(p) {
-                return false;
-            }
-            rest = &rest[p.len()..];
-        } else if i == parts.len() - 1 {
-            return rest.ends_with(p);
-        } else if let Some(pos) = rest.find(p) {
-            rest = &rest[pos + p.len()..];
-        } else {
-            return false;
-        }
-    }
-    true
-}
-
 fn simulate(a: &SimulateArgs) -> ExitCode {
     let (mut lib, loaded) = rmoc::load(&a.file);
     let loaded = match loaded {
@@ -419,7 +501,10 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
     };
     let solver = if moreau {
         rmoc::solve::Solver::Moreau {
-            step: a.step.unwrap_or((stop - start) / 10_000.0),
+            step: a
+                .step
+                .or(e.step.filter(|h| h.is_finite() && *h > 0.0))
+                .unwrap_or((stop - start) / 10_000.0),
         }
     } else {
         rmoc::solve::Solver::Bdf

@@ -32,6 +32,7 @@ fn models() -> Vec<(std::path::PathBuf, Option<&'static str>)> {
         (p("examples/gearbox.rmo"), Some("GearboxRigid")),
         (p("examples/humpage.rmo"), Some("PowerFlow")),
         (p("examples/humpage.rmo"), Some("Dynamic")),
+        (p("examples/ujoint_clearance.rmo"), None),
         (p("tests/models/pendulum.rmo"), None),
         (p("tests/models/chain.rmo"), None),
         (p("tests/models/ball.rmo"), None),

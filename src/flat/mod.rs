@@ -205,6 +205,9 @@ pub struct Experiment {
     pub stop_time: Option<f64>,
     pub tolerance: Option<f64>,
     pub interval: Option<f64>,
+    /// The Moreau time-stepper's step (the vendor annotation `__rmoc_step`,
+    /// as Dymola's `__Dymola_...` settings in `experiment`).
+    pub step: Option<f64>,
 }
 
 /// A while loop in a user function that has run this many times is taken

@@ -221,6 +221,7 @@ fn inherited_experiment(lib: &mut Library, class: ClassId, depth: usize) -> flat
         || own.start_time.is_some()
         || own.tolerance.is_some()
         || own.interval.is_some()
+        || own.step.is_some()
         || depth > 16
     {
         return own;
@@ -276,6 +277,7 @@ fn experiment_of(def: &ast::ClassDef) -> flat::Experiment {
                     "StopTime" => e.stop_time = v,
                     "Tolerance" => e.tolerance = v,
                     "Interval" => e.interval = v,
+                    "__rmoc_step" => e.step = v,
                     _ => {}
                 }
             }

@@ -4,6 +4,7 @@
 
 pub mod csv;
 pub mod mat;
+pub mod plot;
 
 use crate::solve::Results;
 use std::path::Path;

@@ -41,19 +41,32 @@ pub struct ContactStats {
     pub steps: u64,
     /// Steps with at least one nonzero contact impulse.
     pub impact_steps: u64,
+    /// Impacts: a contact approaching faster than the smooth forces alone
+    /// would make it (so restitution applies) that takes a normal impulse.
+    /// A contact coming to rest, resting or sliding is not an impact.
+    pub impacts: u64,
     pub lcp_solves: u64,
     pub lemke_pivots: u64,
     /// LCPs that Lemke's algorithm could not solve (projected Gauss-Seidel
     /// solved them).
     pub fallbacks: u64,
+    /// Impacts whose LCP had no solution with restitution (opposed
+    /// contacts closed at once) and were solved as plastic.
+    pub plastic_impacts: u64,
 }
 
 impl std::fmt::Display for ContactStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "Moreau-Jean steps {}, steps with impulses {}, LCPs {} (Lemke pivots {}, Gauss-Seidel fallbacks {})",
-            self.steps, self.impact_steps, self.lcp_solves, self.lemke_pivots, self.fallbacks
+            "Moreau-Jean steps {}, steps with impulses {}, impacts {}, LCPs {} (Lemke pivots {}, Gauss-Seidel fallbacks {}, plastic {})",
+            self.steps,
+            self.impact_steps,
+            self.impacts,
+            self.lcp_solves,
+            self.lemke_pivots,
+            self.fallbacks,
+            self.plastic_impacts
         )
     }
 }
@@ -562,6 +575,9 @@ impl Stepper {
         let size = na + 3 * nf;
         let mut mat = vec![0.0; size * size];
         let mut q = vec![0.0; size];
+        // The same problem without restitution (a plastic impact).
+        let mut q_plastic = vec![0.0; size];
+        let mut impacting = vec![false; na];
         for (r, &j) in active.iter().enumerate() {
             let e = run.buf[self.contacts[j].restitution];
             // Restitution acts on an approach faster than what the smooth
@@ -569,7 +585,9 @@ impl Stepper {
             // contact.
             let approach = rates_before[j].min(0.0);
             let resting = approach.abs() <= 2.0 * (u_free[r] - rates_before[j]).abs();
+            impacting[r] = !resting && approach < 0.0;
             q[r] = u_free[r] + if resting { 0.0 } else { e * approach };
+            q_plastic[r] = u_free[r];
         }
         for (s, &fs) in active_friction.iter().enumerate() {
             let f = &self.frictions[fs];
@@ -581,6 +599,8 @@ impl Stepper {
             let qt = u_free[na + s] + e_t * slips_before[fs];
             q[na + s] = qt;
             q[na + nf + s] = -qt;
+            q_plastic[na + s] = u_free[na + s];
+            q_plastic[na + nf + s] = -u_free[na + s];
         }
         for r in 0..na + 2 * nf {
             // Normal and T+ rows read rate r; T- rows the same slip, negated.
@@ -610,26 +630,30 @@ impl Stepper {
             mat[r * size + na + s] = -1.0;
             mat[r * size + na + nf + s] = -1.0;
         }
-        self.stats.lcp_solves += 1;
-        let solution = match lcp::lemke(&mat, &q) {
-            Ok(sol) => {
-                self.stats.lemke_pivots += sol.pivots as u64;
-                sol
+        // Newton's law cannot hold at two opposed contacts that are closed
+        // at once (a clearance of zero: restitution at one wall drives the
+        // other into its wall), and that LCP has no solution; the impact
+        // is then plastic, which always is.
+        let solution = match self.solve_lcp(&mat, &q) {
+            Ok(sol) => Ok(sol),
+            Err(first) if q_plastic != q => {
+                self.stats.plastic_impacts += 1;
+                self.solve_lcp(&mat, &q_plastic)
+                    .map_err(|e| format!("{first}; without restitution: {e}"))
             }
-            Err(first) => {
-                self.stats.fallbacks += 1;
-                lcp::projected_gauss_seidel(&mat, &q, 1.0, 1e-12, 10_000).map_err(|e| {
-                    Diagnostic::error_nospan(format!(
-                        "the contact problem at t = {t} has no solution: {first}; {e}"
-                    ))
-                    .with_note(super::STOPPED)
-                })?
-            }
-        };
+            Err(first) => Err(first),
+        }
+        .map_err(|e| {
+            Diagnostic::error_nospan(format!(
+                "the contact problem at t = {t} has no solution: {e}"
+            ))
+            .with_note(super::STOPPED)
+        })?;
         let z = &solution.z;
         if z[..na].iter().any(|&p| p > 0.0) {
             self.stats.impact_steps += 1;
         }
+        self.stats.impacts += (0..na).filter(|&r| impacting[r] && z[r] > 0.0).count() as u64;
         let mut impulses = vec![0.0; m];
         let mut x_next = x_free.to_vec();
         for (c, &j) in columns.iter().enumerate() {
@@ -640,6 +664,22 @@ impl Stepper {
             }
         }
         Ok((x_next, impulses))
+    }
+
+    /// Lemke's algorithm, then projected Gauss-Seidel if it fails.
+    fn solve_lcp(&mut self, mat: &[f64], q: &[f64]) -> Result<lcp::LcpSolution, String> {
+        self.stats.lcp_solves += 1;
+        match lcp::lemke(mat, q) {
+            Ok(sol) => {
+                self.stats.lemke_pivots += sol.pivots as u64;
+                Ok(sol)
+            }
+            Err(first) => {
+                self.stats.fallbacks += 1;
+                lcp::projected_gauss_seidel(mat, q, 1.0, 1e-12, 10_000)
+                    .map_err(|e| format!("{first}; {e}"))
+            }
+        }
     }
 
     /// A pure impact at (t, x): no smooth forces act during it; the
@@ -805,4 +845,4 @@ impl Stepper {
 }
 
 /// Gaps below this (relative to 1 + the largest position) are projected.
-const PROJECTION_TOL: f64 = 1e-13;
+const PROJECTION_TOL: f64 = 1e-15;

@@ -229,3 +229,19 @@ pub fn assert_close(got: f64, want: f64, rtol: f64, atol: f64) {
 pub fn project(file: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(file)
 }
+
+/// Simulates the project file `file` (its only model) with `solver`;
+/// panics with the diagnostics' messages if the run fails.
+pub fn simulate_with(file: &str, solver: solve::Solver, run: &Run) -> solve::Results {
+    let c = compile_file(&project(file), None);
+    let jit = rmoc::jit::codegen::compile(&c.program).expect("jit");
+    let mut opts = options(&c, run);
+    opts.solver = solver;
+    match solve::simulate(&c.causal, &c.program, &jit, &opts) {
+        Ok(r) => r,
+        Err(d) => panic!(
+            "{:?}",
+            d.iter().map(|x| x.message.clone()).collect::<Vec<_>>()
+        ),
+    }
+}

@@ -1,0 +1,286 @@
+//! `rmoc plot`: line plots of a result file's columns, against time or
+//! against another column (a phase portrait), drawn as SVG with plotters.
+//!
+//! The input is a CSV result as [`super::csv::write`] writes it. Points that
+//! fall on the same spot of the plot as the previous kept one are dropped,
+//! so a run recorded at every step (10^5-10^6 rows) still gives a file of a
+//! few hundred kilobytes that looks the same. Like result files, the plot is
+//! written to a temporary name and renamed on success.
+
+use plotters::prelude::*;
+use std::path::Path;
+
+/// What to draw.
+pub struct PlotRequest<'a> {
+    /// Column patterns to draw (`*` wildcards), each a series.
+    pub ys: &'a [String],
+    /// The abscissa: a column name, or time when `None`.
+    pub x: Option<&'a str>,
+    /// Only rows with time in [from, to].
+    pub from: Option<f64>,
+    pub to: Option<f64>,
+    pub title: Option<&'a str>,
+}
+
+/// Drawing resolution used to drop points that would coincide.
+const CELLS: f64 = 4000.0;
+const SIZE: (u32, u32) = (900, 640);
+
+/// `*` matches any run of characters.
+pub fn glob(pattern: &str, name: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == name;
+    }
+    let mut rest = name;
+    for (i, p) in parts.iter().enumerate() {
+        if i == 0 {
+            if !rest.starts_with(p) {
+                return false;
+            }
+            rest = &rest[p.len()..];
+        } else if i == parts.len() - 1 {
+            return rest.ends_with(p);
+        } else if let Some(pos) = rest.find(p) {
+            rest = &rest[pos + p.len()..];
+        } else {
+            return false;
+        }
+    }
+    true
+}
+
+/// Whether `out` names a file `plot` can write (SVG).
+pub fn writable_format(out: &Path) -> bool {
+    out.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
+}
+
+/// Draws the request from `names`/`rows` (a CSV result) into the SVG file
+/// `out`. Errors are messages for the user (a missing column, an empty time
+/// window, an unwritable file).
+pub fn plot(
+    names: &[String],
+    rows: &[Vec<f64>],
+    req: &PlotRequest,
+    out: &Path,
+) -> Result<(), String> {
+    let column = |name: &str| -> Result<usize, String> {
+        names
+            .iter()
+            .position(|n| n == name)
+            .ok_or_else(|| format!("the result has no column `{name}`"))
+    };
+    let time = column("time")?;
+    let x_col = match req.x {
+        Some(x) => column(x)?,
+        None => time,
+    };
+    let mut y_cols: Vec<usize> = Vec::new();
+    for pattern in req.ys {
+        let matched: Vec<usize> = (0..names.len())
+            .filter(|&k| k != time && glob(pattern, &names[k]))
+            .collect();
+        if matched.is_empty() {
+            return Err(format!("no column of the result matches `{pattern}`"));
+        }
+        for k in matched {
+            if !y_cols.contains(&k) {
+                y_cols.push(k);
+            }
+        }
+    }
+    let kept: Vec<&Vec<f64>> = rows
+        .iter()
+        .filter(|r| {
+            let t = r[time];
+            req.from.is_none_or(|a| t >= a) && req.to.is_none_or(|b| t <= b)
+        })
+        .collect();
+    if kept.is_empty() {
+        return Err("no rows of the result lie in the time window".into());
+    }
+    let finite = |v: f64| v.is_finite();
+    let range = |vals: &mut dyn Iterator<Item = f64>| -> (f64, f64) {
+        let (lo, hi) = vals
+            .filter(|v| finite(*v))
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+                (a.min(v), b.max(v))
+            });
+        if !lo.is_finite() {
+            return (-1.0, 1.0);
+        }
+        let pad = if hi > lo {
+            0.03 * (hi - lo)
+        } else {
+            0.5 * lo.abs().max(1e-12)
+        };
+        (lo - pad, hi + pad)
+    };
+    let (x_lo, x_hi) = range(&mut kept.iter().map(|r| r[x_col]));
+    let (y_lo, y_hi) = range(&mut kept.iter().flat_map(|r| y_cols.iter().map(move |&k| r[k])));
+
+    let tmp = out.with_file_name(format!(
+        ".{}.{}.partial",
+        out.file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_else(|| "plot".into()),
+        std::process::id()
+    ));
+    let drawn = draw(
+        &tmp,
+        names,
+        &kept,
+        x_col,
+        &y_cols,
+        (x_lo, x_hi),
+        (y_lo, y_hi),
+        req.title,
+    );
+    match drawn.and_then(|_| std::fs::rename(&tmp, out).map_err(|e| e.to_string())) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(format!("cannot write `{}`: {e}", out.display()))
+        }
+    }
+}
+
+/// The series of column `y` against column `x`, without points that fall
+/// in the same drawing cell as the last kept one and without non-finite
+/// values.
+fn thinned(
+    rows: &[&Vec<f64>],
+    x: usize,
+    y: usize,
+    xr: (f64, f64),
+    yr: (f64, f64),
+) -> Vec<(f64, f64)> {
+    let cell = |v: f64, r: (f64, f64)| ((v - r.0) / (r.1 - r.0) * CELLS).round() as i64;
+    let mut out: Vec<(f64, f64)> = Vec::new();
+    let mut last: Option<(i64, i64)> = None;
+    for (i, r) in rows.iter().enumerate() {
+        let (a, b) = (r[x], r[y]);
+        if !(a.is_finite() && b.is_finite()) {
+            continue;
+        }
+        let c = (cell(a, xr), cell(b, yr));
+        // The last row is always kept so that the curve ends where it does.
+        if last != Some(c) || i + 1 == rows.len() {
+            out.push((a, b));
+            last = Some(c);
+        }
+    }
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn draw(
+    path: &Path,
+    names: &[String],
+    rows: &[&Vec<f64>],
+    x: usize,
+    ys: &[usize],
+    xr: (f64, f64),
+    yr: (f64, f64),
+    title: Option<&str>,
+) -> Result<(), String> {
+    let err = |e: &dyn std::fmt::Display| e.to_string();
+    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let mut builder = ChartBuilder::on(&root);
+    builder
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(80);
+    if let Some(t) = title {
+        builder.caption(t, ("sans-serif", 22));
+    }
+    let mut chart = builder
+        .build_cartesian_2d(xr.0..xr.1, yr.0..yr.1)
+        .map_err(|e| err(&e))?;
+    let y_desc = if ys.len() == 1 {
+        names[ys[0]].as_str()
+    } else {
+        ""
+    };
+    chart
+        .configure_mesh()
+        .x_desc(names[x].as_str())
+        .y_desc(y_desc)
+        .x_label_formatter(&|v| short(*v))
+        .y_label_formatter(&|v| short(*v))
+        .draw()
+        .map_err(|e| err(&e))?;
+    for (i, &y) in ys.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let series = chart
+            .draw_series(LineSeries::new(thinned(rows, x, y, xr, yr), color))
+            .map_err(|e| err(&e))?;
+        if ys.len() > 1 {
+            series
+                .label(names[y].as_str())
+                .legend(move |(a, b)| PathElement::new(vec![(a, b), (a + 20, b)], color));
+        }
+    }
+    if ys.len() > 1 {
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| err(&e))?;
+    }
+    root.present().map_err(|e| err(&e))
+}
+
+/// Tick labels: plain for ordinary magnitudes, scientific otherwise.
+fn short(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 || (1e-3..1e4).contains(&a) {
+        let s = format!("{v:.4}");
+        let s = s.trim_end_matches('0').trim_end_matches('.');
+        s.to_string()
+    } else {
+        let s = format!("{v:.3e}");
+        let (mantissa, exponent) = s.split_once('e').unwrap_or((&s, "0"));
+        let mantissa = mantissa.trim_end_matches('0').trim_end_matches('.');
+        format!("{mantissa}e{exponent}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glob_matches_wildcards() {
+        assert!(glob("mesh.*", "mesh.contact.N"));
+        assert!(glob("*.w", "joint1.w"));
+        assert!(!glob("*.w", "joint1.phi"));
+        assert!(glob("w1c", "w1c"));
+        assert!(!glob("w1", "w1c"));
+    }
+
+    #[test]
+    fn coinciding_points_are_dropped_but_the_ends_kept() {
+        let rows: Vec<Vec<f64>> = (0..=10_000).map(|i| vec![i as f64 * 1e-4, 0.0]).collect();
+        let refs: Vec<&Vec<f64>> = rows.iter().collect();
+        // A flat line over 10 001 rows: one point per drawing cell (4 001
+        // of them), plus the last row, which shares the last cell.
+        let pts = thinned(&refs, 0, 1, (0.0, 1.0), (-1.0, 1.0));
+        assert_eq!(pts.len(), 4002);
+        assert_eq!(pts.first(), Some(&(0.0, 0.0)));
+        assert_eq!(pts.last(), Some(&(1.0, 0.0)));
+    }
+
+    #[test]
+    fn tick_labels_are_short() {
+        assert_eq!(short(0.25), "0.25");
+        assert_eq!(short(0.0), "0");
+        assert_eq!(short(1.5e-5), "1.5e-5");
+        assert_eq!(short(-5e-4), "-5e-4");
+        assert_eq!(short(3.0000000000000003e-4), "3e-4");
+        assert_eq!(short(-2000.0), "-2000");
+    }
+}
