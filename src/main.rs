@@ -104,8 +104,9 @@ struct SimulateArgs {
     /// Print the final values of variables matching a pattern (`*` wildcards).
     #[arg(long = "print", value_name = "PATTERN")]
     print: Vec<String>,
-    /// Integrator: bdf, or moreau for unilateral contacts (the default for
-    /// models that have them).
+    /// Integrator: bdf; for unilateral contacts moreau (time-stepping, their
+    /// default) or event-driven (the BDF between impacts). Default: the
+    /// experiment's `__rmoc_solver`.
     #[arg(long)]
     solver: Option<String>,
     /// Fixed step of the Moreau time-stepper (default: the experiment's `__rmoc_step`, or (stop - start)/10000).
@@ -384,6 +385,9 @@ fn analyze(file: &std::path::Path, model: Option<&str>) -> ExitCode {
     }
 }
 
+/// The integrators `--solver` (and the experiment's `__rmoc_solver`) name.
+const SOLVERS: [&str; 3] = ["bdf", "moreau", "event-driven"];
+
 fn simulate(a: &SimulateArgs) -> ExitCode {
     let (mut lib, loaded) = rmoc::load(&a.file);
     let loaded = match loaded {
@@ -395,21 +399,20 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
         Err(d) => return report(&lib, &[d]),
     };
     if let Some(s) = a.solver.as_deref()
-        && s != "bdf"
-        && s != "moreau"
+        && !SOLVERS.contains(&s)
     {
         return report(
             &lib,
             &[Diagnostic::error_nospan(format!("unknown solver `{s}`"))
-                .with_hint("the available solvers are: bdf, moreau")],
+                .with_hint(format!("the available solvers are: {}", SOLVERS.join(", ")))],
         );
     }
-    if a.step.is_some() && a.solver.as_deref() == Some("bdf") {
+    if a.step.is_some() && a.solver.as_deref().is_some_and(|s| s != "moreau") {
         return report(
             &lib,
             &[
                 Diagnostic::error_nospan("`--step` sets the Moreau time-stepper's step")
-                    .with_hint("use `--solver moreau --step H`, or leave `--step` out for the BDF"),
+                    .with_hint("use `--solver moreau --step H`, or leave `--step` out"),
             ],
         );
     }
@@ -492,23 +495,32 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
         }
         overrides.push((v as u32, value));
     }
-    // A model with unilateral contacts runs on the Moreau time-stepper
-    // unless the BDF is asked for (which then says why it cannot).
-    let moreau = match a.solver.as_deref() {
-        Some("moreau") => true,
-        Some(_) => false,
-        None => !c.contacts.is_empty(),
-    };
-    let solver = if moreau {
-        rmoc::solve::Solver::Moreau {
-            step: a
-                .step
-                .or(e.step.filter(|h| h.is_finite() && *h > 0.0))
-                .unwrap_or((stop - start) / 10_000.0),
+    // The command line's solver, else the model's (`__rmoc_solver`); a
+    // model with unilateral contacts runs on the Moreau time-stepper
+    // unless another is asked for (the BDF then says why it cannot).
+    let chosen = a.solver.as_deref().or(e.solver.as_deref());
+    let solver = match chosen {
+        Some("moreau") => None,
+        Some("event-driven") => Some(rmoc::solve::Solver::EventDriven),
+        Some("bdf") => Some(rmoc::solve::Solver::Bdf),
+        Some(other) => {
+            return report(
+                &lib,
+                &[Diagnostic::error_nospan(format!(
+                    "unknown solver `{other}` in the experiment annotation"
+                ))
+                .with_hint(format!("`__rmoc_solver` is one of: {}", SOLVERS.join(", ")))],
+            );
         }
-    } else {
-        rmoc::solve::Solver::Bdf
-    };
+        None if c.contacts.is_empty() => Some(rmoc::solve::Solver::Bdf),
+        None => None,
+    }
+    .unwrap_or(rmoc::solve::Solver::Moreau {
+        step: a
+            .step
+            .or(e.step.filter(|h| h.is_finite() && *h > 0.0))
+            .unwrap_or((stop - start) / 10_000.0),
+    });
     let opts = rmoc::solve::Options {
         start,
         stop,

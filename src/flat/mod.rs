@@ -208,6 +208,8 @@ pub struct Experiment {
     /// The Moreau time-stepper's step (the vendor annotation `__rmoc_step`,
     /// as Dymola's `__Dymola_...` settings in `experiment`).
     pub step: Option<f64>,
+    /// The integrator (`__rmoc_solver = "event-driven"`, say).
+    pub solver: Option<String>,
 }
 
 /// A while loop in a user function that has run this many times is taken

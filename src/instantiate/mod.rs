@@ -222,6 +222,7 @@ fn inherited_experiment(lib: &mut Library, class: ClassId, depth: usize) -> flat
         || own.tolerance.is_some()
         || own.interval.is_some()
         || own.step.is_some()
+        || own.solver.is_some()
         || depth > 16
     {
         return own;
@@ -278,6 +279,15 @@ fn experiment_of(def: &ast::ClassDef) -> flat::Experiment {
                     "Tolerance" => e.tolerance = v,
                     "Interval" => e.interval = v,
                     "__rmoc_step" => e.step = v,
+                    "__rmoc_solver" => {
+                        e.solver = modification
+                            .as_ref()
+                            .and_then(|m| m.binding.as_ref())
+                            .and_then(|b| match &b.kind {
+                                ast::ExprKind::String(s) => Some(s.clone()),
+                                _ => None,
+                            })
+                    }
                     _ => {}
                 }
             }

@@ -10,6 +10,7 @@
 //! variables reach a fixed point (MLS 8.6); the BDF history restarts after.
 
 pub mod bdf;
+pub mod event_driven;
 pub mod init;
 pub mod lcp;
 pub mod linalg;
@@ -45,6 +46,9 @@ pub enum Solver {
     /// Moreau-Jean time-stepping with fixed step `step`, for unilateral
     /// contacts (`solve::moreau`).
     Moreau { step: f64 },
+    /// The BDF between contact events, with the impact law at each
+    /// (`solve::event_driven`), for isolated impacts without friction.
+    EventDriven,
 }
 
 /// Where an output column's value comes from.
@@ -932,7 +936,7 @@ fn simulate_inner(
                 )
                 .with_label("a set-valued contact")
                 .with_hint(
-                    "simulate it with `--solver moreau --step H` (the default for such models)",
+                    "simulate it with `--solver moreau --step H` (the default for such models), or `--solver event-driven` for isolated impacts",
                 )
                 .with_note(STOPPED));
             }
@@ -940,6 +944,9 @@ fn simulate_inner(
         }
         Solver::Moreau { step } => {
             run.stats.contacts = Some(moreau::integrate(&mut run, opts, step)?);
+        }
+        Solver::EventDriven => {
+            run.stats.contacts = Some(event_driven::integrate(&mut run, opts)?);
         }
     }
     // terminal()

@@ -53,10 +53,27 @@ pub struct ContactStats {
     /// Impacts whose LCP had no solution with restitution (opposed
     /// contacts closed at once) and were solved as plastic.
     pub plastic_impacts: u64,
+    /// A run of the event-driven variant (`solve::event_driven`): no
+    /// time steps of its own; impacts and lift-offs are events.
+    pub event_driven: bool,
+    /// Closed contacts whose force reached zero (event-driven only).
+    pub lift_offs: u64,
 }
 
 impl std::fmt::Display for ContactStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.event_driven {
+            return write!(
+                f,
+                "contact events: impacts {}, lift-offs {}, LCPs {} (Lemke pivots {}, Gauss-Seidel fallbacks {}, plastic {})",
+                self.impacts,
+                self.lift_offs,
+                self.lcp_solves,
+                self.lemke_pivots,
+                self.fallbacks,
+                self.plastic_impacts
+            );
+        }
         write!(
             f,
             "Moreau-Jean steps {}, steps with impulses {}, impacts {}, LCPs {} (Lemke pivots {}, Gauss-Seidel fallbacks {}, plastic {})",
@@ -179,24 +196,24 @@ pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<Contact
 
 /// The stepper's view of the model: where the contacts live, which states
 /// are velocities, and its counters.
-struct Stepper {
+pub(super) struct Stepper {
     contacts: Vec<ContactSlots>,
     frictions: Vec<FrictionSlots>,
     /// Every force slot the stepper writes: normal forces first.
     force_slots: Vec<usize>,
     der_slots: Vec<u32>,
-    is_velocity: Vec<bool>,
+    pub(super) is_velocity: Vec<bool>,
     /// Whether each contact was closed in the previous step (tangential
     /// restitution acts only at the impact that closes a contact).
     closed_before: Vec<bool>,
-    stats: ContactStats,
+    pub(super) stats: ContactStats,
 }
 
 /// Gaps above this (relative to 1 + the largest position) count as open.
 const OPEN_TOL: f64 = 1e-12;
 
 impl Stepper {
-    fn new(run: &Run) -> Result<Stepper, Diagnostic> {
+    pub(super) fn new(run: &Run) -> Result<Stepper, Diagnostic> {
         let contacts: Vec<ContactSlots> = run
             .c
             .contacts
@@ -252,17 +269,21 @@ impl Stepper {
         })
     }
 
-    fn n(&self) -> usize {
+    pub(super) fn contact_count(&self) -> usize {
+        self.contacts.len()
+    }
+
+    pub(super) fn n(&self) -> usize {
         self.der_slots.len()
     }
 
-    fn m(&self) -> usize {
+    pub(super) fn m(&self) -> usize {
         self.force_slots.len()
     }
 
     /// The state derivatives at (t, x) with the forces `forces`; the
     /// buffer then holds every variable at that point.
-    fn derivatives(
+    pub(super) fn derivatives(
         &self,
         run: &mut Run,
         t: f64,
@@ -282,12 +303,12 @@ impl Stepper {
             .collect())
     }
 
-    fn smooth(&self, run: &mut Run, t: f64, x: &[f64]) -> Result<Vec<f64>, Diagnostic> {
+    pub(super) fn smooth(&self, run: &mut Run, t: f64, x: &[f64]) -> Result<Vec<f64>, Diagnostic> {
         self.derivatives(run, t, x, &vec![0.0; self.m()])
     }
 
     /// The change of the velocity derivatives under a unit force `j`.
-    fn unit_response(
+    pub(super) fn unit_response(
         &self,
         run: &mut Run,
         t: f64,
@@ -310,7 +331,12 @@ impl Stepper {
     }
 
     /// Marks the states whose derivatives feel a contact force.
-    fn probe_velocities(&mut self, run: &mut Run, t: f64, x: &[f64]) -> Result<(), Diagnostic> {
+    pub(super) fn probe_velocities(
+        &mut self,
+        run: &mut Run,
+        t: f64,
+        x: &[f64],
+    ) -> Result<(), Diagnostic> {
         let f0 = self.smooth(run, t, x)?;
         for j in 0..self.m() {
             let mut unit = vec![0.0; self.m()];
@@ -325,12 +351,12 @@ impl Stepper {
         Ok(())
     }
 
-    fn gaps(&self, run: &Run) -> Vec<f64> {
+    pub(super) fn gaps(&self, run: &Run) -> Vec<f64> {
         self.contacts.iter().map(|c| c.gap.read(&run.buf)).collect()
     }
 
     /// Gaps, gap rates and slips of every contact, as the buffer holds them.
-    fn contact_values(&self, run: &Run) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    pub(super) fn contact_values(&self, run: &Run) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
         let rates = self
             .contacts
             .iter()
@@ -344,7 +370,7 @@ impl Stepper {
         (self.gaps(run), rates, slips)
     }
 
-    fn scale(&self, x: &[f64]) -> f64 {
+    pub(super) fn scale(&self, x: &[f64]) -> f64 {
         1.0 + x
             .iter()
             .zip(&self.is_velocity)
@@ -684,7 +710,7 @@ impl Stepper {
 
     /// A pure impact at (t, x): no smooth forces act during it; the
     /// contacts closed at x (approaching or resting) take impulses.
-    fn impact(
+    pub(super) fn impact(
         &mut self,
         run: &mut Run,
         t: f64,

@@ -1,0 +1,631 @@
+//! The event-driven variant for set-valued contacts (`--solver
+//! event-driven`): the BDF integrates the smooth motion between impacts,
+//! and every change of the contact state is an event (Pfeiffer & Glocker,
+//! "Multibody Dynamics with Unilateral Contacts", 1996, ch. 6; Acary &
+//! Brogliato 2008, ch. 7).
+//!
+//! Each contact is open or closed.
+//! - An open contact has no force; its gap is a zero-crossing function. Its
+//!   closing is an impact: Newton's law with the velocity-level LCP of the
+//!   Moreau stepper ([`Stepper::impact`]) at the located instant.
+//! - A closed contact keeps its gap at zero: its force makes the gap's
+//!   acceleration vanish (a linear system over the closed contacts, each
+//!   right-hand side evaluation), and the force is a zero-crossing function.
+//!   When it would turn negative (the normal-force sign test) the contact
+//!   opens: a lift-off.
+//! - After an impact a contact is closed if its rebound would last less
+//!   than [`MIN_FLIGHT`] of the smooth motion (the end of a Zeno sequence of
+//!   ever smaller bounces), or if it takes no rebound at all.
+//!
+//! Between events the motion is smooth, so the BDF's accuracy holds: impact
+//! times are as accurate as the tolerance (a bouncing ball's to 1e-10 at
+//! `--tolerance 1e-12`), and the forces in the results are the true contact
+//! forces rather than a step's mean impulse. This suits isolated impacts;
+//! for many contacts closing and opening at once (chatter, clearances
+//! under load) the Moreau time-stepper is the robust choice.
+//!
+//! Friction is not handled here (stick-slip transitions would be further
+//! events); a model with `friction(...)` is refused with a pointer to the
+//! time-stepper.
+
+use super::bdf::{Bdf, Dense, EvalFail, OdeProblem, Settings, StepError};
+use super::lcp;
+use super::moreau::{ContactStats, Stepper};
+use super::{Options, Run, STOPPED};
+use crate::diag::Diagnostic;
+use faer::Mat;
+
+/// A rebound shorter than this (relative to 1 + |t|) closes the contact.
+const MIN_FLIGHT: f64 = 1e-9;
+
+/// Events within this span (relative to 1 + |t|), 1 000 in a row, are a
+/// chattering contact the event-driven scheme cannot resolve.
+const CHATTER_SPAN: f64 = 1e-9;
+
+/// The smooth motion with the closed contacts held: the problem the BDF
+/// integrates between events.
+struct HeldContacts<'s, 'r, 'a> {
+    st: &'s Stepper,
+    run: &'r mut Run<'a>,
+    closed: &'s [usize],
+    /// The first failure inside a right-hand side (the BDF sees only that
+    /// the evaluation failed).
+    failure: Option<Diagnostic>,
+}
+
+impl OdeProblem for HeldContacts<'_, '_, '_> {
+    fn n(&self) -> usize {
+        self.st.n()
+    }
+
+    fn rhs(&mut self, t: f64, x: &[f64], dx: &mut [f64]) -> Result<(), EvalFail> {
+        match held_motion(self.st, self.run, t, x, self.closed) {
+            Ok((f, _)) => {
+                dx.copy_from_slice(&f);
+                Ok(())
+            }
+            Err(d) => {
+                self.failure.get_or_insert(d);
+                Err(EvalFail(-1))
+            }
+        }
+    }
+
+    /// Forward differences of the right-hand side: the contact forces
+    /// depend on the state through the Delassus matrix, which the model's
+    /// own tangent does not know.
+    fn jacobian(&mut self, t: f64, x: &[f64], jac: &mut Mat<f64>) -> Result<(), EvalFail> {
+        let n = x.len();
+        let mut f0 = vec![0.0; n];
+        self.rhs(t, x, &mut f0)?;
+        let mut f1 = vec![0.0; n];
+        let mut xp = x.to_vec();
+        for j in 0..n {
+            let dxj = f64::EPSILON.sqrt() * x[j].abs().max(1e-6);
+            xp[j] = x[j] + dxj;
+            self.rhs(t, &xp, &mut f1)?;
+            xp[j] = x[j];
+            for i in 0..n {
+                jac[(i, j)] = (f1[i] - f0[i]) / dxj;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The state derivatives at (t, x) with the contacts `closed` held (gap
+/// acceleration zero), and every contact's force (zero for open ones).
+///
+/// The gap rate is linear in the velocities: with u' the velocity
+/// derivatives, the gap acceleration is rate(q, u + u') - rate(q, u) plus
+/// the curvature term, the rate's change along q' at fixed u (a difference
+/// quotient; zero for gaps linear in q). A unit force k changes u' by b_k,
+/// so the forces N solve D N = -a with D[j][k] = rate_j(q, u + b_k) -
+/// rate_j(q, u). A singular D (redundant contacts) takes the least-norm
+/// complementarity solution from Lemke's algorithm instead.
+fn held_motion(
+    st: &Stepper,
+    run: &mut Run,
+    t: f64,
+    x: &[f64],
+    closed: &[usize],
+) -> Result<(Vec<f64>, Vec<f64>), Diagnostic> {
+    let f0 = st.smooth(run, t, x)?;
+    let mut forces = vec![0.0; st.m()];
+    if closed.is_empty() {
+        return Ok((f0, forces));
+    }
+    let rates_of = |run: &Run| -> Vec<f64> {
+        let (_, rates, _) = st.contact_values(run);
+        closed.iter().map(|&j| rates[j]).collect()
+    };
+    let r0 = rates_of(run);
+    let shift = |x: &[f64], d: &[f64], s: f64, velocities: bool| -> Vec<f64> {
+        x.iter()
+            .zip(d)
+            .zip(&st.is_velocity)
+            .map(|((x, d), &v)| if v == velocities { x + s * d } else { *x })
+            .collect()
+    };
+    st.smooth(run, t, &shift(x, &f0, 1.0, true))?;
+    let mut a: Vec<f64> = rates_of(run)
+        .iter()
+        .zip(&r0)
+        .map(|(r, r0)| r - r0)
+        .collect();
+    let speed = x
+        .iter()
+        .zip(&f0)
+        .zip(&st.is_velocity)
+        .filter(|(_, v)| !**v)
+        .fold(0.0f64, |m, ((_, d), _)| m.max(d.abs()));
+    if speed > 0.0 {
+        let eps = 1e-7 * st.scale(x) / speed;
+        st.smooth(run, t, &shift(x, &f0, eps, false))?;
+        for (ai, (r, r0)) in a.iter_mut().zip(rates_of(run).iter().zip(&r0)) {
+            *ai += (r - r0) / eps;
+        }
+    }
+    let k = closed.len();
+    let mut responses = Vec::with_capacity(k);
+    let mut d = vec![0.0; k * k];
+    for (c, &j) in closed.iter().enumerate() {
+        let b = st.unit_response(run, t, x, &f0, j)?;
+        st.smooth(run, t, &shift(x, &b, 1.0, true))?;
+        for (r, (rate, r0)) in rates_of(run).iter().zip(&r0).enumerate() {
+            d[r * k + c] = rate - r0;
+        }
+        responses.push(b);
+    }
+    let rhs: Vec<f64> = a.iter().map(|v| -v).collect();
+    let n_closed = match solve_dense(&d, &rhs, k) {
+        Some(n) => n,
+        None => {
+            lcp::lemke(&d, &a)
+                .map_err(|e| {
+                    Diagnostic::error_nospan(format!(
+                        "the contact forces at t = {t} have no solution: {e}"
+                    ))
+                    .with_hint("simulate it with `--solver moreau`")
+                    .with_note(STOPPED)
+                })?
+                .z
+        }
+    };
+    let mut f = f0;
+    for (c, &j) in closed.iter().enumerate() {
+        forces[j] = n_closed[c];
+        for (fi, bi) in f.iter_mut().zip(&responses[c]) {
+            *fi += n_closed[c] * bi;
+        }
+    }
+    Ok((f, forces))
+}
+
+/// Gaussian elimination with partial pivoting on the k x k row-major `a`;
+/// `None` when a pivot is negligible (a singular, redundant system).
+fn solve_dense(a: &[f64], b: &[f64], k: usize) -> Option<Vec<f64>> {
+    let mut m = a.to_vec();
+    let mut x = b.to_vec();
+    let size = a.iter().fold(0.0f64, |s, v| s.max(v.abs()));
+    for col in 0..k {
+        let p = (col..k).max_by(|&i, &j| m[i * k + col].abs().total_cmp(&m[j * k + col].abs()))?;
+        if m[p * k + col].abs() <= 1e-12 * size {
+            return None;
+        }
+        if p != col {
+            for c in 0..k {
+                m.swap(p * k + c, col * k + c);
+            }
+            x.swap(p, col);
+        }
+        for r in col + 1..k {
+            let factor = m[r * k + col] / m[col * k + col];
+            for c in col..k {
+                m[r * k + c] -= factor * m[col * k + c];
+            }
+            x[r] -= factor * x[col];
+        }
+    }
+    for col in (0..k).rev() {
+        let s: f64 = (col + 1..k).map(|c| m[col * k + c] * x[c]).sum();
+        x[col] = (x[col] - s) / m[col * k + col];
+    }
+    Some(x)
+}
+
+/// What ends a smooth phase.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum ContactEvent {
+    /// An open contact's gap reached zero.
+    Impact(usize),
+    /// A closed contact's force reached zero.
+    LiftOff(usize),
+}
+
+/// Integrates from the initialized state to `opts.stop`.
+pub(super) fn integrate(run: &mut Run, opts: &Options) -> Result<ContactStats, Diagnostic> {
+    if !run.c.whens.is_empty() || run.l().n_samples > 0 {
+        return Err(Diagnostic::error_nospan(
+            "the event-driven contact solver does not handle when-clauses or samples yet",
+        )
+        .with_hint(
+            "remove the when-clauses, or model the discrete behaviour with unilateral contacts",
+        ));
+    }
+    if let Some(fr) = run.c.frictions.first() {
+        return Err(Diagnostic::error(
+            fr.span,
+            "the event-driven contact solver does not handle friction",
+        )
+        .with_label("Coulomb friction")
+        .with_hint("simulate it with `--solver moreau` (the default for models with contacts)"));
+    }
+    let mut st = Stepper::new(run)?;
+    st.stats.event_driven = true;
+    let mut t = opts.start;
+    let mut x = run.states();
+    st.probe_velocities(run, t, &x)?;
+    let grid = super::output_grid(opts);
+    let mut next_out = 0usize;
+    let mut recent: Vec<f64> = Vec::new();
+    // The contact state at the start: closed contacts that approach are
+    // an impact now.
+    let mut closed = settle(&mut st, run, t, &mut x, opts, None)?;
+    // The start row was written before the contact forces were known.
+    if run.results.times.last() == Some(&t) {
+        run.results.times.pop();
+        run.results.rows.pop();
+    }
+    record(&st, run, t, &x, &closed)?;
+    while t < opts.stop {
+        let phase_start = t;
+        let (event, dense) = smooth_phase(&st, run, t, &x, &closed, opts, &grid, &mut next_out)?;
+        let Some((te, what)) = event else {
+            break;
+        };
+        run.stats.state_events += 1;
+        run.stats.restarts += 1;
+        let mut y = vec![0.0; x.len()];
+        dense.eval(te, &mut y);
+        x = y;
+        t = te;
+        record(&st, run, t, &x, &closed)?;
+        match what {
+            ContactEvent::LiftOff(j) => {
+                st.stats.lift_offs += 1;
+                closed.retain(|&k| k != j);
+                // The remaining closed contacts may now pull: settle them.
+                closed = hold_pushing(&st, run, t, &x, closed)?;
+            }
+            ContactEvent::Impact(j) => {
+                // An impact at the very start of a phase: the rebound before
+                // it was too small for the step to resolve (the tail of a
+                // Zeno sequence); the contact closes.
+                let ends_rebound = te <= phase_start;
+                closed = settle(&mut st, run, t, &mut x, opts, ends_rebound.then_some(j))?;
+            }
+        }
+        record(&st, run, t, &x, &closed)?;
+        recent.push(t);
+        if recent.len() > 1000 {
+            recent.remove(0);
+            if t - recent[0] <= CHATTER_SPAN * (1.0 + t.abs()) {
+                return Err(Diagnostic::error_nospan(format!(
+                    "1000 contact events within {:e} s at t = {t}",
+                    t - recent[0]
+                ))
+                .with_hint("contacts chatter here; simulate it with `--solver moreau`")
+                .with_note(STOPPED));
+            }
+        }
+        if run.stats.state_events as usize > opts.max_events {
+            return Err(Diagnostic::error_nospan(format!(
+                "more than {} contact events; stopping at t = {t}",
+                opts.max_events
+            ))
+            .with_note(STOPPED));
+        }
+    }
+    Ok(st.stats)
+}
+
+/// Integrates the smooth motion with `closed` held from (t, x) until the
+/// first contact event or the stop time, recording the output points on
+/// the way. Returns the event and the last step's dense output.
+#[allow(clippy::too_many_arguments)]
+fn smooth_phase(
+    st: &Stepper,
+    run: &mut Run,
+    t: f64,
+    x: &[f64],
+    closed: &[usize],
+    opts: &Options,
+    grid: &[f64],
+    next_out: &mut usize,
+) -> Result<(Option<(f64, ContactEvent)>, Dense), Diagnostic> {
+    let mut held = HeldContacts {
+        st,
+        run,
+        closed,
+        failure: None,
+    };
+    let settings = Settings {
+        rtol: opts.tolerance,
+        atol: vec![opts.tolerance; x.len()],
+        max_step: (opts.stop - opts.start).abs(),
+        first_step: None,
+    };
+    let mut bdf = match Bdf::new(&mut held, t, x, opts.stop, settings) {
+        Ok(b) => b,
+        Err(_) => return Err(failure(held.failure, t)),
+    };
+    let mut dense = Dense::constant(t, t, x.to_vec());
+    let event = loop {
+        if let Err(StepError::TooSmallStep { t, h, .. }) = bdf.step(&mut held) {
+            let d = held.failure.take().unwrap_or_else(|| {
+                Diagnostic::error_nospan(format!(
+                    "the step size fell to {h:e} at t = {t} between contact events"
+                ))
+                .with_hint("try --solver moreau, or a looser --tolerance")
+            });
+            return Err(d.with_note(STOPPED));
+        }
+        bdf.dense_into(&mut dense);
+        let found = first_event(st, held.run, &dense, closed)?;
+        let t_end = found.map_or(dense.t, |(te, _)| te);
+        let mut y = vec![0.0; x.len()];
+        while *next_out < grid.len() && grid[*next_out] <= t_end {
+            let to = grid[*next_out];
+            // The event's own time is recorded with its two limits.
+            if found.is_none_or(|(te, _)| to < te) {
+                dense.eval(to, &mut y);
+                record(st, held.run, to, &y, closed)?;
+            }
+            *next_out += 1;
+        }
+        if found.is_some() || dense.t >= opts.stop {
+            break found;
+        }
+    };
+    held.run.stats.integrator.add(&bdf.stats);
+    Ok((event, dense))
+}
+
+fn failure(d: Option<Diagnostic>, t: f64) -> Diagnostic {
+    d.unwrap_or_else(|| {
+        Diagnostic::error_nospan(format!("the model cannot be evaluated at t = {t}"))
+    })
+    .with_note(STOPPED)
+}
+
+/// Writes an output row at (t, x) with the contact forces of `closed`.
+fn record(
+    st: &Stepper,
+    run: &mut Run,
+    t: f64,
+    x: &[f64],
+    closed: &[usize],
+) -> Result<(), Diagnostic> {
+    let (_, forces) = held_motion(st, run, t, x, closed)?;
+    st.derivatives(run, t, x, &forces)?;
+    run.check_asserts()?;
+    run.record(t);
+    Ok(())
+}
+
+/// At a contact event (or the start): applies the impact law to the
+/// contacts that are closed at x and approach, then returns the contacts
+/// that stay closed: zero gap and a rebound shorter than [`MIN_FLIGHT`]
+/// (or none), and `force` (a rebound the step could not resolve), holding
+/// with a nonnegative force. Their remaining gap rates (rebounds too short
+/// to follow, rounding) are set to zero by the impulses that do so, so that
+/// the held phase starts on the constraint; the kinetic energy this
+/// removes is below that of the shortest followed rebound.
+fn settle(
+    st: &mut Stepper,
+    run: &mut Run,
+    t: f64,
+    x: &mut Vec<f64>,
+    opts: &Options,
+    force: Option<usize>,
+) -> Result<Vec<usize>, Diagnostic> {
+    let tol = 1e-9 * st.scale(x);
+    st.smooth(run, t, x)?;
+    let (gaps, rates, _) = st.contact_values(run);
+    let touching: Vec<usize> = (0..gaps.len()).filter(|&j| gaps[j] <= tol).collect();
+    if touching.is_empty() {
+        return Ok(Vec::new());
+    }
+    if touching.iter().any(|&j| rates[j] < 0.0) {
+        let (x_plus, _) = st.impact(run, t, x)?;
+        *x = x_plus;
+    }
+    // Rebounds: the flight time 2 v / |a| of each touching contact under
+    // its free gap acceleration a.
+    let f0 = st.smooth(run, t, x)?;
+    let (_, rates, _) = st.contact_values(run);
+    let moved: Vec<f64> = x
+        .iter()
+        .zip(&f0)
+        .zip(&st.is_velocity)
+        .map(|((x, f), &v)| if v { x + f } else { *x })
+        .collect();
+    st.smooth(run, t, &moved)?;
+    let (_, rates_moved, _) = st.contact_values(run);
+    let shortest = MIN_FLIGHT * (1.0 + t.abs()).max((opts.stop - opts.start).abs() * 1e-12);
+    let candidates: Vec<usize> = touching
+        .into_iter()
+        .filter(|&j| {
+            let v = rates[j];
+            let a = rates_moved[j] - rates[j];
+            v <= 0.0 || (a < 0.0 && 2.0 * v / -a < shortest) || force == Some(j)
+        })
+        .collect();
+    let closed = hold_pushing(st, run, t, x, candidates)?;
+    zero_rates(st, run, t, x, &closed)?;
+    Ok(closed)
+}
+
+/// Sets the gap rates of `closed` to zero by impulses along their unit
+/// responses (the velocity-level Delassus system; see [`held_motion`]).
+fn zero_rates(
+    st: &Stepper,
+    run: &mut Run,
+    t: f64,
+    x: &mut [f64],
+    closed: &[usize],
+) -> Result<(), Diagnostic> {
+    if closed.is_empty() {
+        return Ok(());
+    }
+    let f0 = st.smooth(run, t, x)?;
+    let rates_of = |run: &Run| -> Vec<f64> {
+        let (_, rates, _) = st.contact_values(run);
+        closed.iter().map(|&j| rates[j]).collect()
+    };
+    let r0 = rates_of(run);
+    let k = closed.len();
+    let mut d = vec![0.0; k * k];
+    let mut responses = Vec::with_capacity(k);
+    for (c, &j) in closed.iter().enumerate() {
+        let b = st.unit_response(run, t, x, &f0, j)?;
+        let moved: Vec<f64> = x.iter().zip(&b).map(|(x, b)| x + b).collect();
+        st.smooth(run, t, &moved)?;
+        for (r, (rate, r0)) in rates_of(run).iter().zip(&r0).enumerate() {
+            d[r * k + c] = rate - r0;
+        }
+        responses.push(b);
+    }
+    let rhs: Vec<f64> = r0.iter().map(|v| -v).collect();
+    // Redundant contacts (a singular system): their rates are zero already
+    // or cannot all be made so; leave the velocities.
+    if let Some(p) = solve_dense(&d, &rhs, k) {
+        for (pc, b) in p.iter().zip(&responses) {
+            for (xi, bi) in x.iter_mut().zip(b) {
+                *xi += pc * bi;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Of the candidate closed contacts, those that hold with nonnegative
+/// forces: contacts whose force comes out negative open, one at a time
+/// (the most negative first), until all remaining forces are nonnegative.
+fn hold_pushing(
+    st: &Stepper,
+    run: &mut Run,
+    t: f64,
+    x: &[f64],
+    mut closed: Vec<usize>,
+) -> Result<Vec<usize>, Diagnostic> {
+    while !closed.is_empty() {
+        let (_, forces) = held_motion(st, run, t, x, &closed)?;
+        let Some(&worst) = closed
+            .iter()
+            .filter(|&&j| forces[j] < 0.0)
+            .min_by(|&&a, &&b| forces[a].total_cmp(&forces[b]))
+        else {
+            break;
+        };
+        closed.retain(|&j| j != worst);
+    }
+    Ok(closed)
+}
+
+/// The earliest contact event inside the step that `dense` covers, located
+/// by the Illinois method on the dense output.
+fn first_event(
+    st: &Stepper,
+    run: &mut Run,
+    dense: &Dense,
+    closed: &[usize],
+) -> Result<Option<(f64, ContactEvent)>, Diagnostic> {
+    let n = st.n();
+    let mut y = vec![0.0; n];
+    let mut value = |run: &mut Run, t: f64, e: ContactEvent| -> Result<f64, Diagnostic> {
+        dense.eval(t, &mut y);
+        Ok(match e {
+            ContactEvent::Impact(j) => {
+                st.smooth(run, t, &y)?;
+                st.gaps(run)[j]
+            }
+            ContactEvent::LiftOff(j) => held_motion(st, run, t, &y, closed)?.1[j],
+        })
+    };
+    let (t0, t1) = (dense.t_old, dense.t);
+    if t1 <= t0 {
+        return Ok(None);
+    }
+    let mut best: Option<(f64, ContactEvent)> = None;
+    let events: Vec<ContactEvent> = (0..st.contact_count())
+        .map(|j| {
+            if closed.contains(&j) {
+                ContactEvent::LiftOff(j)
+            } else {
+                ContactEvent::Impact(j)
+            }
+        })
+        .collect();
+    for e in events {
+        let f1 = value(run, t1, e)?;
+        if f1 >= 0.0 {
+            continue;
+        }
+        let mut f0 = value(run, t0, e)?;
+        let mut t0 = t0;
+        if f0 < 0.0 {
+            // Below zero at the step's start too: a contact that rebounded
+            // from a gap of rounding size, or a force that started at
+            // rounding size. The crossing is the return below zero after
+            // the first positive sample; with none, it is now.
+            let mut lifted = None;
+            for k in 1..16 {
+                let tk = t0 + (t1 - t0) * k as f64 / 16.0;
+                let fk = value(run, tk, e)?;
+                if fk >= 0.0 {
+                    lifted = Some((tk, fk));
+                    break;
+                }
+            }
+            match lifted {
+                Some((tk, fk)) => (t0, f0) = (tk, fk),
+                None => {
+                    best = Some(earlier(best, (dense.t_old, e)));
+                    continue;
+                }
+            }
+        }
+        let (mut a, mut fa, mut b, mut fb) = (t0, f0, t1, f1);
+        let mut side = 0;
+        for _ in 0..100 {
+            if b - a <= 4.0 * f64::EPSILON * (1.0 + b.abs()) {
+                break;
+            }
+            let c = (a * fb - b * fa) / (fb - fa);
+            let c = if c.is_finite() && c > a && c < b {
+                c
+            } else {
+                0.5 * (a + b)
+            };
+            let fc = value(run, c, e)?;
+            if fc >= 0.0 {
+                (a, fa) = (c, fc);
+                if side == -1 {
+                    fb /= 2.0;
+                }
+                side = -1;
+            } else {
+                (b, fb) = (c, fc);
+                if side == 1 {
+                    fa /= 2.0;
+                }
+                side = 1;
+            }
+        }
+        best = Some(earlier(best, (b, e)));
+    }
+    Ok(best)
+}
+
+fn earlier(a: Option<(f64, ContactEvent)>, b: (f64, ContactEvent)) -> (f64, ContactEvent) {
+    match a {
+        Some(a) if a.0 <= b.0 => a,
+        _ => b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::solve_dense;
+
+    #[test]
+    fn dense_solve_pivots_and_detects_singular_systems() {
+        // [[0, 2], [3, 1]] x = [4, 5] -> x = [1, 2] (needs a row swap).
+        let x = solve_dense(&[0.0, 2.0, 3.0, 1.0], &[4.0, 5.0], 2).expect("regular");
+        assert!((x[0] - 1.0).abs() < 1e-15 && (x[1] - 2.0).abs() < 1e-15);
+        // Two opposed contacts at one place: D = [[a, -a], [-a, a]].
+        assert!(solve_dense(&[1.0, -1.0, -1.0, 1.0], &[0.0, 0.0], 2).is_none());
+    }
+}
