@@ -208,8 +208,8 @@ fn draw(
         .configure_mesh()
         .x_desc(names[x].as_str())
         .y_desc(y_desc)
-        .x_label_formatter(&|v| short(*v))
-        .y_label_formatter(&|v| short(*v))
+        .x_label_formatter(&|v| short(snap(*v, xr)))
+        .y_label_formatter(&|v| short(snap(*v, yr)))
         .draw()
         .map_err(|e| err(&e))?;
     for (i, &y) in ys.iter().enumerate() {
@@ -232,6 +232,16 @@ fn draw(
             .map_err(|e| err(&e))?;
     }
     root.present().map_err(|e| err(&e))
+}
+
+/// A tick at rounding distance from zero (-2.2e-16 on an axis spanning
+/// 1) is zero.
+fn snap(v: f64, range: (f64, f64)) -> f64 {
+    if v.abs() <= 1e-9 * (range.1 - range.0).abs() {
+        0.0
+    } else {
+        v
+    }
 }
 
 /// Tick labels: plain for ordinary magnitudes, scientific otherwise.
@@ -272,6 +282,12 @@ mod tests {
         assert_eq!(pts.len(), 4002);
         assert_eq!(pts.first(), Some(&(0.0, 0.0)));
         assert_eq!(pts.last(), Some(&(1.0, 0.0)));
+    }
+
+    #[test]
+    fn ticks_at_rounding_distance_from_zero_are_zero() {
+        assert_eq!(snap(-2.22e-16, (-1.0, 0.6)), 0.0);
+        assert_eq!(snap(1e-4, (-1e-3, 1e-3)), 1e-4);
     }
 
     #[test]
