@@ -18,6 +18,7 @@ type P<'a> = Pair<'a, Rule>;
 
 /// Parses one file. `file` is the source-map id used in every span.
 pub fn parse(text: &str, file: u32) -> Result<StoredDefinition, Diagnostic> {
+    check_nesting(text, file, 0)?;
     let mut pairs =
         RmoParser::parse(Rule::stored_definition, text).map_err(|e| syntax_error(text, file, e))?;
     let root = pairs
@@ -33,6 +34,7 @@ pub fn parse(text: &str, file: u32) -> Result<StoredDefinition, Diagnostic> {
 
 /// Parses a single expression (used for `-p name=value` and tests).
 pub fn parse_expression(text: &str, file: u32) -> Result<Expr, Diagnostic> {
+    check_nesting(text, file, 0)?;
     let mut pairs =
         RmoParser::parse(Rule::single_expression, text).map_err(|e| syntax_error(text, file, e))?;
     let root = pairs.next().expect("single_expression yields one pair");
@@ -53,6 +55,7 @@ pub fn parse_expression(text: &str, file: u32) -> Result<Expr, Diagnostic> {
 /// points into the whole file. The library index uses this to parse one class
 /// of a library file.
 pub fn parse_element(text: &str, file: u32, offset: usize) -> Result<Composition, Diagnostic> {
+    check_nesting(text, file, offset)?;
     let mut pairs = RmoParser::parse(Rule::single_element, text).map_err(|e| {
         let mut d = syntax_error(text, file, e);
         if let Some(s) = d.span.as_mut() {
@@ -370,6 +373,63 @@ fn misspelled_keyword(text: &str, pos: usize) -> Option<String> {
         }
     }
     None
+}
+
+/// Brackets nested deeper than this are refused before parsing: the parser
+/// and every later pass recurse once (or more) per level, and no model
+/// needs more than a few dozen.
+pub const MAX_NESTING: usize = 1000;
+
+/// Refuses brackets (`(`, `[`, `{`) nested deeper than [`MAX_NESTING`],
+/// outside strings and comments, with the position of the first bracket
+/// too many. This keeps recursion bounded (a stack overflow would abort
+/// rmoc instead of reporting the input).
+fn check_nesting(text: &str, file: u32, offset: usize) -> Result<(), Diagnostic> {
+    let b = text.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    let at = (offset + i) as u32;
+                    return Err(Diagnostic::error(
+                        Span {
+                            file,
+                            start: at,
+                            end: at + 1,
+                        },
+                        format!("brackets nested more than {MAX_NESTING} levels deep"),
+                    )
+                    .with_label("one level too many")
+                    .with_hint("split the expression with intermediate variables"));
+                }
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok(())
 }
 
 /// A `(` opened on the current statement and not closed before `pos`.
@@ -1884,4 +1944,28 @@ fn find_top_level_comma(text: &str, from: usize) -> Option<usize> {
         i += 1;
     }
     None
+}
+
+#[cfg(test)]
+mod nesting_tests {
+    use super::*;
+
+    #[test]
+    fn nesting_is_limited_outside_strings_and_comments() {
+        let n = MAX_NESTING;
+        let ok = format!("x = {}1{};", "(".repeat(n), ")".repeat(n));
+        assert!(check_nesting(&ok, 0, 0).is_ok());
+        let deep = format!("x = {}1{};", "(".repeat(n + 1), ")".repeat(n + 1));
+        let d = check_nesting(&deep, 0, 10).expect_err("too deep");
+        // The first bracket too many: after `x = ` (4 bytes) and n brackets,
+        // shifted by the offset 10.
+        assert_eq!(d.span.map(|s| s.start), Some((10 + 4 + n) as u32));
+        let quoted = format!(
+            "s = \"{}\"; // {}\n/* {} */",
+            "(".repeat(5000),
+            "[".repeat(5000),
+            "{".repeat(5000)
+        );
+        assert!(check_nesting(&quoted, 0, 0).is_ok());
+    }
 }
