@@ -381,15 +381,44 @@ fn misspelled_keyword(text: &str, pos: usize) -> Option<String> {
 pub const MAX_NESTING: usize = 1000;
 
 /// Refuses brackets (`(`, `[`, `{`) nested deeper than [`MAX_NESTING`],
-/// outside strings and comments, with the position of the first bracket
-/// too many. This keeps recursion bounded (a stack overflow would abort
-/// rmoc instead of reporting the input).
+/// and statements with more than [`MAX_NESTING`] `if`s (`if a then 1 else
+/// if b then ...` nests without brackets), outside strings and comments,
+/// at the first one too many. This keeps recursion bounded (a stack
+/// overflow would abort rmoc instead of reporting the input).
 fn check_nesting(text: &str, file: u32, offset: usize) -> Result<(), Diagnostic> {
     let b = text.as_bytes();
+    let too_deep = |i: usize, what: String| {
+        let at = (offset + i) as u32;
+        Diagnostic::error(
+            Span {
+                file,
+                start: at,
+                end: at + 1,
+            },
+            what,
+        )
+        .with_label("one level too many")
+        .with_hint("split the expression with intermediate variables")
+    };
+    let is_id = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
     let mut depth = 0usize;
+    let mut ifs = 0usize;
     let mut i = 0;
     while i < b.len() {
         match b[i] {
+            b';' => ifs = 0,
+            b'i' if b.get(i + 1) == Some(&b'f')
+                && (i == 0 || !is_id(b[i - 1]))
+                && !b.get(i + 2).is_some_and(|&c| is_id(c)) =>
+            {
+                ifs += 1;
+                if ifs > MAX_NESTING {
+                    return Err(too_deep(
+                        i,
+                        format!("more than {MAX_NESTING} `if`s in one statement"),
+                    ));
+                }
+            }
             b'"' => {
                 i += 1;
                 while i < b.len() && b[i] != b'"' {
@@ -411,17 +440,10 @@ fn check_nesting(text: &str, file: u32, offset: usize) -> Result<(), Diagnostic>
             b'(' | b'[' | b'{' => {
                 depth += 1;
                 if depth > MAX_NESTING {
-                    let at = (offset + i) as u32;
-                    return Err(Diagnostic::error(
-                        Span {
-                            file,
-                            start: at,
-                            end: at + 1,
-                        },
+                    return Err(too_deep(
+                        i,
                         format!("brackets nested more than {MAX_NESTING} levels deep"),
-                    )
-                    .with_label("one level too many")
-                    .with_hint("split the expression with intermediate variables"));
+                    ));
                 }
             }
             b')' | b']' | b'}' => depth = depth.saturating_sub(1),
@@ -1967,5 +1989,21 @@ mod nesting_tests {
             "{".repeat(5000)
         );
         assert!(check_nesting(&quoted, 0, 0).is_ok());
+        let chain = |k: usize| {
+            format!(
+                "x = {}1; y = if a then 1 else 2;",
+                "if c then 1 else ".repeat(k)
+            )
+        };
+        assert!(check_nesting(&chain(n), 0, 0).is_ok());
+        let d = check_nesting(&chain(n + 1), 0, 0).expect_err("too many ifs");
+        assert!(
+            d.message.contains("`if`s in one statement"),
+            "{}",
+            d.message
+        );
+        // `iff`, `elif_x` and `x_if` are names, not `if`.
+        let names = "x = iff + elif_x + x_if;".repeat(2000);
+        assert!(check_nesting(&names, 0, 0).is_ok());
     }
 }
