@@ -499,6 +499,16 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
     // model with unilateral contacts runs on the Moreau time-stepper
     // unless another is asked for (the BDF then says why it cannot).
     let chosen = a.solver.as_deref().or(e.solver.as_deref());
+    if a.step.is_some() && chosen.is_some_and(|s| s != "moreau") {
+        return report(
+            &lib,
+            &[Diagnostic::error_nospan(format!(
+                "`--step` sets the Moreau time-stepper's step, and this run uses `{}`",
+                chosen.unwrap_or_default()
+            ))
+            .with_hint("add `--solver moreau`, or leave `--step` out")],
+        );
+    }
     let solver = match chosen {
         Some("moreau") => None,
         Some("event-driven") => Some(rmoc::solve::Solver::EventDriven),

@@ -254,3 +254,40 @@ fn a_rigid_backlash_ends_with_the_closed_form_speed() {
     );
     assert!(r.stats.contacts.expect("stats").impacts > 10);
 }
+
+/// A mass resting on a table that moves as A sin(w t) with A w^2 = 16 >
+/// g: the contact force g - A w^2 sin(w t) holds it until it reaches zero
+/// at t = asin(g / (A w^2)) / w, where it lifts off; it never goes below
+/// the table. The gap depends on time explicitly, so this pins the time
+/// term of the held contact's acceleration.
+#[test]
+fn a_mass_on_a_shaken_table_lifts_off_where_its_force_vanishes() {
+    let r = run("tests/models/contacts/table.rmo", 1e-10, None);
+    let (g, a, w): (f64, f64, f64) = (9.81, 0.01, 40.0);
+    let t_off = (g / (a * w * w)).asin() / w;
+    let ev = events(&r);
+    assert!(!ev.is_empty());
+    assert!(
+        (r.times[ev[0]] - t_off).abs() < 1e-9,
+        "lift-off at {} against {t_off}",
+        r.times[ev[0]]
+    );
+    let (y, n) = (col(&r, "y"), col(&r, "N"));
+    for (i, &t) in r.times.iter().enumerate() {
+        let table = a * (w * t).sin();
+        assert!(
+            y[i] - table >= -1e-9,
+            "t = {t}: {:e} below the table",
+            y[i] - table
+        );
+        if t < t_off {
+            let exact = g - a * w * w * (w * t).sin();
+            assert!(
+                (n[i] - exact).abs() < 1e-6,
+                "t = {t}: N {} against {exact}",
+                n[i]
+            );
+        }
+    }
+    assert_eq!(r.stats.contacts.expect("stats").lift_offs, 1);
+}

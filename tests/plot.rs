@@ -138,7 +138,21 @@ fn several_columns_get_a_legend_and_a_window_cuts_the_rows() {
     assert_eq!(curves(&svg).len(), 2);
     assert!(svg.contains("two curves"));
     // The legend names both.
-    assert!(svg.matches(">\na\n</text>").count() + svg.matches(">a</text>").count() >= 1);
+    for name in ["a", "c"] {
+        let label = svg.matches(&format!(">\n{name}\n</text>")).count()
+            + svg.matches(&format!(">{name}</text>")).count();
+        assert!(label >= 1, "no legend entry {name}");
+    }
+    // The window: curve a (= t) starts at t = 0.5, so its first point is
+    // at the left edge with c's first point (0.25) below it; a full range
+    // would start both at 0.
+    let c = curves(&svg);
+    assert!(
+        c[0][0].1 < c[1][0].1,
+        "a starts at {:?}, c at {:?}",
+        c[0][0],
+        c[1][0]
+    );
 }
 
 /// Bad requests: exit 1, a message naming the problem, and no SVG left.

@@ -115,43 +115,26 @@ fn held_motion(
     if closed.is_empty() {
         return Ok((f0, forces));
     }
+    let a = free_gap_accelerations(st, run, t, x, &f0, closed)?;
     let rates_of = |run: &Run| -> Vec<f64> {
         let (_, rates, _) = st.contact_values(run);
         closed.iter().map(|&j| rates[j]).collect()
     };
+    st.smooth(run, t, x)?;
     let r0 = rates_of(run);
-    let shift = |x: &[f64], d: &[f64], s: f64, velocities: bool| -> Vec<f64> {
+    let shift = |x: &[f64], d: &[f64]| -> Vec<f64> {
         x.iter()
             .zip(d)
             .zip(&st.is_velocity)
-            .map(|((x, d), &v)| if v == velocities { x + s * d } else { *x })
+            .map(|((x, d), &v)| if v { x + d } else { *x })
             .collect()
     };
-    st.smooth(run, t, &shift(x, &f0, 1.0, true))?;
-    let mut a: Vec<f64> = rates_of(run)
-        .iter()
-        .zip(&r0)
-        .map(|(r, r0)| r - r0)
-        .collect();
-    let speed = x
-        .iter()
-        .zip(&f0)
-        .zip(&st.is_velocity)
-        .filter(|(_, v)| !**v)
-        .fold(0.0f64, |m, ((_, d), _)| m.max(d.abs()));
-    if speed > 0.0 {
-        let eps = 1e-7 * st.scale(x) / speed;
-        st.smooth(run, t, &shift(x, &f0, eps, false))?;
-        for (ai, (r, r0)) in a.iter_mut().zip(rates_of(run).iter().zip(&r0)) {
-            *ai += (r - r0) / eps;
-        }
-    }
     let k = closed.len();
     let mut responses = Vec::with_capacity(k);
     let mut d = vec![0.0; k * k];
     for (c, &j) in closed.iter().enumerate() {
         let b = st.unit_response(run, t, x, &f0, j)?;
-        st.smooth(run, t, &shift(x, &b, 1.0, true))?;
+        st.smooth(run, t, &shift(x, &b))?;
         for (r, (rate, r0)) in rates_of(run).iter().zip(&r0).enumerate() {
             d[r * k + c] = rate - r0;
         }
@@ -180,6 +163,61 @@ fn held_motion(
         }
     }
     Ok((f, forces))
+}
+
+/// The gap accelerations of `contacts` at (t, x) without contact forces,
+/// from the smooth derivatives `f0` there. The gap rate is J(q, t) u +
+/// dg/dt at fixed q, linear in the velocities u, so its rate of change is
+/// J u' (exactly: the rate at u + u' minus the rate at u) plus its change
+/// along (t, q) at fixed u (a central difference over eps in time and eps q'
+/// in the positions; exact for gaps linear in q and t). The time term is
+/// what holds a contact on a moving surface (a shaken table).
+fn free_gap_accelerations(
+    st: &Stepper,
+    run: &mut Run,
+    t: f64,
+    x: &[f64],
+    f0: &[f64],
+    contacts: &[usize],
+) -> Result<Vec<f64>, Diagnostic> {
+    let rates_of = |run: &Run| -> Vec<f64> {
+        let (_, rates, _) = st.contact_values(run);
+        contacts.iter().map(|&j| rates[j]).collect()
+    };
+    st.smooth(run, t, x)?;
+    let r0 = rates_of(run);
+    let moved = |eps: f64, velocities: bool| -> Vec<f64> {
+        x.iter()
+            .zip(f0)
+            .zip(&st.is_velocity)
+            .map(|((x, d), &v)| if v == velocities { x + eps * d } else { *x })
+            .collect()
+    };
+    st.smooth(run, t, &moved(1.0, true))?;
+    let mut a: Vec<f64> = rates_of(run)
+        .iter()
+        .zip(&r0)
+        .map(|(r, r0)| r - r0)
+        .collect();
+    let speed = x
+        .iter()
+        .zip(f0)
+        .zip(&st.is_velocity)
+        .filter(|(_, v)| !**v)
+        .fold(0.0f64, |m, ((_, d), _)| m.max(d.abs()));
+    // A central difference over (t -+ eps, q -+ eps q'): truncation eps^2,
+    // rounding 1e-16 / eps, both about 1e-10 relative.
+    let mut eps = 1e-6 * (1.0 + t.abs());
+    if speed > 0.0 {
+        eps = eps.min(1e-6 * st.scale(x) / speed);
+    }
+    st.smooth(run, t + eps, &moved(eps, false))?;
+    let ahead = rates_of(run);
+    st.smooth(run, t - eps, &moved(-eps, false))?;
+    for (ai, (r, b)) in a.iter_mut().zip(ahead.iter().zip(rates_of(run))) {
+        *ai += (r - b) / (2.0 * eps);
+    }
+    Ok(a)
 }
 
 /// Gaussian elimination with partial pivoting on the k x k row-major `a`;
@@ -221,6 +259,10 @@ enum ContactEvent {
     Impact(usize),
     /// A closed contact's force reached zero.
     LiftOff(usize),
+    /// An open contact rebounded by less than the step resolves (its gap
+    /// stayed below zero over a whole step while the free motion pulls it
+    /// back): the end of a Zeno sequence, it closes.
+    ComesToRest(usize),
 }
 
 /// Integrates from the initialized state to `opts.stop`.
@@ -259,7 +301,6 @@ pub(super) fn integrate(run: &mut Run, opts: &Options) -> Result<ContactStats, D
     }
     record(&st, run, t, &x, &closed)?;
     while t < opts.stop {
-        let phase_start = t;
         let (event, dense) = smooth_phase(&st, run, t, &x, &closed, opts, &grid, &mut next_out)?;
         let Some((te, what)) = event else {
             break;
@@ -278,12 +319,11 @@ pub(super) fn integrate(run: &mut Run, opts: &Options) -> Result<ContactStats, D
                 // The remaining closed contacts may now pull: settle them.
                 closed = hold_pushing(&st, run, t, &x, closed)?;
             }
-            ContactEvent::Impact(j) => {
-                // An impact at the very start of a phase: the rebound before
-                // it was too small for the step to resolve (the tail of a
-                // Zeno sequence); the contact closes.
-                let ends_rebound = te <= phase_start;
-                closed = settle(&mut st, run, t, &mut x, opts, ends_rebound.then_some(j))?;
+            ContactEvent::Impact(_) => {
+                closed = settle(&mut st, run, t, &mut x, opts, None)?;
+            }
+            ContactEvent::ComesToRest(j) => {
+                closed = settle(&mut st, run, t, &mut x, opts, Some(j))?;
             }
         }
         record(&st, run, t, &x, &closed)?;
@@ -410,7 +450,9 @@ fn settle(
     opts: &Options,
     force: Option<usize>,
 ) -> Result<Vec<usize>, Diagnostic> {
-    let tol = 1e-9 * st.scale(x);
+    // The event locator leaves a closing gap at zero or just below; a gap
+    // above rounding is open.
+    let tol = 1e-12 * st.scale(x);
     st.smooth(run, t, x)?;
     let (gaps, rates, _) = st.contact_values(run);
     let touching: Vec<usize> = (0..gaps.len()).filter(|&j| gaps[j] <= tol).collect();
@@ -425,25 +467,22 @@ fn settle(
     // its free gap acceleration a.
     let f0 = st.smooth(run, t, x)?;
     let (_, rates, _) = st.contact_values(run);
-    let moved: Vec<f64> = x
-        .iter()
-        .zip(&f0)
-        .zip(&st.is_velocity)
-        .map(|((x, f), &v)| if v { x + f } else { *x })
-        .collect();
-    st.smooth(run, t, &moved)?;
-    let (_, rates_moved, _) = st.contact_values(run);
+    let accelerations = free_gap_accelerations(st, run, t, x, &f0, &touching)?;
     let shortest = MIN_FLIGHT * (1.0 + t.abs()).max((opts.stop - opts.start).abs() * 1e-12);
     let candidates: Vec<usize> = touching
-        .into_iter()
-        .filter(|&j| {
+        .iter()
+        .zip(&accelerations)
+        .filter(|&(&j, &a)| {
             let v = rates[j];
-            let a = rates_moved[j] - rates[j];
             v <= 0.0 || (a < 0.0 && 2.0 * v / -a < shortest) || force == Some(j)
         })
+        .map(|(&j, _)| j)
         .collect();
     let closed = hold_pushing(st, run, t, x, candidates)?;
     zero_rates(st, run, t, x, &closed)?;
+    // Integration error lets held gaps drift by about the tolerance: put
+    // the positions back on the admissible set at every event.
+    st.project_positions(run, t, x)?;
     Ok(closed)
 }
 
@@ -502,9 +541,10 @@ fn hold_pushing(
 ) -> Result<Vec<usize>, Diagnostic> {
     while !closed.is_empty() {
         let (_, forces) = held_motion(st, run, t, x, &closed)?;
+        let tol = force_tolerance(&forces);
         let Some(&worst) = closed
             .iter()
-            .filter(|&&j| forces[j] < 0.0)
+            .filter(|&&j| forces[j] < -tol)
             .min_by(|&&a, &&b| forces[a].total_cmp(&forces[b]))
         else {
             break;
@@ -514,8 +554,17 @@ fn hold_pushing(
     Ok(closed)
 }
 
+/// Forces within this of zero (relative to the largest) count as zero: a
+/// contact that carries no load stays closed instead of opening and closing
+/// on rounding.
+fn force_tolerance(forces: &[f64]) -> f64 {
+    1e-10 * forces.iter().fold(0.0f64, |m, f| m.max(f.abs()))
+}
+
 /// The earliest contact event inside the step that `dense` covers, located
-/// by the Illinois method on the dense output.
+/// by the Illinois method on the dense output. A lift-off is a force below
+/// minus the phase's [`force_tolerance`]; an impact at the step's start
+/// (a gap already below zero) only when the contact approaches.
 fn first_event(
     st: &Stepper,
     run: &mut Run,
@@ -524,20 +573,22 @@ fn first_event(
 ) -> Result<Option<(f64, ContactEvent)>, Diagnostic> {
     let n = st.n();
     let mut y = vec![0.0; n];
-    let mut value = |run: &mut Run, t: f64, e: ContactEvent| -> Result<f64, Diagnostic> {
-        dense.eval(t, &mut y);
-        Ok(match e {
-            ContactEvent::Impact(j) => {
-                st.smooth(run, t, &y)?;
-                st.gaps(run)[j]
-            }
-            ContactEvent::LiftOff(j) => held_motion(st, run, t, &y, closed)?.1[j],
-        })
-    };
     let (t0, t1) = (dense.t_old, dense.t);
     if t1 <= t0 {
         return Ok(None);
     }
+    dense.eval(t0, &mut y);
+    let tol = force_tolerance(&held_motion(st, run, t0, &y, closed)?.1);
+    let mut value = |run: &mut Run, t: f64, e: ContactEvent| -> Result<f64, Diagnostic> {
+        dense.eval(t, &mut y);
+        Ok(match e {
+            ContactEvent::Impact(j) | ContactEvent::ComesToRest(j) => {
+                st.smooth(run, t, &y)?;
+                st.gaps(run)[j]
+            }
+            ContactEvent::LiftOff(j) => held_motion(st, run, t, &y, closed)?.1[j] + tol,
+        })
+    };
     let mut best: Option<(f64, ContactEvent)> = None;
     let events: Vec<ContactEvent> = (0..st.contact_count())
         .map(|j| {
@@ -572,7 +623,31 @@ fn first_event(
             match lifted {
                 Some((tk, fk)) => (t0, f0) = (tk, fk),
                 None => {
-                    best = Some(earlier(best, (dense.t_old, e)));
+                    // An open contact below zero over the whole step: an
+                    // impact now if it approaches; a rebound the step
+                    // cannot resolve if it separates while the free motion
+                    // pulls it back; neither if it separates freely (a gap
+                    // that drifted below zero before a lift-off).
+                    let now = match e {
+                        ContactEvent::Impact(j) => {
+                            let mut y0 = vec![0.0; n];
+                            dense.eval(dense.t_old, &mut y0);
+                            let f = st.smooth(run, dense.t_old, &y0)?;
+                            let rate = st.contact_values(run).1[j];
+                            let a = free_gap_accelerations(st, run, dense.t_old, &y0, &f, &[j])?[0];
+                            if rate < 0.0 {
+                                Some(e)
+                            } else if a < 0.0 {
+                                Some(ContactEvent::ComesToRest(j))
+                            } else {
+                                None
+                            }
+                        }
+                        _ => Some(e),
+                    };
+                    if let Some(e) = now {
+                        best = Some(earlier(best, (dense.t_old, e)));
+                    }
                     continue;
                 }
             }

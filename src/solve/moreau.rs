@@ -663,9 +663,13 @@ impl Stepper {
         let solution = match self.solve_lcp(&mat, &q) {
             Ok(sol) => Ok(sol),
             Err(first) if q_plastic != q => {
-                self.stats.plastic_impacts += 1;
-                self.solve_lcp(&mat, &q_plastic)
-                    .map_err(|e| format!("{first}; without restitution: {e}"))
+                let plastic = self
+                    .solve_lcp(&mat, &q_plastic)
+                    .map_err(|e| format!("{first}; without restitution: {e}"));
+                if plastic.is_ok() {
+                    self.stats.plastic_impacts += 1;
+                }
+                plastic
             }
             Err(first) => Err(first),
         }
@@ -792,7 +796,7 @@ impl Stepper {
     /// derivatives under the velocity response to that impulse, and the
     /// multipliers solve the LCP `0 <= g + G mu _|_ mu >= 0` (a few Newton
     /// passes for curved gaps).
-    fn project_positions(
+    pub(super) fn project_positions(
         &mut self,
         run: &mut Run,
         t: f64,

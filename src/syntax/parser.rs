@@ -407,8 +407,9 @@ fn check_nesting(text: &str, file: u32, offset: usize) -> Result<(), Diagnostic>
     while i < b.len() {
         match b[i] {
             b';' => ifs = 0,
+            // `if`, and `elseif` (each branch nests one level more).
             b'i' if b.get(i + 1) == Some(&b'f')
-                && (i == 0 || !is_id(b[i - 1]))
+                && (i == 0 || !is_id(b[i - 1]) || b[..i].ends_with(b"else"))
                 && !b.get(i + 2).is_some_and(|&c| is_id(c)) =>
             {
                 ifs += 1;
@@ -2002,6 +2003,11 @@ mod nesting_tests {
             "{}",
             d.message
         );
+        let elseifs = format!(
+            "x = if a then 0 {}else 1;",
+            "elseif b then 1 ".repeat(n + 1)
+        );
+        assert!(check_nesting(&elseifs, 0, 0).is_err());
         // `iff`, `elif_x` and `x_if` are names, not `if`.
         let names = "x = iff + elif_x + x_if;".repeat(2000);
         assert!(check_nesting(&names, 0, 0).is_ok());
