@@ -208,8 +208,8 @@ fn draw(
         .configure_mesh()
         .x_desc(names[x].as_str())
         .y_desc(y_desc)
-        .x_label_formatter(&|v| short(snap(*v, xr)))
-        .y_label_formatter(&|v| short(snap(*v, yr)))
+        .x_label_formatter(&|v| tick_label(snap(*v, xr), xr))
+        .y_label_formatter(&|v| tick_label(snap(*v, yr), yr))
         .draw()
         .map_err(|e| err(&e))?;
     for (i, &y) in ys.iter().enumerate() {
@@ -242,6 +242,25 @@ fn snap(v: f64, range: (f64, f64)) -> f64 {
     } else {
         v
     }
+}
+
+/// A tick label with as many decimals as the ticks' spacing (about a tenth
+/// of the axis) needs, so neighbouring ticks never read the same
+/// (0.00125 stays 0.00125; ticks near 1.00002 keep their last digits).
+fn tick_label(v: f64, range: (f64, f64)) -> String {
+    let span = (range.1 - range.0).abs();
+    let size = range.0.abs().max(range.1.abs());
+    if span > 0.0 && (1e-3..1e4).contains(&size) && span >= 1e-9 * size {
+        let decimals = (-(span / 10.0).log10()).ceil().max(0.0) as usize + 1;
+        let s = format!("{v:.decimals$}");
+        let s = if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.')
+        } else {
+            &s
+        };
+        return if s == "-0" { "0".into() } else { s.to_string() };
+    }
+    short(v)
 }
 
 /// Tick labels: plain for ordinary magnitudes, scientific otherwise.
@@ -288,6 +307,17 @@ mod tests {
     fn ticks_at_rounding_distance_from_zero_are_zero() {
         assert_eq!(snap(-2.22e-16, (-1.0, 0.6)), 0.0);
         assert_eq!(snap(1e-4, (-1e-3, 1e-3)), 1e-4);
+    }
+
+    #[test]
+    fn tick_labels_keep_the_digits_their_spacing_needs() {
+        assert_eq!(tick_label(0.00125, (0.0, 0.003)), "0.00125");
+        assert_eq!(tick_label(1.000012, (1.00001, 1.00003)), "1.000012");
+        assert_eq!(tick_label(0.5, (0.0, 1.0)), "0.5");
+        assert_eq!(tick_label(-0.0, (-1.0, 1.0)), "0");
+        assert_eq!(tick_label(2000.0, (0.0, 5000.0)), "2000");
+        assert_eq!(tick_label(-5e-4, (-1.5e-3, 1.5e-3)), "-0.0005");
+        assert_eq!(tick_label(2.5e-5, (0.0, 1e-4)), "2.5e-5");
     }
 
     #[test]
