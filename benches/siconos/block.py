@@ -21,19 +21,13 @@ writing.
 import time
 
 t_start = time.perf_counter()
-import argparse
-
 import numpy as np
 import siconos.kernel as sk
 import siconos.numerics as sn
 
-from csvout import write_csv
+from csvout import parse_args, run_and_write
 
-ap = argparse.ArgumentParser()
-ap.add_argument("out")
-ap.add_argument("--every", type=int, default=1)
-ap.add_argument("--h", type=float, default=1e-5)
-args = ap.parse_args()
+args = parse_args()
 t_import = time.perf_counter()
 
 t0, T, h = 0.0, 1.0, args.h
@@ -55,33 +49,14 @@ fc.numericsSolverOptions().iparam[sn.SICONOS_IPARAM_MAX_ITER] = 1000
 fc.numericsSolverOptions().dparam[sn.SICONOS_DPARAM_TOL] = 1e-12
 sim = sk.TimeStepping(nsds, sk.TimeDiscretisation(t0, h), osi, fc)
 
-n = int(round((T - t0) / h))
-every = args.every
-out = np.zeros((n // every + 2 if every else 1, 7))
 q = block.q()
 v = block.velocity()
-lam = inter.lambda_(1)
-out[0] = (t0, q[0], v[0], q[1], v[1], 0.0, 0.0)
-k, r = 0, 1
-t_setup = time.perf_counter()
-if every:
-    while sim.hasNextEvent():
-        sim.computeOneStep()
-        k += 1
-        if k % every == 0:
-            lam = inter.lambda_(1)
-            out[r] = (sim.nextTime(), q[0], v[0], q[1], v[1], lam[0] / h, lam[1] / h)
-            r += 1
-        sim.nextStep()
-else:
-    # no output: the whole time loop in C++ (TimeStepping::run)
-    sim.run()
-    k = n
-    print(f"final state at t = {T}: q = {list(q)}, v = {list(v)}")
-t_end = time.perf_counter()
-if every:
-    write_csv(args.out, ["time", "x", "vx", "y", "vy", "N", "T"], out[:r])
-t_write = time.perf_counter()
-print(f"siconos block: {k} Moreau-Jean steps; wall: import {1e3*(t_import-t_start):.0f} ms, "
-      f"setup {1e3*(t_setup-t_import):.1f} ms, integration {1e3*(t_end-t_setup):.0f} ms, "
-      f"CSV {1e3*(t_write-t_end):.0f} ms ({r if every else 0} rows), total {t_write-t_start:.3f} s")
+
+
+def row(t):
+    lam = inter.lambda_(1)
+    return (t, q[0], v[0], q[1], v[1], lam[0] / h, lam[1] / h)
+
+
+run_and_write("block", sim, args, (t0, T), ["time", "x", "vx", "y", "vy", "N", "T"],
+              (t0, q[0], v[0], q[1], v[1], 0.0, 0.0), row, q, v, t_start, t_import)

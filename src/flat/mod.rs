@@ -81,18 +81,18 @@ pub struct Variable {
 }
 
 impl Variable {
-    /// A Real local variable the flattener introduces (`$der1`,
-    /// `$contact1.gap`): no attributes but its description.
-    pub fn internal(
+    /// A local variable of type `ty` with no attributes, binding or
+    /// description: what a declaration starts from before its modifiers.
+    pub fn unattributed(
         name: String,
         variability: Variability,
-        description: &str,
+        ty: ScalarType,
         span: Span,
     ) -> Variable {
         Variable {
             name,
             variability,
-            ty: ScalarType::Real,
+            ty,
             causality: Causality::Local,
             flow: false,
             binding: None,
@@ -104,8 +104,22 @@ impl Variable {
             unit: None,
             state_select: StateSelect::Default,
             structural: false,
-            description: Some(description.into()),
+            description: None,
             span,
+        }
+    }
+
+    /// A Real local variable the flattener introduces (`$der1`,
+    /// `$contact1.gap`): no attributes but its description.
+    pub fn internal(
+        name: String,
+        variability: Variability,
+        description: &str,
+        span: Span,
+    ) -> Variable {
+        Variable {
+            description: Some(description.into()),
+            ..Variable::unattributed(name, variability, ScalarType::Real, span)
         }
     }
 

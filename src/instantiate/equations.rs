@@ -263,21 +263,16 @@ impl<'l> Flattener<'l> {
     /// force becomes a parameter-like slot written by the solver.
     fn unilateral(&mut self, args: &[Arg], span: Span, ctx: &Ctx) -> Result<(), Diagnostic> {
         let hint = "write `unilateral(gap, force, e);` with a scalar gap expression, a Real force variable of this model and a restitution coefficient";
-        let (gap, force, e) = match args {
-            [Arg::Positional(g), Arg::Positional(f)] => (g, f, None),
-            [Arg::Positional(g), Arg::Positional(f), Arg::Positional(e)] => (g, f, Some(e)),
-            _ => {
-                return Err(
-                    Diagnostic::error(span, "`unilateral` takes two or three arguments")
-                        .with_hint(hint),
-                );
-            }
-        };
+        let (required, e) = contact_args(
+            args,
+            2,
+            span,
+            "`unilateral` takes two or three arguments",
+            hint,
+        )?;
+        let (gap, force) = (required[0], required[1]);
         let g = self.contact_scalar(gap, ctx, hint)?;
-        let e = match e {
-            Some(e) => self.contact_scalar(e, ctx, hint)?,
-            None => self.arena.zero(),
-        };
+        let e = self.contact_coefficient(e, ctx, hint)?;
         let force_var = self.contact_force(force, ctx, hint)?;
         let prefix = self.contact_prefix(ctx);
         let scope = self.inst_path(ctx.scope.inst);
@@ -294,21 +289,9 @@ impl<'l> Flattener<'l> {
             Some(e),
             span,
         );
-        let lhs = self.arena.var(gap_var);
-        self.equations.push(flat::Equation {
-            lhs,
-            rhs: g,
-            span,
-            scope: scope.clone(),
-        });
-        let lhs = self.arena.var(rate_var);
-        let rhs = self.arena.intern(Node::Der(gap_var));
-        self.equations.push(flat::Equation {
-            lhs,
-            rhs,
-            span,
-            scope,
-        });
+        self.contact_equation(gap_var, g, span, scope.clone());
+        let rate = self.arena.intern(Node::Der(gap_var));
+        self.contact_equation(rate_var, rate, span, scope);
         self.contacts.push(flat::UnilateralContact {
             gap: gap_var,
             gap_rate: rate_var,
@@ -325,33 +308,17 @@ impl<'l> Flattener<'l> {
     /// `$contactK.slip`; the friction force a solver-written slot.
     fn friction(&mut self, args: &[Arg], span: Span, ctx: &Ctx) -> Result<(), Diagnostic> {
         let hint = "write `friction(slip, force, normalForce, mu, eT);`: the sliding velocity, a Real force variable that increases it, the force of a unilateral contact, the friction coefficient and (optionally) the tangential restitution";
-        let (slip, force, normal, mu, e) = match args {
-            [
-                Arg::Positional(s),
-                Arg::Positional(f),
-                Arg::Positional(n),
-                Arg::Positional(mu),
-            ] => (s, f, n, mu, None),
-            [
-                Arg::Positional(s),
-                Arg::Positional(f),
-                Arg::Positional(n),
-                Arg::Positional(mu),
-                Arg::Positional(e),
-            ] => (s, f, n, mu, Some(e)),
-            _ => {
-                return Err(
-                    Diagnostic::error(span, "`friction` takes four or five arguments")
-                        .with_hint(hint),
-                );
-            }
-        };
+        let (required, e) = contact_args(
+            args,
+            4,
+            span,
+            "`friction` takes four or five arguments",
+            hint,
+        )?;
+        let (slip, force, normal, mu) = (required[0], required[1], required[2], required[3]);
         let slip = self.contact_scalar(slip, ctx, hint)?;
         let mu = self.contact_scalar(mu, ctx, hint)?;
-        let e = match e {
-            Some(e) => self.contact_scalar(e, ctx, hint)?,
-            None => self.arena.zero(),
-        };
+        let e = self.contact_coefficient(e, ctx, hint)?;
         let nv = self.eval_expr(normal, ctx)?;
         let normal_force = match nv.elems.as_slice() {
             &[x] => match self.arena.node(x) {
@@ -387,13 +354,7 @@ impl<'l> Flattener<'l> {
             Some(e),
             span,
         );
-        let lhs = self.arena.var(slip_var);
-        self.equations.push(flat::Equation {
-            lhs,
-            rhs: slip,
-            span,
-            scope,
-        });
+        self.contact_equation(slip_var, slip, span, scope);
         self.frictions.push(flat::FrictionContact {
             slip: slip_var,
             force: force_var,
@@ -403,6 +364,31 @@ impl<'l> Flattener<'l> {
             span,
         });
         Ok(())
+    }
+
+    /// The optional last coefficient of a contact declaration (a
+    /// restitution), zero when left out.
+    fn contact_coefficient(
+        &mut self,
+        e: Option<&ast::Expr>,
+        ctx: &Ctx,
+        hint: &str,
+    ) -> Result<ExprId, Diagnostic> {
+        match e {
+            Some(e) => self.contact_scalar(e, ctx, hint),
+            None => Ok(self.arena.zero()),
+        }
+    }
+
+    /// `var = rhs`, an equation a contact declaration introduces.
+    fn contact_equation(&mut self, var: VarId, rhs: ExprId, span: Span, scope: String) {
+        let lhs = self.arena.var(var);
+        self.equations.push(flat::Equation {
+            lhs,
+            rhs,
+            span,
+            scope,
+        });
     }
 
     /// A scalar argument of a contact declaration.
@@ -1140,5 +1126,34 @@ fn leaves_of(n: &CompNode) -> Vec<CompNode> {
     match n {
         CompNode::Array(_, e) => e.to_vec(),
         other => vec![other.clone()],
+    }
+}
+
+/// The arguments of a contact declaration: `required` positional ones and
+/// an optional last one; anything else is `wrong_count`.
+fn contact_args<'a>(
+    args: &'a [Arg],
+    required: usize,
+    span: Span,
+    wrong_count: &str,
+    hint: &str,
+) -> Result<(Vec<&'a ast::Expr>, Option<&'a ast::Expr>), Diagnostic> {
+    let positional: Option<Vec<&ast::Expr>> = args
+        .iter()
+        .map(|a| match a {
+            Arg::Positional(e) => Some(e),
+            _ => None,
+        })
+        .collect();
+    match positional {
+        Some(mut all) if all.len() == required || all.len() == required + 1 => {
+            let optional = if all.len() > required {
+                all.pop()
+            } else {
+                None
+            };
+            Ok((all, optional))
+        }
+        _ => Err(Diagnostic::error(span, wrong_count).with_hint(hint)),
     }
 }

@@ -1062,26 +1062,13 @@ impl<'l> Flattener<'l> {
         }
         let v = self.vars.len() as VarId;
         self.vars.push(Variable {
-            name: path,
-            variability,
-            ty,
             causality: match prefix.causality {
                 ast::Causality::Input => flat::Causality::Input,
                 ast::Causality::Output => flat::Causality::Output,
                 ast::Causality::None => flat::Causality::Local,
             },
             flow: prefix.flow,
-            binding: None,
-            start: None,
-            fixed: None,
-            nominal: None,
-            min: None,
-            max: None,
-            unit: None,
-            state_select: StateSelect::Default,
-            structural: false,
-            description: None,
-            span,
+            ..Variable::unattributed(path, variability, ty, span)
         });
         let is_param = matches!(variability, Variability::Parameter | Variability::Constant);
         if let Some(b) = &m.binding

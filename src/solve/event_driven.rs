@@ -116,30 +116,8 @@ fn held_motion(
         return Ok((f0, forces));
     }
     let a = free_gap_accelerations(st, run, t, x, &f0, closed)?;
-    let rates_of = |run: &Run| -> Vec<f64> {
-        let (_, rates, _) = st.contact_values(run);
-        closed.iter().map(|&j| rates[j]).collect()
-    };
-    st.smooth(run, t, x)?;
-    let r0 = rates_of(run);
-    let shift = |x: &[f64], d: &[f64]| -> Vec<f64> {
-        x.iter()
-            .zip(d)
-            .zip(&st.is_velocity)
-            .map(|((x, d), &v)| if v { x + d } else { *x })
-            .collect()
-    };
+    let Delassus { d, responses, .. } = delassus(st, run, t, x, &f0, closed)?;
     let k = closed.len();
-    let mut responses = Vec::with_capacity(k);
-    let mut d = vec![0.0; k * k];
-    for (c, &j) in closed.iter().enumerate() {
-        let b = st.unit_response(run, t, x, &f0, j)?;
-        st.smooth(run, t, &shift(x, &b))?;
-        for (r, (rate, r0)) in rates_of(run).iter().zip(&r0).enumerate() {
-            d[r * k + c] = rate - r0;
-        }
-        responses.push(b);
-    }
     let rhs: Vec<f64> = a.iter().map(|v| -v).collect();
     let n_closed = match solve_dense(&d, &rhs, k) {
         Some(n) => n,
@@ -165,6 +143,55 @@ fn held_motion(
     Ok((f, forces))
 }
 
+/// The gap rates of `contacts`, as the buffer holds them.
+fn rates_of(st: &Stepper, run: &Run, contacts: &[usize]) -> Vec<f64> {
+    let (_, rates, _) = st.contact_values(run);
+    contacts.iter().map(|&j| rates[j]).collect()
+}
+
+/// The velocity-level Delassus matrix of `contacts` at (t, x), whose
+/// smooth derivatives are `f0`: a unit force (or impulse) k changes the
+/// velocities by `responses[k]` and the gap rate r by d[r * k_len + k]
+/// (exact for gap rates linear in the velocities). The same matrix maps
+/// forces to gap accelerations.
+struct Delassus {
+    /// The gap rates at x.
+    rates: Vec<f64>,
+    /// Row-major, contacts x contacts.
+    d: Vec<f64>,
+    responses: Vec<Vec<f64>>,
+}
+
+fn delassus(
+    st: &Stepper,
+    run: &mut Run,
+    t: f64,
+    x: &[f64],
+    f0: &[f64],
+    contacts: &[usize],
+) -> Result<Delassus, Diagnostic> {
+    st.smooth(run, t, x)?;
+    let rates = rates_of(st, run, contacts);
+    let k = contacts.len();
+    let mut d = vec![0.0; k * k];
+    let mut responses = Vec::with_capacity(k);
+    for (c, &j) in contacts.iter().enumerate() {
+        // Zero on the positions: only velocities move.
+        let b = st.unit_response(run, t, x, f0, j)?;
+        let moved: Vec<f64> = x.iter().zip(&b).map(|(x, b)| x + b).collect();
+        st.smooth(run, t, &moved)?;
+        for (r, (rate, r0)) in rates_of(st, run, contacts).iter().zip(&rates).enumerate() {
+            d[r * k + c] = rate - r0;
+        }
+        responses.push(b);
+    }
+    Ok(Delassus {
+        rates,
+        d,
+        responses,
+    })
+}
+
 /// The gap accelerations of `contacts` at (t, x) without contact forces,
 /// from the smooth derivatives `f0` there. The gap rate is J(q, t) u +
 /// dg/dt at fixed q, linear in the velocities u, so its rate of change is
@@ -180,10 +207,7 @@ fn free_gap_accelerations(
     f0: &[f64],
     contacts: &[usize],
 ) -> Result<Vec<f64>, Diagnostic> {
-    let rates_of = |run: &Run| -> Vec<f64> {
-        let (_, rates, _) = st.contact_values(run);
-        contacts.iter().map(|&j| rates[j]).collect()
-    };
+    let rates_of = |run: &Run| rates_of(st, run, contacts);
     st.smooth(run, t, x)?;
     let r0 = rates_of(run);
     let moved = |eps: f64, velocities: bool| -> Vec<f64> {
@@ -499,23 +523,12 @@ fn zero_rates(
         return Ok(());
     }
     let f0 = st.smooth(run, t, x)?;
-    let rates_of = |run: &Run| -> Vec<f64> {
-        let (_, rates, _) = st.contact_values(run);
-        closed.iter().map(|&j| rates[j]).collect()
-    };
-    let r0 = rates_of(run);
+    let Delassus {
+        rates: r0,
+        d,
+        responses,
+    } = delassus(st, run, t, x, &f0, closed)?;
     let k = closed.len();
-    let mut d = vec![0.0; k * k];
-    let mut responses = Vec::with_capacity(k);
-    for (c, &j) in closed.iter().enumerate() {
-        let b = st.unit_response(run, t, x, &f0, j)?;
-        let moved: Vec<f64> = x.iter().zip(&b).map(|(x, b)| x + b).collect();
-        st.smooth(run, t, &moved)?;
-        for (r, (rate, r0)) in rates_of(run).iter().zip(&r0).enumerate() {
-            d[r * k + c] = rate - r0;
-        }
-        responses.push(b);
-    }
     let rhs: Vec<f64> = r0.iter().map(|v| -v).collect();
     // Redundant contacts (a singular system): their rates are zero already
     // or cannot all be made so; leave the velocities.
