@@ -1,5 +1,23 @@
 //! Embeds the standard library (`stdlib/**/*.rmo`) into the binary, so that
-//! `rmoc` finds it from any working directory with no installation step.
+//! `rmoc` finds it from any working directory with no installation step, and
+//! with it every stdlib class already parsed: the trees are serialized with
+//! postcard, so a model that uses the contact library does not spend most of
+//! `rmoc check` in the parser (docs/benchmarks.md, "Front end").
+//!
+//! The parser is rmoc's own (`src/syntax`, with `src/diag.rs` for its
+//! errors), compiled into this script too: one grammar, one tree builder.
+//! A class that fails to parse here is left out and parsed, with its error
+//! reported, at run time like any library file.
+
+// As in src/lib.rs: diagnostics are returned by value on purpose.
+#![allow(clippy::result_large_err)]
+
+#[allow(dead_code)]
+#[path = "src/diag.rs"]
+mod diag;
+#[allow(dead_code, unused_imports)]
+#[path = "src/syntax/mod.rs"]
+mod syntax;
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -30,6 +48,9 @@ fn collect(dir: &Path, base: &Path, out: &mut Vec<(String, String)>) {
 fn main() {
     let base = Path::new("stdlib");
     println!("cargo:rerun-if-changed=stdlib");
+    println!("cargo:rerun-if-changed=grammar/rmo.pest");
+    println!("cargo:rerun-if-changed=src/syntax");
+    println!("cargo:rerun-if-changed=src/diag.rs");
     let mut files = Vec::new();
     collect(base, base, &mut files);
     let mut src = String::from("pub static STDLIB_FILES: &[(&str, &str)] = &[\n");
@@ -38,7 +59,29 @@ fn main() {
         let _ = writeln!(src, "    ({rel:?}, include_str!({abs:?})),");
     }
     src.push_str("];\n");
-    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"))
-        .join("stdlib_files.rs");
-    std::fs::write(out, src).expect("write stdlib_files.rs");
+    // Per file, per class of its scan: the byte range of its tree in
+    // STDLIB_TREES (empty when it did not parse).
+    let mut trees: Vec<u8> = Vec::new();
+    src.push_str("pub static STDLIB_TREES_INDEX: &[&[(u32, u32)]] = &[\n");
+    for (_, abs) in &files {
+        let text = std::fs::read_to_string(abs).expect("read stdlib file");
+        let scanned = syntax::scan::scan(&text);
+        src.push_str("    &[");
+        for idx in 0..scanned.classes.len() {
+            let start = trees.len();
+            if let Ok(class) = syntax::parse_class(&text, 0, &scanned, idx) {
+                let bytes = postcard::to_allocvec(&class).expect("serialize a class tree");
+                trees.extend_from_slice(&bytes);
+            }
+            let _ = write!(src, "({start}, {}), ", trees.len());
+        }
+        src.push_str("],\n");
+    }
+    src.push_str("];\n");
+    src.push_str(
+        "pub static STDLIB_TREES: &[u8] = include_bytes!(concat!(env!(\"OUT_DIR\"), \"/stdlib_trees.bin\"));\n",
+    );
+    let out_dir = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
+    std::fs::write(out_dir.join("stdlib_trees.bin"), trees).expect("write stdlib_trees.bin");
+    std::fs::write(out_dir.join("stdlib_files.rs"), src).expect("write stdlib_files.rs");
 }

@@ -208,3 +208,40 @@ fn render_one(map: &SourceMap, d: &Diagnostic, color: bool) -> String {
     let _ = report.finish().write(cache, &mut buf);
     String::from_utf8_lossy(&buf).into_owned()
 }
+
+/// The candidate closest to `name` by edit distance, if close enough to be a
+/// likely typo.
+pub fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<String> {
+    // Ties go to the candidate sharing the longest prefix (`sinn` -> `sin`, not `sign`).
+    let prefix = |c: &str| {
+        name.chars()
+            .zip(c.chars())
+            .take_while(|(a, b)| a == b)
+            .count()
+    };
+    let mut best: Option<(usize, usize, &str)> = None;
+    for c in candidates {
+        let d = edit_distance(&name.to_lowercase(), &c.to_lowercase());
+        let limit = (name.len().max(c.len()) + 1) / 3;
+        let p = prefix(c);
+        if d <= limit && best.is_none_or(|(bd, bp, _)| d < bd || (d == bd && p > bp)) {
+            best = Some((d, p, c));
+        }
+    }
+    best.map(|(_, _, c)| c.to_string())
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for i in 1..=a.len() {
+        let mut cur = vec![i; b.len() + 1];
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}

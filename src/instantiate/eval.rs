@@ -936,7 +936,7 @@ impl<'l> Flattener<'l> {
                     )
                     .with_label("unknown component");
                     if let Some(c) =
-                        super::library::closest(&part.ident.name, names.iter().map(|s| s.as_str()))
+                        crate::diag::closest(&part.ident.name, names.iter().map(|s| s.as_str()))
                     {
                         d = d.with_hint(format!("did you mean `{path}.{c}`?"));
                     }
@@ -1122,7 +1122,7 @@ impl<'l> Flattener<'l> {
         }
         let mut d = Diagnostic::error(r.parts[0].ident.span, format!("unknown name `{name}`"))
             .with_label("not declared in this scope");
-        if let Some(c) = super::library::closest(name, candidates.iter().map(|s| s.as_str())) {
+        if let Some(c) = crate::diag::closest(name, candidates.iter().map(|s| s.as_str())) {
             d = d.with_hint(format!("did you mean `{c}`?"));
         } else {
             d = d.with_hint(format!("declare it, e.g. `parameter Real {name} = ...;`"));
@@ -2067,8 +2067,7 @@ impl<'l> Flattener<'l> {
                 let mut d =
                     Diagnostic::error(func.span, format!("unknown function `{}`", fname.dotted()))
                         .with_label("no function of this name is visible here");
-                if let Some(c) = super::library::closest(&fname.dotted(), BUILTINS.iter().copied())
-                {
+                if let Some(c) = crate::diag::closest(&fname.dotted(), BUILTINS.iter().copied()) {
                     d = d.with_hint(format!("did you mean the builtin `{c}`?"));
                 }
                 return Err(d);

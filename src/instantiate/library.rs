@@ -10,8 +10,8 @@
 //! a class is parsed only when it is used, from the file text with every other
 //! class blanked out, so spans stay those of the file.
 
-use crate::diag::{Diagnostic, SourceMap};
-use crate::syntax::ast::{self, ClassBody, ClassDef, Element, Span};
+use crate::diag::{Diagnostic, SourceMap, closest};
+use crate::syntax::ast::{self, ClassBody, ClassDef, Element};
 use crate::syntax::scan::{self, ScannedFile};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -47,18 +47,36 @@ pub fn embedded_stdlib() -> &'static [(&'static str, &'static str)] {
     embedded::STDLIB_FILES
 }
 
+/// The class of scan index `idx` in embedded file `k`, as `build.rs` parsed
+/// it when rmoc was built; `None` if it did not parse there (it is parsed
+/// again, and its error reported, as for any library file). Spans come out in
+/// `file`, the id the file got in this run's source map.
+fn prebuilt_class(k: usize, idx: usize, file: u32) -> Option<ast::ClassElement> {
+    let &(start, end) = embedded::STDLIB_TREES_INDEX.get(k)?.get(idx)?;
+    let bytes = embedded::STDLIB_TREES.get(start as usize..end as usize)?;
+    if bytes.is_empty() {
+        return None;
+    }
+    ast::with_span_file(file, || postcard::from_bytes(bytes).ok())
+}
+
 impl Root {
-    fn read(&self, rel: &str) -> Option<(String, String)> {
+    /// The shown path and text of `rel`, and for an embedded file its index
+    /// in [`embedded_stdlib`].
+    fn read(&self, rel: &str) -> Option<(String, String, Option<usize>)> {
         match self {
             Root::Dir(d) => {
                 let p = d.join(rel);
                 let text = std::fs::read_to_string(&p).ok()?;
-                Some((p.display().to_string(), text))
+                Some((p.display().to_string(), text, None))
             }
             Root::Embedded => embedded_stdlib()
                 .iter()
-                .find(|(p, _)| *p == rel)
-                .map(|(p, t)| (format!("<stdlib>/{p}"), t.to_string())),
+                .position(|(p, _)| *p == rel)
+                .map(|k| {
+                    let (p, t) = embedded_stdlib()[k];
+                    (format!("<stdlib>/{p}"), t.to_string(), Some(k))
+                }),
         }
     }
 
@@ -155,6 +173,9 @@ pub struct Library {
     /// Top-level classes already loaded from the roots.
     loaded_top: HashMap<String, Option<ClassId>>,
     builtins: HashMap<&'static str, ClassId>,
+    /// Source-map ids of the embedded standard-library files read, with their
+    /// index in [`embedded_stdlib`]: their classes come parsed (`build.rs`).
+    embedded_files: HashMap<u32, usize>,
     /// Time spent parsing library classes, and their size (for `RMOC_TIMING`).
     pub parse_time: std::time::Duration,
     pub parsed_bytes: usize,
@@ -183,6 +204,7 @@ impl Library {
             user_top: HashMap::new(),
             loaded_top: HashMap::new(),
             builtins: HashMap::new(),
+            embedded_files: HashMap::new(),
             parse_time: std::time::Duration::ZERO,
             parsed_bytes: 0,
         };
@@ -306,35 +328,30 @@ impl Library {
         else {
             return Ok(None);
         };
-        let sc = &scan.classes[scan_idx];
-        let text = self.sources.file(file).text.clone();
-        let blank: Vec<(usize, usize)> = sc
-            .children
-            .iter()
-            .map(|&c| (scan.classes[c].element_start, scan.classes[c].end))
-            .collect();
-        let t0 = std::time::Instant::now();
-        let blanked = scan::blanked(&text, (sc.element_start, sc.end), &blank);
-        let slice = &blanked[sc.element_start..sc.end];
-        let comp = crate::syntax::parser::parse_element(slice, file, sc.element_start)?;
-        self.parse_time += t0.elapsed();
-        self.parsed_bytes += slice.len();
-        let mut found = None;
-        for e in comp.elements {
-            if let Element::Class(ce) = e {
-                self.classes[id as usize].replaceable = ce.replaceable;
-                self.classes[id as usize].constrainedby = ce.constrainedby.clone();
-                found = Some(Arc::new(ce.def));
+        let ce = match self.prebuilt(file, scan_idx) {
+            Some(ce) => ce,
+            None => {
+                let text = self.sources.file(file).text.clone();
+                let t0 = std::time::Instant::now();
+                let ce = crate::syntax::parse_class(&text, file, &scan, scan_idx)?;
+                self.parse_time += t0.elapsed();
+                let sc = &scan.classes[scan_idx];
+                self.parsed_bytes += sc.end - sc.element_start;
+                ce
             }
-        }
-        let def = found.ok_or_else(|| {
-            Diagnostic::error(
-                Span::new(file, sc.start, sc.start),
-                format!("`{}` could not be read as a class definition", sc.name),
-            )
-        })?;
+        };
+        self.classes[id as usize].replaceable = ce.replaceable;
+        self.classes[id as usize].constrainedby = ce.constrainedby;
+        let def = Arc::new(ce.def);
         self.classes[id as usize].def = Some(def.clone());
         Ok(Some(def))
+    }
+
+    /// Class `scan_idx` of `file` as parsed when rmoc was built, if `file` is
+    /// an embedded standard-library file.
+    fn prebuilt(&self, file: u32, scan_idx: usize) -> Option<ast::ClassElement> {
+        let k = *self.embedded_files.get(&file)?;
+        prebuilt_class(k, scan_idx, file)
     }
 
     fn ensure_children(&mut self, id: ClassId) {
@@ -445,9 +462,12 @@ impl Library {
         } else {
             (self.roots[root].read(&file_rel)?, None)
         };
-        let (path, text) = rel;
+        let (path, text, embedded) = rel;
         let scanned = Arc::new(scan::scan(&text));
         let file = self.sources.add(path, text);
+        if let Some(k) = embedded {
+            self.embedded_files.insert(file, k);
+        }
         let idx = scanned
             .top
             .iter()
@@ -678,39 +698,32 @@ impl Library {
     }
 }
 
-/// The candidate closest to `name` by edit distance, if close enough to be a
-/// likely typo.
-pub fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<String> {
-    // Ties go to the candidate sharing the longest prefix (`sinn` -> `sin`, not `sign`).
-    let prefix = |c: &str| {
-        name.chars()
-            .zip(c.chars())
-            .take_while(|(a, b)| a == b)
-            .count()
-    };
-    let mut best: Option<(usize, usize, &str)> = None;
-    for c in candidates {
-        let d = edit_distance(&name.to_lowercase(), &c.to_lowercase());
-        let limit = (name.len().max(c.len()) + 1) / 3;
-        let p = prefix(c);
-        if d <= limit && best.is_none_or(|(bd, bp, _)| d < bd || (d == bd && p > bp)) {
-            best = Some((d, p, c));
-        }
-    }
-    best.map(|(_, _, c)| c.to_string())
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for i in 1..=a.len() {
-        let mut cur = vec![i; b.len() + 1];
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            cur[j] = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+    /// The trees `build.rs` stored are those the parser gives now, for every
+    /// class of every embedded file, with spans in the file id of this run.
+    #[test]
+    fn prebuilt_stdlib_trees_equal_a_fresh_parse() {
+        let file = 7;
+        let mut classes = 0;
+        for (k, (path, text)) in embedded_stdlib().iter().enumerate() {
+            let scanned = scan::scan(text);
+            for idx in 0..scanned.classes.len() {
+                let fresh = crate::syntax::parse_class(text, file, &scanned, idx)
+                    .unwrap_or_else(|d| panic!("{path}: {}", d.message));
+                let stored = prebuilt_class(k, idx, file)
+                    .unwrap_or_else(|| panic!("{path}: no stored tree for class {idx}"));
+                assert_eq!(
+                    serde_json::to_string(&stored).expect("json"),
+                    serde_json::to_string(&fresh).expect("json"),
+                    "{path}, class {}",
+                    scanned.classes[idx].name
+                );
+                classes += 1;
+            }
         }
-        prev = cur;
+        assert!(classes > 50, "only {classes} stdlib classes");
     }
-    prev[b.len()]
 }

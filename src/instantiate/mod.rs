@@ -601,7 +601,7 @@ impl<'l> Flattener<'l> {
                     format!("`{cname}` has no element `{}` to modify", s.name),
                 )
                 .with_label("unknown element");
-                if let Some(c) = library::closest(&s.name, names.iter().map(|x| x.as_str())) {
+                if let Some(c) = crate::diag::closest(&s.name, names.iter().map(|x| x.as_str())) {
                     d = d.with_hint(format!("did you mean `{c}`?"));
                 } else if !names.is_empty() {
                     d = d.with_hint(format!("its elements are: {}", names.join(", ")));
@@ -1052,7 +1052,7 @@ impl<'l> Flattener<'l> {
                     format!("`{path}` is a {tn} and has no attribute `{}`", s.name),
                 )
                 .with_label("unknown attribute");
-                if let Some(c) = library::closest(&s.name, ATTRS.iter().copied()) {
+                if let Some(c) = crate::diag::closest(&s.name, ATTRS.iter().copied()) {
                     d = d.with_hint(format!("did you mean `{c}`?"));
                 } else {
                     d = d.with_hint("the attributes of Real are start, fixed, nominal, min, max, unit, displayUnit, quantity, stateSelect");

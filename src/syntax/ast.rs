@@ -4,7 +4,7 @@
 //! file named by `Span::file`); the tree holds exactly what was written, with no
 //! name resolution and no evaluation. Later stages (instantiate) own meaning.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A byte range of one source file. `file` indexes [`crate::diag::SourceMap`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize)]
@@ -12,6 +12,41 @@ pub struct Span {
     pub file: u32,
     pub start: u32,
     pub end: u32,
+}
+
+thread_local! {
+    /// The file id that deserialized spans take instead of the stored one.
+    static SPAN_FILE: std::cell::Cell<Option<u32>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with every [`Span`] deserialized inside it placed in `file`.
+///
+/// Standard-library classes are parsed when rmoc is built and stored
+/// serialized (`build.rs`); a file's id in the [`crate::diag::SourceMap`] is
+/// only known when the file is read at run time, so it is set here rather than
+/// by patching every node of the tree.
+pub fn with_span_file<T>(file: u32, f: impl FnOnce() -> T) -> T {
+    let outer = SPAN_FILE.with(|c| c.replace(Some(file)));
+    let out = f();
+    SPAN_FILE.with(|c| c.set(outer));
+    out
+}
+
+impl<'de> Deserialize<'de> for Span {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Span, D::Error> {
+        #[derive(Deserialize)]
+        struct Stored {
+            file: u32,
+            start: u32,
+            end: u32,
+        }
+        let s = Stored::deserialize(d)?;
+        Ok(Span {
+            file: SPAN_FILE.with(|c| c.get()).unwrap_or(s.file),
+            start: s.start,
+            end: s.end,
+        })
+    }
 }
 
 impl Span {
@@ -32,14 +67,14 @@ impl Span {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Ident {
     pub name: String,
     pub span: Span,
 }
 
 /// A dotted class or package name, `Mechanics.Rotational.Inertia`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Name {
     pub parts: Vec<Ident>,
     /// Written with a leading dot: lookup starts at the top level.
@@ -54,13 +89,13 @@ impl Name {
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct StoredDefinition {
     pub within: Option<Name>,
     pub classes: Vec<ClassDef>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ClassKind {
     Model,
     Block,
@@ -89,7 +124,7 @@ impl ClassKind {
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ClassDef {
     pub name: Ident,
     pub kind: ClassKind,
@@ -100,7 +135,7 @@ pub struct ClassDef {
     pub span: Span,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum ClassBody {
     Long(Composition),
     /// `type Angle = Real(unit = "rad")`, `model A = B(k = 2)`.
@@ -108,7 +143,7 @@ pub enum ClassBody {
     Enumeration(Vec<Ident>),
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ShortClass {
     pub causality: Causality,
     pub base: Name,
@@ -116,7 +151,7 @@ pub struct ShortClass {
     pub modification: Option<ClassMod>,
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Composition {
     pub elements: Vec<Element>,
     pub equations: Vec<EquationSection>,
@@ -126,20 +161,20 @@ pub struct Composition {
     pub end_name: Option<Ident>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct EquationSection {
     pub initial: bool,
     pub equations: Vec<Equation>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct AlgorithmSection {
     pub initial: bool,
     pub statements: Vec<Statement>,
     pub span: Span,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Element {
     Import(Import),
     Extends(Extends),
@@ -147,7 +182,7 @@ pub enum Element {
     Component(Component),
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Import {
     /// `import A.B.C;` binds `C`; `import D = A.B.C;` binds `D`.
     Named { alias: Ident, target: Name },
@@ -157,7 +192,7 @@ pub enum Import {
     List { package: Name, names: Vec<Ident> },
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Extends {
     pub base: Name,
     pub modification: Option<ClassMod>,
@@ -165,7 +200,7 @@ pub struct Extends {
     pub span: Span,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ClassElement {
     pub def: ClassDef,
     pub replaceable: bool,
@@ -175,13 +210,13 @@ pub struct ClassElement {
     pub constrainedby: Option<Constraint>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Constraint {
     pub base: Name,
     pub modification: Option<ClassMod>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum Variability {
     #[default]
     Continuous,
@@ -190,7 +225,7 @@ pub enum Variability {
     Constant,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum Causality {
     #[default]
     None,
@@ -198,7 +233,7 @@ pub enum Causality {
     Output,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct TypePrefix {
     pub flow: bool,
     pub stream: bool,
@@ -208,7 +243,7 @@ pub struct TypePrefix {
 
 /// One declared component: `parameter Real k[3](each start = 1) = {1, 2, 3} "gains";`
 /// (a `component_clause` with several declarations yields one `Component` each).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Component {
     pub prefix: TypePrefix,
     pub type_name: Name,
@@ -229,20 +264,20 @@ pub struct Component {
 }
 
 /// What follows a declared name: `(start = 1)`, `= expr`, or both.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Modification {
     pub class_mod: Option<ClassMod>,
     pub binding: Option<Expr>,
     pub span: Span,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ClassMod {
     pub args: Vec<ModArg>,
     pub span: Span,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum ModArg {
     /// `each final a.b(c = 1) = 2`
     Modify {
@@ -261,7 +296,7 @@ pub enum ModArg {
     },
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Redeclared {
     Component(Box<Component>),
     Class(Box<ClassDef>),
@@ -269,13 +304,13 @@ pub enum Redeclared {
 
 // ---------------------------------------------------------------- equations
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Equation {
     pub kind: EquationKind,
     pub span: Span,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum EquationKind {
     Simple {
         lhs: Expr,
@@ -304,19 +339,19 @@ pub enum EquationKind {
     },
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ForIndex {
     pub name: Ident,
     pub range: Option<Expr>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Statement {
     pub kind: StatementKind,
     pub span: Span,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum StatementKind {
     Assign {
         target: ComponentRef,
@@ -353,13 +388,13 @@ pub enum StatementKind {
 
 // ---------------------------------------------------------------- expressions
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Expr {
     pub kind: ExprKind,
     pub span: Span,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum BinOp {
     Add,
     Sub,
@@ -406,14 +441,14 @@ impl BinOp {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum UnOp {
     Neg,
     Plus,
     Not,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum ExprKind {
     Real(f64),
     Integer(i64),
@@ -458,21 +493,21 @@ pub enum ExprKind {
     End,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Arg {
     Positional(Expr),
     Named(Ident, Expr),
 }
 
 /// `a.b[1].c[i, :]`
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ComponentRef {
     pub parts: Vec<RefPart>,
     pub global: bool,
     pub span: Span,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RefPart {
     pub ident: Ident,
     pub subscripts: Vec<Subscript>,
@@ -497,7 +532,7 @@ impl ComponentRef {
     }
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Subscript {
     /// `:`
     All(Span),

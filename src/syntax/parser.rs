@@ -366,7 +366,7 @@ fn misspelled_keyword(text: &str, pos: usize) -> Option<String> {
         if word.len() < 4 || KEYWORDS.contains(&word) {
             continue;
         }
-        if let Some(k) = crate::instantiate::library::closest(word, KEYWORDS.iter().copied())
+        if let Some(k) = crate::diag::closest(word, KEYWORDS.iter().copied())
             && k != word
         {
             return Some(format!("`{word}` is not a keyword; did you mean `{k}`?"));
