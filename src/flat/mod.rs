@@ -246,6 +246,34 @@ pub struct Function {
     pub init: Vec<(u32, ExprId)>,
     pub body: Vec<Statement>,
     pub span: Span,
+    /// Evaluation orders of the arena's expressions, filled by the
+    /// interpreter ([`crate::symbolic::eval`]) as it meets them.
+    #[serde(skip)]
+    pub eval_orders: EvalOrders,
+}
+
+/// Each expression's [`ExprArena::reachable`] nodes, computed once per
+/// function rather than once per call: start-point searches call the same
+/// functions hundreds of times. Valid as long as the arena only grows (an
+/// expression's nodes never change once interned).
+#[derive(Debug, Default)]
+pub struct EvalOrders(std::sync::Mutex<rustc_hash::FxHashMap<ExprId, std::sync::Arc<[ExprId]>>>);
+
+impl EvalOrders {
+    /// The evaluation order of `e`, computed on first use.
+    pub fn get(&self, arena: &ExprArena, e: ExprId) -> std::sync::Arc<[ExprId]> {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        map.entry(e)
+            .or_insert_with(|| arena.reachable(&[e]).into())
+            .clone()
+    }
+}
+
+impl Clone for EvalOrders {
+    fn clone(&self) -> EvalOrders {
+        let map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        EvalOrders(std::sync::Mutex::new(map.clone()))
+    }
 }
 
 /// A statement of a function body, over local slots.

@@ -268,6 +268,7 @@ impl<'l> Flattener<'l> {
                 init,
                 body,
                 span: def_span,
+                eval_orders: Default::default(),
             },
             out_types,
         ))

@@ -5,7 +5,6 @@
 //! selection. (The simulator evaluates the JIT-compiled code instead.)
 
 use crate::flat::{ExprArena, ExprId, Function, Node, Statement};
-use rustc_hash::FxHashMap;
 
 /// Values for the leaves of an expression.
 pub struct Env<'a> {
@@ -147,10 +146,9 @@ pub fn call_function(functions: &[Function], f: u32, args: &[f64]) -> Result<Vec
     // over all loops of one call: a loop that runs longer is almost surely runaway.
     let mut frame = Frame {
         budget: crate::flat::MAX_WHILE_ITERATIONS as u64,
-        orders: FxHashMap::default(),
     };
     for &(s, e) in &func.init {
-        slots[s as usize] = eval_in(func, functions, e, &slots, &mut frame)?;
+        slots[s as usize] = eval_in(func, functions, e, &slots)?;
     }
     exec(func, functions, &func.body, &mut slots, &mut frame)?;
     Ok(func
@@ -165,9 +163,6 @@ pub fn call_function(functions: &[Function], f: u32, args: &[f64]) -> Result<Vec
 struct Frame {
     /// Loop iterations left.
     budget: u64,
-    /// Each evaluated expression's nodes in evaluation order, computed once per
-    /// call: loops evaluate the same few expressions many times.
-    orders: FxHashMap<ExprId, Vec<ExprId>>,
 }
 
 fn eval_in(
@@ -175,7 +170,6 @@ fn eval_in(
     functions: &[Function],
     e: ExprId,
     slots: &[f64],
-    frame: &mut Frame,
 ) -> Result<f64, String> {
     let env = Env {
         values: slots,
@@ -184,11 +178,7 @@ fn eval_in(
         functions,
         initial: false,
     };
-    let order = frame
-        .orders
-        .entry(e)
-        .or_insert_with(|| func.arena.reachable(&[e]));
-    eval_in_order(&func.arena, order, &env)
+    eval_in_order(&func.arena, &func.eval_orders.get(&func.arena, e), &env)
 }
 
 fn exec(
@@ -201,7 +191,7 @@ fn exec(
     for s in body {
         match s {
             Statement::Assign { slot, value } => {
-                slots[*slot as usize] = eval_in(func, fns, *value, slots, frame)?;
+                slots[*slot as usize] = eval_in(func, fns, *value, slots)?;
             }
             Statement::AssignElem {
                 base,
@@ -209,20 +199,20 @@ fn exec(
                 index,
                 value,
             } => {
-                let i = eval_in(func, fns, *index, slots, frame)?;
+                let i = eval_in(func, fns, *index, slots)?;
                 if i < 1.0 || i > *len as f64 || i.fract() != 0.0 {
                     return Err(format!(
                         "array index {i} out of bounds 1..{len} in `{}`",
                         func.name
                     ));
                 }
-                let v = eval_in(func, fns, *value, slots, frame)?;
+                let v = eval_in(func, fns, *value, slots)?;
                 slots[(*base + i as u32 - 1) as usize] = v;
             }
             Statement::If { branches, else_ } => {
                 let mut taken = None;
                 for (c, b) in branches {
-                    if eval_in(func, fns, *c, slots, frame)? != 0.0 {
+                    if eval_in(func, fns, *c, slots)? != 0.0 {
                         taken = Some(b);
                         break;
                     }
@@ -239,7 +229,7 @@ fn exec(
                 }
             }
             Statement::While { cond, body, .. } => {
-                while eval_in(func, fns, *cond, slots, frame)? != 0.0 {
+                while eval_in(func, fns, *cond, slots)? != 0.0 {
                     frame.budget = frame.budget.checked_sub(1).ok_or_else(|| {
                         format!(
                             "`{}`: while loop still running after {} iterations",
@@ -261,9 +251,9 @@ fn exec(
                 stop,
                 body,
             } => {
-                let a = eval_in(func, fns, *start, slots, frame)?;
-                let st = eval_in(func, fns, *step, slots, frame)?;
-                let z = eval_in(func, fns, *stop, slots, frame)?;
+                let a = eval_in(func, fns, *start, slots)?;
+                let st = eval_in(func, fns, *step, slots)?;
+                let z = eval_in(func, fns, *stop, slots)?;
                 if st == 0.0 {
                     return Err(format!("`{}`: for-loop step is zero", func.name));
                 }
@@ -287,7 +277,7 @@ fn exec(
             Statement::Assert {
                 condition, message, ..
             } => {
-                if eval_in(func, fns, *condition, slots, frame)? == 0.0 {
+                if eval_in(func, fns, *condition, slots)? == 0.0 {
                     return Err(format!("assertion in `{}` failed: {message}", func.name));
                 }
             }

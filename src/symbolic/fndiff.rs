@@ -89,6 +89,7 @@ impl Derivatives {
             init,
             body,
             span: func.span,
+            eval_orders: Default::default(),
         });
         self.derived.insert(f, id);
         Ok(id)
