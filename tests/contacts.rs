@@ -298,3 +298,80 @@ fn opposed_contacts_without_clearance_take_a_plastic_impact() {
         assert!(worst < 1e-15, "{name} reaches {worst:e}");
     }
 }
+
+/// A sampled force on a block with Coulomb friction (mu m g = 4.905): the
+/// staircase F = 2, 4, 6, 8 at t = 0, 0.25, 0.5, 0.75 holds the block until
+/// t = 0.5, then drives it with (F - mu m g)/m. The sample instants are hit
+/// exactly, so the piecewise-constant motion is exact: x(0.75) = 1.095/32,
+/// x(1) = 0.199375.
+#[test]
+fn a_sampled_force_moves_a_block_once_it_overcomes_friction() {
+    let r = run_moreau("tests/models/contacts/pushed.rmo", 1e-4, None);
+    let (x, t) = (col(&r, "x"), &r.times);
+    let at = |time: f64| {
+        // The last row at `time` (an event records the point twice).
+        let k = t
+            .iter()
+            .rposition(|&s| (s - time).abs() < 1e-12)
+            .expect("row");
+        x[k]
+    };
+    let stuck = (0..t.len())
+        .filter(|&k| t[k] <= 0.5)
+        .map(|k| x[k].abs())
+        .fold(0.0, f64::max);
+    assert!(stuck <= 1e-15, "moved {stuck:e} before t = 0.5");
+    assert!(
+        (at(0.75) - 1.095 / 32.0).abs() <= 1e-12,
+        "x(0.75) = {}",
+        at(0.75)
+    );
+    assert!((at(1.0) - 0.199375).abs() <= 1e-12, "x(1) = {}", at(1.0));
+    let f = col(&r, "F");
+    assert_eq!(*f.last().expect("rows"), 10.0, "samples at 0, 0.25, .., 1");
+    assert_eq!((r.stats.time_events, r.stats.state_events), (5, 0));
+}
+
+/// A when-clause on a contact's rebound counts the bounces of a ball
+/// dropped from 1 m (e = 0.5) and a reinit boosts the second rebound to
+/// 5 m/s. Time-stepping sees a condition at the end of the step where it
+/// became true: each bounce is recorded within one step after the closed
+/// form t1 = sqrt(2/g), t2 = 2 t1 (the first rebound flies 2 e g t1 / g),
+/// t3 = t2 + (5 + sqrt(25 + 2 g y(t2)))/g.
+#[test]
+fn when_clauses_count_bounces_and_reinit_a_rebound() {
+    let h = 1e-5;
+    let r = run_moreau("tests/models/contacts/counted.rmo", h, None);
+    let g: f64 = 9.81;
+    let (bounces, seen, y) = (col(&r, "bounces"), col(&r, "tBounce"), col(&r, "y"));
+    let first_at = |n: f64| {
+        let k = bounces.iter().position(|&b| b == n).expect("bounce");
+        (seen[k], y[k])
+    };
+    let t1 = (2.0 / g).sqrt();
+    let (s1, _) = first_at(1.0);
+    assert!(
+        s1 >= t1 && s1 - t1 <= h,
+        "bounce 1 seen at {s1}, hit at {t1}"
+    );
+    let t2 = 2.0 * t1;
+    let (s2, y2) = first_at(2.0);
+    assert!(
+        s2 >= t2 && s2 - t2 <= h,
+        "bounce 2 seen at {s2}, hit at {t2}"
+    );
+    let t3 = s2 + (5.0 + (25.0 + 2.0 * g * y2).sqrt()) / g;
+    let (s3, _) = first_at(3.0);
+    assert!(
+        s3 >= t3 - 1e-9 && s3 - t3 <= h,
+        "bounce 3 seen at {s3}, hit at {t3}"
+    );
+    assert_eq!(*bounces.last().expect("rows"), 3.0);
+    let apex = y.iter().cloned().fold(0.0, f64::max);
+    let boosted = y2 + 25.0 / (2.0 * g);
+    assert!(
+        (apex - boosted).abs() <= 1e-5,
+        "apex {apex}, closed form {boosted}"
+    );
+    assert_eq!(r.stats.state_events, 3);
+}

@@ -184,8 +184,8 @@ fn the_model_chooses_the_event_driven_solver() {
     let _ = std::fs::remove_file(&out);
 }
 
-/// Friction, `--step` and an unknown solver are refused with exit 1 and no
-/// result file.
+/// Friction, when-clauses, `--step` and an unknown solver are refused with
+/// exit 1 and no result file.
 #[test]
 fn the_event_driven_solver_refuses_what_it_cannot_do() {
     let out = std::env::temp_dir().join(format!("rmoc_ed_bad_{}.csv", std::process::id()));
@@ -208,6 +208,14 @@ fn the_event_driven_solver_refuses_what_it_cannot_do() {
         (
             &["tests/models/contacts/ball.rmo", "--solver", "events"],
             "unknown solver `events`",
+        ),
+        (
+            &[
+                "tests/models/contacts/counted.rmo",
+                "--solver",
+                "event-driven",
+            ],
+            "does not handle when-clauses or samples yet",
         ),
     ];
     for (args, words) in cases {

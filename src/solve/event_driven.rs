@@ -295,9 +295,7 @@ pub(super) fn integrate(run: &mut Run, opts: &Options) -> Result<ContactStats, D
         return Err(Diagnostic::error_nospan(
             "the event-driven contact solver does not handle when-clauses or samples yet",
         )
-        .with_hint(
-            "remove the when-clauses, or model the discrete behaviour with unilateral contacts",
-        ));
+        .with_hint("simulate it with `--solver moreau`, which checks when-clauses at every step and hits sample instants exactly"));
     }
     if let Some(fr) = run.c.frictions.first() {
         return Err(Diagnostic::error(

@@ -80,13 +80,7 @@ pub(super) fn initialize(run: &mut Run, opts: &Options) -> Result<(), Diagnostic
     run.event_iteration(true)?;
     run.buf[lower::INITIAL as usize] = 0.0;
     // Conditions true at the start are not events; their rise is.
-    run.buf[lower::MODE as usize] = 1.0;
-    run.call(Entry::Ode)?;
-    run.call(Entry::Conditions)?;
-    run.cond_pre = (0..run.p.branches.len())
-        .map(|b| run.buf[(l.cond + b as u32) as usize] != 0.0)
-        .collect();
-    run.buf[lower::MODE as usize] = 0.0;
+    run.settle_conditions()?;
     run.call(Entry::Ode)?;
     Ok(())
 }

@@ -666,6 +666,44 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// The time event at `t`: the samples due fire (their `sample()` is true
+    /// for this event iteration only) and are rescheduled.
+    fn sample_event(&mut self, t: f64) -> Result<(), Diagnostic> {
+        let l = self.l().clone();
+        for k in 0..self.next_sample.len() {
+            let hit = self.next_sample[k] <= t;
+            self.buf[(l.sample + k as u32) as usize] = if hit { 1.0 } else { 0.0 };
+        }
+        self.event_iteration(false)?;
+        for k in 0..self.next_sample.len() {
+            if self.buf[(l.sample + k as u32) as usize] != 0.0 {
+                let interval = self.buf[(l.sample_param + 2 * k as u32 + 1) as usize];
+                self.next_sample[k] = if interval > 0.0 {
+                    self.next_sample[k] + interval
+                } else {
+                    f64::INFINITY
+                };
+            }
+            self.buf[(l.sample + k as u32) as usize] = 0.0;
+        }
+        // Conditions like sample() are false again right after the event.
+        self.settle_conditions()
+    }
+
+    /// Takes the current when-conditions as the left limits for the next
+    /// event's rising-edge test (after initialization or a time event).
+    fn settle_conditions(&mut self) -> Result<(), Diagnostic> {
+        let l = self.l().clone();
+        self.buf[lower::MODE as usize] = 1.0;
+        self.call(Entry::Ode)?;
+        self.call(Entry::Conditions)?;
+        self.cond_pre = (0..self.p.branches.len())
+            .map(|b| self.buf[(l.cond + b as u32) as usize] != 0.0)
+            .collect();
+        self.buf[lower::MODE as usize] = 0.0;
+        Ok(())
+    }
+
     fn branch_initial(&self, b: usize) -> bool {
         let br = &self.p.branches[b];
         let (cond, _) = &self.c.whens[br.clause].branches[br.index];
@@ -1156,35 +1194,11 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
             }
         } else if time_event {
             run.stats.time_events += 1;
-            let l = run.p.layout.clone();
             // Output points inside the step moved the buffer off its end.
             dense.eval(t_new, &mut x);
             run.evaluate_at(t_new, &x)?;
             run.record(t_new);
-            for k in 0..run.next_sample.len() {
-                let hit = run.next_sample[k] <= t_new;
-                run.buf[(l.sample + k as u32) as usize] = if hit { 1.0 } else { 0.0 };
-            }
-            run.event_iteration(false)?;
-            for k in 0..run.next_sample.len() {
-                if run.buf[(l.sample + k as u32) as usize] != 0.0 {
-                    let interval = run.buf[(l.sample_param + 2 * k as u32 + 1) as usize];
-                    run.next_sample[k] = if interval > 0.0 {
-                        run.next_sample[k] + interval
-                    } else {
-                        f64::INFINITY
-                    };
-                }
-                run.buf[(l.sample + k as u32) as usize] = 0.0;
-            }
-            // Conditions like sample() are false again right after the event.
-            run.buf[lower::MODE as usize] = 1.0;
-            run.call(Entry::Ode)?;
-            run.call(Entry::Conditions)?;
-            run.cond_pre = (0..run.p.branches.len())
-                .map(|b| run.buf[(l.cond + b as u32) as usize] != 0.0)
-                .collect();
-            run.buf[lower::MODE as usize] = 0.0;
+            run.sample_event(t_new)?;
             run.record(t_new);
             t = t_new;
             bdf = None;

@@ -147,34 +147,63 @@ struct FrictionSlots {
 /// of the step is an ordinary Moreau-Jean step. Impact times are then as
 /// accurate as the smooth motion, not quantized to the step; resting and
 /// sliding contacts (closed at the step start) take the ordinary step.
+///
+/// When-clauses are checked at the end of every step, as time-stepping
+/// schemes do (Acary & Brogliato, *Numerical Methods for Nonsmooth Dynamical
+/// Systems*, 2008, ch. 10: the scheme locates no events): a condition that
+/// became true fires at the first step end where it holds, so a state event
+/// is late by less than one step. Sample instants are hit exactly: the step
+/// before one is shortened to end on it.
 pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<ContactStats, Diagnostic> {
-    if !run.c.whens.is_empty() || run.l().n_samples > 0 {
-        return Err(Diagnostic::error_nospan(
-            "the Moreau time-stepper does not handle when-clauses or samples yet",
-        )
-        .with_hint(
-            "remove the when-clauses, or model the discrete behaviour with unilateral contacts",
-        ));
-    }
     let mut st = Stepper::new(run)?;
-    let span = opts.stop - opts.start;
-    let steps = (span / h).ceil().max(1.0) as u64;
-    let record_every = ((opts.interval / h).round() as u64).max(1);
+    let has_whens = !run.c.whens.is_empty();
     let mut t = opts.start;
     let mut x: Vec<f64> = run.states();
-    for k in 0..steps {
-        let h_k = if k + 1 == steps { opts.stop - t } else { h };
-        if h_k <= 0.0 {
-            break;
+    let mut k: u64 = 0;
+    // Output times start + r interval, computed rather than accumulated.
+    let mut r: u64 = 1;
+    let record_time = |r: u64| opts.start + r as f64 * opts.interval;
+    // Steps end within this of a sample instant, an output time or the stop
+    // time land on it (a step a millionth of `h` long does nothing useful).
+    let snap = 1e-6 * h;
+    if run.next_sample.iter().any(|&s| s <= t + snap) {
+        // A sample due at the start time: its event comes before any step.
+        st.smooth(run, t, &x)?;
+        if when_event(run, true, opts)? {
+            x = run.states();
+            st.smooth(run, t, &x)?;
+            run.record(t);
         }
+    }
+    // Steps end on the grid start + j h (computed, not accumulated), or
+    // earlier on a sample instant.
+    let mut j: u64 = 1;
+    while opts.stop - t > snap {
+        let t_sample = run
+            .next_sample
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
+        let mut t_next = opts.start + j as f64 * h;
+        if t_next <= t_sample + snap {
+            j += 1;
+        }
+        if opts.stop - t_next <= snap {
+            t_next = opts.stop;
+        }
+        if t_sample > t + snap && t_sample < t_next + snap {
+            t_next = t_sample;
+        }
+        let h_k = t_next - t;
         // Which states are velocities is structural; probing now and then
         // (it is sticky) catches a force whose effect vanished at the start.
-        if k % 256 == 0 {
+        if k.is_multiple_of(256) {
             st.probe_velocities(run, t, &x)?;
         }
+        k += 1;
         let (x_next, impulses) = st.step_with_impacts(run, t, &x, h_k)?;
         x = x_next;
-        t += h_k;
+        t = t_next;
         st.stats.steps += 1;
         if x.iter().any(|v| !v.is_finite()) {
             return Err(Diagnostic::error_nospan(format!(
@@ -183,15 +212,74 @@ pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<Contact
             .with_hint("reduce --step")
             .with_note(super::STOPPED));
         }
-        if (k + 1) % record_every == 0 || k + 1 == steps {
-            // The contact forces of the output are the step's mean forces.
-            let forces: Vec<f64> = impulses.iter().map(|p| p / h_k).collect();
+        // The contact forces of the output are the step's mean forces.
+        let forces: Vec<f64> = impulses.iter().map(|p| p / h_k).collect();
+        let sample_due = run.next_sample.iter().any(|&s| s <= t + snap);
+        let last = opts.stop - t <= snap;
+        let due = t >= record_time(r) - snap || last;
+        if due || sample_due || has_whens {
+            st.derivatives(run, t, &x, &forces)?;
+        }
+        let event = (sample_due || has_whens) && when_event(run, sample_due, opts)?;
+        if event {
+            x = run.states();
+            // The event may change what the forces act on (a reinit, a
+            // discrete parameter): the recorded point after it is consistent.
             st.derivatives(run, t, &x, &forces)?;
             run.check_asserts()?;
             run.record(t);
+            if run.buf[lower::TERMINATE as usize] != 0.0 {
+                run.report_terminate();
+                break;
+            }
+        } else if due {
+            run.check_asserts()?;
+            run.record(t);
+        }
+        if due {
+            while record_time(r) <= t + snap {
+                r += 1;
+            }
         }
     }
     Ok(st.stats)
+}
+
+/// The event at the end of a step, if there is one: a sample instant reached,
+/// or a when-condition that became true. Records the point before the event
+/// and runs the event iteration (which fires the when-clauses and applies
+/// reinit). The buffer holds the model at the step's end.
+fn when_event(run: &mut Run, sample_due: bool, opts: &Options) -> Result<bool, Diagnostic> {
+    let l = run.p.layout.clone();
+    let t = run.buf[lower::TIME as usize];
+    if !sample_due {
+        run.call(Entry::Conditions)?;
+        let rising = (0..run.p.branches.len())
+            .any(|b| run.buf[(l.cond + b as u32) as usize] != 0.0 && !run.cond_pre[b]);
+        if !rising {
+            for b in 0..run.p.branches.len() {
+                run.cond_pre[b] = run.buf[(l.cond + b as u32) as usize] != 0.0;
+            }
+            return Ok(false);
+        }
+        run.stats.state_events += 1;
+        if run.stats.state_events as usize > opts.max_events {
+            return Err(Diagnostic::error_nospan(format!(
+                "more than {} events; stopping at t = {t}",
+                opts.max_events
+            ))
+            .with_note(super::STOPPED));
+        }
+    } else {
+        run.stats.time_events += 1;
+    }
+    run.record(t);
+    if sample_due {
+        run.sample_event(t)?;
+    } else {
+        run.event_iteration(false)?;
+    }
+    Ok(true)
 }
 
 /// The stepper's view of the model: where the contacts live, which states
