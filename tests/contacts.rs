@@ -375,3 +375,13 @@ fn when_clauses_count_bounces_and_reinit_a_rebound() {
     );
     assert_eq!(r.stats.state_events, 3);
 }
+
+/// A sampled reinit kicks a resting ball up at 2 m/s every 0.5 s; it lands
+/// (e = 0) after 4/g s and rests until the next sample. Samples end a step
+/// exactly, so the hops follow y = 2 s - g s^2/2 to rounding.
+#[test]
+fn samples_kick_a_resting_ball() {
+    let r = run_moreau("tests/models/contacts/hops.rmo", 1e-5, None);
+    common::check_hops(&r, 1e-12);
+    assert_eq!((r.stats.time_events, r.stats.state_events), (3, 0));
+}

@@ -184,8 +184,8 @@ fn the_model_chooses_the_event_driven_solver() {
     let _ = std::fs::remove_file(&out);
 }
 
-/// Friction, when-clauses, `--step` and an unknown solver are refused with
-/// exit 1 and no result file.
+/// Friction, `--step` and an unknown solver are refused with exit 1 and no
+/// result file.
 #[test]
 fn the_event_driven_solver_refuses_what_it_cannot_do() {
     let out = std::env::temp_dir().join(format!("rmoc_ed_bad_{}.csv", std::process::id()));
@@ -208,14 +208,6 @@ fn the_event_driven_solver_refuses_what_it_cannot_do() {
         (
             &["tests/models/contacts/ball.rmo", "--solver", "events"],
             "unknown solver `events`",
-        ),
-        (
-            &[
-                "tests/models/contacts/counted.rmo",
-                "--solver",
-                "event-driven",
-            ],
-            "does not handle when-clauses or samples yet",
         ),
     ];
     for (args, words) in cases {
@@ -298,4 +290,35 @@ fn a_mass_on_a_shaken_table_lifts_off_where_its_force_vanishes() {
         }
     }
     assert_eq!(r.stats.contacts.expect("stats").lift_offs, 1);
+}
+
+/// When-clauses between contact events: a rebound (a contact event) makes
+/// `vy > 0` true at the impact instant, so the bounces of a ball dropped
+/// from 1 m (e = 0.5) are counted at the closed-form times t1 = sqrt(2/g),
+/// t2 = 2 t1, and the reinit at the second sends it up at 5 m/s exactly:
+/// apex 25/(2g), third impact at t2 + 10/g.
+#[test]
+fn when_clauses_fire_at_contact_events() {
+    let r = run("tests/models/contacts/counted.rmo", 1e-10, None);
+    let g: f64 = 9.81;
+    let (bounces, seen, y) = (col(&r, "bounces"), col(&r, "tBounce"), col(&r, "y"));
+    let first_seen = |n: f64| seen[bounces.iter().position(|&b| b == n).expect("bounce")];
+    let t1 = (2.0 / g).sqrt();
+    for (n, t) in [(1.0, t1), (2.0, 2.0 * t1), (3.0, 2.0 * t1 + 10.0 / g)] {
+        let s = first_seen(n);
+        assert!((s - t).abs() <= 1e-9, "bounce {n} at {s}, closed form {t}");
+    }
+    let apex = y.iter().cloned().fold(0.0, f64::max);
+    assert!((apex - 25.0 / (2.0 * g)).abs() <= 1e-6, "apex {apex}");
+    assert_eq!(*bounces.last().expect("rows"), 3.0);
+}
+
+/// A sampled reinit kicks a resting ball up at 2 m/s every 0.5 s; it lands
+/// (e = 0) after 4/g s and rests until the next sample. The sample instants
+/// bound the BDF's steps, so the hops follow y = 2 s - g s^2/2 exactly.
+#[test]
+fn samples_kick_a_resting_ball_between_contact_events() {
+    let r = run("tests/models/contacts/hops.rmo", 1e-10, None);
+    common::check_hops(&r, 1e-9);
+    assert_eq!((r.stats.time_events, r.stats.state_events), (3, 2));
 }

@@ -30,9 +30,11 @@
 
 use super::bdf::{Bdf, Dense, EvalFail, OdeProblem, Settings, StepError};
 use super::lcp;
+use super::model::Entry;
 use super::moreau::{ContactStats, Stepper};
 use super::{Options, Run, STOPPED};
 use crate::diag::Diagnostic;
+use crate::jit::lower;
 use faer::Mat;
 
 /// A rebound shorter than this (relative to 1 + |t|) closes the contact.
@@ -278,6 +280,16 @@ fn solve_dense(a: &[f64], b: &[f64], k: usize) -> Option<Vec<f64>> {
 
 /// What ends a smooth phase.
 #[derive(Clone, Copy, Debug, PartialEq)]
+enum PhaseEnd {
+    Contact(ContactEvent),
+    /// A when-condition became true (located on the dense output).
+    When,
+    /// A sample instant (the integration stops on it).
+    Sample,
+}
+
+/// A change of the contact state.
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum ContactEvent {
     /// An open contact's gap reached zero.
     Impact(usize),
@@ -290,13 +302,12 @@ enum ContactEvent {
 }
 
 /// Integrates from the initialized state to `opts.stop`.
+///
+/// When-clauses and samples are events like the contact ones: a rising
+/// when-condition is located on the dense output by bisection, a sample
+/// instant bounds the integration; at either, the event iteration runs and
+/// the contacts are settled again (a `reinit` may drive one into its wall).
 pub(super) fn integrate(run: &mut Run, opts: &Options) -> Result<ContactStats, Diagnostic> {
-    if !run.c.whens.is_empty() || run.l().n_samples > 0 {
-        return Err(Diagnostic::error_nospan(
-            "the event-driven contact solver does not handle when-clauses or samples yet",
-        )
-        .with_hint("simulate it with `--solver moreau`, which checks when-clauses at every step and hits sample instants exactly"));
-    }
     if let Some(fr) = run.c.frictions.first() {
         return Err(Diagnostic::error(
             fr.span,
@@ -322,18 +333,45 @@ pub(super) fn integrate(run: &mut Run, opts: &Options) -> Result<ContactStats, D
         run.results.rows.pop();
     }
     record(&st, run, t, &x, &closed)?;
+    if run.next_sample.iter().any(|&s| s <= t) {
+        // A sample due at the start time: its event comes before any step.
+        run.stats.time_events += 1;
+        run.sample_event(t)?;
+        x = run.states();
+        closed = settle(&mut st, run, t, &mut x, opts, None)?;
+        record(&st, run, t, &x, &closed)?;
+    }
+    conditions_now(run, true)?;
     while t < opts.stop {
         let (event, dense) = smooth_phase(&st, run, t, &x, &closed, opts, &grid, &mut next_out)?;
-        let Some((te, what)) = event else {
+        let Some((te, end)) = event else {
             break;
         };
-        run.stats.state_events += 1;
         run.stats.restarts += 1;
         let mut y = vec![0.0; x.len()];
         dense.eval(te, &mut y);
         x = y;
         t = te;
         record(&st, run, t, &x, &closed)?;
+        let what = match end {
+            PhaseEnd::Contact(what) => {
+                run.stats.state_events += 1;
+                what
+            }
+            PhaseEnd::When | PhaseEnd::Sample => {
+                if end == PhaseEnd::When {
+                    run.stats.state_events += 1;
+                    run.event_iteration(false)?;
+                } else {
+                    run.stats.time_events += 1;
+                    run.sample_event(t)?;
+                }
+                if after_discrete_event(&mut st, run, t, &mut x, &mut closed, opts)? {
+                    break;
+                }
+                continue;
+            }
+        };
         match what {
             ContactEvent::LiftOff(j) => {
                 st.stats.lift_offs += 1;
@@ -349,6 +387,14 @@ pub(super) fn integrate(run: &mut Run, opts: &Options) -> Result<ContactStats, D
             }
         }
         record(&st, run, t, &x, &closed)?;
+        // A contact event is an event for the when-clauses too: a rebound
+        // makes `v > 0` true at the impact instant.
+        if !run.c.whens.is_empty() && conditions_now(run, false)? {
+            run.event_iteration(false)?;
+            if after_discrete_event(&mut st, run, t, &mut x, &mut closed, opts)? {
+                break;
+            }
+        }
         recent.push(t);
         if recent.len() > 1000 {
             recent.remove(0);
@@ -385,7 +431,14 @@ fn smooth_phase(
     opts: &Options,
     grid: &[f64],
     next_out: &mut usize,
-) -> Result<(Option<(f64, ContactEvent)>, Dense), Diagnostic> {
+) -> Result<(Option<(f64, PhaseEnd)>, Dense), Diagnostic> {
+    let t_bound = run
+        .next_sample
+        .iter()
+        .copied()
+        .fold(opts.stop, f64::min)
+        .max(t);
+    let has_whens = !run.c.whens.is_empty();
     let mut held = HeldContacts {
         st,
         run,
@@ -398,7 +451,7 @@ fn smooth_phase(
         max_step: (opts.stop - opts.start).abs(),
         first_step: None,
     };
-    let mut bdf = match Bdf::new(&mut held, t, x, opts.stop, settings) {
+    let mut bdf = match Bdf::new(&mut held, t, x, t_bound, settings) {
         Ok(b) => b,
         Err(_) => return Err(failure(held.failure, t)),
     };
@@ -414,7 +467,17 @@ fn smooth_phase(
             return Err(d.with_note(STOPPED));
         }
         bdf.dense_into(&mut dense);
-        let found = first_event(st, held.run, &dense, closed)?;
+        let mut found =
+            first_event(st, held.run, &dense, closed)?.map(|(te, e)| (te, PhaseEnd::Contact(e)));
+        if has_whens {
+            let t_end = found.map_or(dense.t, |(te, _)| te);
+            if let Some(tw) = first_rising(st, held.run, &dense, closed, t_end)? {
+                found = Some((tw, PhaseEnd::When));
+            }
+        }
+        if found.is_none() && dense.t >= t_bound && t_bound < opts.stop {
+            found = Some((t_bound, PhaseEnd::Sample));
+        }
         let t_end = found.map_or(dense.t, |(te, _)| te);
         let mut y = vec![0.0; x.len()];
         while *next_out < grid.len() && grid[*next_out] <= t_end {
@@ -426,12 +489,90 @@ fn smooth_phase(
             }
             *next_out += 1;
         }
-        if found.is_some() || dense.t >= opts.stop {
+        if found.is_some() || dense.t >= t_bound {
             break found;
         }
     };
     held.run.stats.integrator.add(&bdf.stats);
     Ok((event, dense))
+}
+
+/// After the event iteration at t: the states it may have reinitialized,
+/// the contacts settled again, the right limit recorded. Returns whether
+/// `terminate` ended the run.
+fn after_discrete_event(
+    st: &mut Stepper,
+    run: &mut Run,
+    t: f64,
+    x: &mut Vec<f64>,
+    closed: &mut Vec<usize>,
+    opts: &Options,
+) -> Result<bool, Diagnostic> {
+    *x = run.states();
+    *closed = settle(st, run, t, x, opts, None)?;
+    record(st, run, t, x, closed)?;
+    conditions_now(run, true)?;
+    if run.buf[lower::TERMINATE as usize] != 0.0 {
+        run.report_terminate();
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// Whether a when-condition is true now that was not at the last event or
+/// step end (`run.cond_pre`); with `settle`, takes the current conditions as
+/// the new reference. The buffer must hold the model at the time of interest.
+fn conditions_now(run: &mut Run, settle: bool) -> Result<bool, Diagnostic> {
+    let l = run.p.layout.clone();
+    run.call(Entry::Conditions)?;
+    let cond: Vec<bool> = (0..run.p.branches.len())
+        .map(|b| run.buf[(l.cond + b as u32) as usize] != 0.0)
+        .collect();
+    let rising = cond.iter().zip(&run.cond_pre).any(|(&c, &p)| c && !p);
+    if settle {
+        run.cond_pre = cond;
+    }
+    Ok(rising)
+}
+
+/// The first time in the step (up to `t_end`) at which a when-condition
+/// rises, by bisection on the dense output (to rounding: conditions are
+/// Boolean, so there is no function value to interpolate). At a step end
+/// without a rise, the conditions there become the reference.
+fn first_rising(
+    st: &Stepper,
+    run: &mut Run,
+    dense: &Dense,
+    closed: &[usize],
+    t_end: f64,
+) -> Result<Option<f64>, Diagnostic> {
+    let mut y = vec![0.0; st.n()];
+    let mut rising_at = |run: &mut Run, t: f64, settle: bool| -> Result<bool, Diagnostic> {
+        dense.eval(t, &mut y);
+        let (_, forces) = held_motion(st, run, t, &y, closed)?;
+        st.derivatives(run, t, &y, &forces)?;
+        conditions_now(run, settle)
+    };
+    if !rising_at(run, t_end, false)? {
+        if t_end == dense.t {
+            rising_at(run, t_end, true)?;
+        }
+        return Ok(None);
+    }
+    let (mut a, mut b) = (dense.t_old, t_end);
+    let tol = 4.0 * f64::EPSILON * a.abs().max(b.abs()).max(1.0);
+    while b - a > tol {
+        let m = 0.5 * (a + b);
+        if m <= a || m >= b {
+            break;
+        }
+        if rising_at(run, m, false)? {
+            b = m;
+        } else {
+            a = m;
+        }
+    }
+    Ok(Some(b))
 }
 
 fn failure(d: Option<Diagnostic>, t: f64) -> Diagnostic {

@@ -245,3 +245,31 @@ pub fn simulate_with(file: &str, solver: solve::Solver, run: &Run) -> solve::Res
         ),
     }
 }
+
+/// `tests/models/contacts/hops.rmo`: kicked up at 2 m/s at t = 0.5 and 1.0,
+/// the ball is at y = 2 s - g s^2/2 (to `tol`) 0.2 s after each kick, and
+/// rests (y = 0, N = m g) at t = 0.95, between its landing and the next kick.
+pub fn check_hops(r: &Results, tol: f64) {
+    let (y, n) = (r.column("y").expect("y"), r.column("N").expect("N"));
+    let at = |time: f64| {
+        let k = r
+            .times
+            .iter()
+            .position(|&s| (s - time).abs() < 1e-9)
+            .unwrap_or_else(|| panic!("no row at {time}"));
+        (r.rows[k][y], r.rows[k][n])
+    };
+    let hop = 2.0 * 0.2 - 9.81 / 2.0 * 0.04;
+    for time in [0.7, 1.2] {
+        let (yk, _) = at(time);
+        assert!(
+            (yk - hop).abs() <= tol,
+            "y({time}) = {yk}, closed form {hop}"
+        );
+    }
+    let (y_rest, n_rest) = at(0.95);
+    assert!(
+        y_rest.abs() <= 1e-12 && (n_rest - 9.81).abs() <= 1e-9,
+        "y {y_rest}, N {n_rest}"
+    );
+}
