@@ -117,8 +117,9 @@ fn held_motion(
     if closed.is_empty() {
         return Ok((f0, forces));
     }
-    let a = free_gap_accelerations(st, run, t, x, &f0, closed)?;
-    let Delassus { d, responses, .. } = delassus(st, run, t, x, &f0, closed)?;
+    let r0 = rates_of(st, run, closed);
+    let a = free_gap_accelerations(st, run, t, x, &f0, closed, &r0)?;
+    let Delassus { d, responses } = delassus(st, run, t, x, &f0, closed, &r0)?;
     let k = closed.len();
     let rhs: Vec<f64> = a.iter().map(|v| -v).collect();
     let n_closed = match solve_dense(&d, &rhs, k) {
@@ -152,13 +153,12 @@ fn rates_of(st: &Stepper, run: &Run, contacts: &[usize]) -> Vec<f64> {
 }
 
 /// The velocity-level Delassus matrix of `contacts` at (t, x), whose
-/// smooth derivatives are `f0`: a unit force (or impulse) k changes the
-/// velocities by `responses[k]` and the gap rate r by d[r * k_len + k]
-/// (exact for gap rates linear in the velocities). The same matrix maps
-/// forces to gap accelerations.
+/// smooth derivatives are `f0` and gap rates `rates` (both from the
+/// evaluation at x the caller made; not repeated here): a unit force (or
+/// impulse) k changes the velocities by `responses[k]` and the gap rate r
+/// by d[r * k_len + k] (exact for gap rates linear in the velocities). The
+/// same matrix maps forces to gap accelerations.
 struct Delassus {
-    /// The gap rates at x.
-    rates: Vec<f64>,
     /// Row-major, contacts x contacts.
     d: Vec<f64>,
     responses: Vec<Vec<f64>>,
@@ -171,9 +171,8 @@ fn delassus(
     x: &[f64],
     f0: &[f64],
     contacts: &[usize],
+    rates: &[f64],
 ) -> Result<Delassus, Diagnostic> {
-    st.smooth(run, t, x)?;
-    let rates = rates_of(st, run, contacts);
     let k = contacts.len();
     let mut d = vec![0.0; k * k];
     let mut responses = Vec::with_capacity(k);
@@ -182,16 +181,12 @@ fn delassus(
         let b = st.unit_response(run, t, x, f0, j)?;
         let moved: Vec<f64> = x.iter().zip(&b).map(|(x, b)| x + b).collect();
         st.smooth(run, t, &moved)?;
-        for (r, (rate, r0)) in rates_of(st, run, contacts).iter().zip(&rates).enumerate() {
+        for (r, (rate, r0)) in rates_of(st, run, contacts).iter().zip(rates).enumerate() {
             d[r * k + c] = rate - r0;
         }
         responses.push(b);
     }
-    Ok(Delassus {
-        rates,
-        d,
-        responses,
-    })
+    Ok(Delassus { d, responses })
 }
 
 /// The gap accelerations of `contacts` at (t, x) without contact forces,
@@ -200,7 +195,8 @@ fn delassus(
 /// J u' (exactly: the rate at u + u' minus the rate at u) plus its change
 /// along (t, q) at fixed u (a central difference over eps in time and eps q'
 /// in the positions; exact for gaps linear in q and t). The time term is
-/// what holds a contact on a moving surface (a shaken table).
+/// what holds a contact on a moving surface (a shaken table). `r0` are the
+/// gap rates at (t, x), from the caller's evaluation there.
 fn free_gap_accelerations(
     st: &Stepper,
     run: &mut Run,
@@ -208,10 +204,9 @@ fn free_gap_accelerations(
     x: &[f64],
     f0: &[f64],
     contacts: &[usize],
+    r0: &[f64],
 ) -> Result<Vec<f64>, Diagnostic> {
     let rates_of = |run: &Run| rates_of(st, run, contacts);
-    st.smooth(run, t, x)?;
-    let r0 = rates_of(run);
     let moved = |eps: f64, velocities: bool| -> Vec<f64> {
         x.iter()
             .zip(f0)
@@ -220,11 +215,7 @@ fn free_gap_accelerations(
             .collect()
     };
     st.smooth(run, t, &moved(1.0, true))?;
-    let mut a: Vec<f64> = rates_of(run)
-        .iter()
-        .zip(&r0)
-        .map(|(r, r0)| r - r0)
-        .collect();
+    let mut a: Vec<f64> = rates_of(run).iter().zip(r0).map(|(r, r0)| r - r0).collect();
     let speed = x
         .iter()
         .zip(f0)
@@ -630,7 +621,8 @@ fn settle(
     // its free gap acceleration a.
     let f0 = st.smooth(run, t, x)?;
     let (_, rates, _) = st.contact_values(run);
-    let accelerations = free_gap_accelerations(st, run, t, x, &f0, &touching)?;
+    let touching_rates: Vec<f64> = touching.iter().map(|&j| rates[j]).collect();
+    let accelerations = free_gap_accelerations(st, run, t, x, &f0, &touching, &touching_rates)?;
     let shortest = MIN_FLIGHT * (1.0 + t.abs()).max((opts.stop - opts.start).abs() * 1e-12);
     let candidates: Vec<usize> = touching
         .iter()
@@ -662,11 +654,8 @@ fn zero_rates(
         return Ok(());
     }
     let f0 = st.smooth(run, t, x)?;
-    let Delassus {
-        rates: r0,
-        d,
-        responses,
-    } = delassus(st, run, t, x, &f0, closed)?;
+    let r0 = rates_of(st, run, closed);
+    let Delassus { d, responses } = delassus(st, run, t, x, &f0, closed, &r0)?;
     let k = closed.len();
     let rhs: Vec<f64> = r0.iter().map(|v| -v).collect();
     // Redundant contacts (a singular system): their rates are zero already
@@ -786,7 +775,15 @@ fn first_event(
                             dense.eval(dense.t_old, &mut y0);
                             let f = st.smooth(run, dense.t_old, &y0)?;
                             let rate = st.contact_values(run).1[j];
-                            let a = free_gap_accelerations(st, run, dense.t_old, &y0, &f, &[j])?[0];
+                            let a = free_gap_accelerations(
+                                st,
+                                run,
+                                dense.t_old,
+                                &y0,
+                                &f,
+                                &[j],
+                                &[rate],
+                            )?[0];
                             if rate < 0.0 {
                                 Some(e)
                             } else if a < 0.0 {
