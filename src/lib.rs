@@ -222,7 +222,7 @@ pub fn check_model(lib: &mut Library, model: ClassId) -> Result<String, Vec<Diag
         let mut causal = structure::analyze(flat)?;
         // Initialization is part of checking: inconsistent initial conditions
         // are found at the start values, with the interpreter (no JIT needed).
-        let program = jit::lower::lower(&mut causal).map_err(|m| {
+        let program = jit::lower::lower_for_check(&mut causal).map_err(|m| {
             vec![Diagnostic::error_nospan(format!(
                 "code generation failed: {m}"
             ))]

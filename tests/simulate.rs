@@ -158,3 +158,23 @@ fn reference_problems_match_their_references() {
     let stats: Vec<String> = refs.iter().map(check).collect();
     insta::assert_snapshot!(stats.join("\n"));
 }
+
+/// A program lowered for `rmoc check` has no tangent code (the BDF's
+/// Jacobians): the simulator refuses it instead of integrating with an
+/// empty Jacobian.
+#[test]
+fn a_program_lowered_for_check_is_not_simulated() {
+    let mut c = common::compile(
+        "model Decay\n  Real x(start = 1, fixed = true);\nequation\n  der(x) = -x;\nend Decay;\n",
+        None,
+    );
+    c.program = rmoc::jit::lower::lower_for_check(&mut c.causal).expect("lowers");
+    let interpreter = rmoc::solve::model::Interpreter {
+        program: &c.program,
+    };
+    let opts = common::options(&c, &Run::default());
+    let Err(e) = rmoc::solve::simulate(&c.causal, &c.program, &interpreter, &opts) else {
+        panic!("simulated a program without tangent code");
+    };
+    assert!(format!("{e:?}").contains("lowered for `check`"), "{e:?}");
+}

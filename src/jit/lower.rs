@@ -95,6 +95,9 @@ pub struct Program {
     pub starts: Func,
     pub ode: Func,
     pub tangent: Func,
+    /// False for a program made by [`lower_for_check`]: its `tangent` is
+    /// empty, so it can be initialized but not integrated by the BDF.
+    pub has_tangent: bool,
     pub zero_crossings: Func,
     pub conditions: Func,
     pub actions: Func,
@@ -142,6 +145,18 @@ impl Program {
 /// Lowers a causal model. Fails only if a derivative needed for a Jacobian
 /// cannot be formed (it names the equation).
 pub fn lower(c: &mut Causal) -> Result<Program, String> {
+    lower_entries(c, true)
+}
+
+/// As [`lower`] without the tangent code (the BDF's Jacobians), which
+/// `rmoc check` never runs: it only initializes the model. The tangent is
+/// the directional derivative of every block, about a tenth of checking
+/// the gearbox.
+pub fn lower_for_check(c: &mut Causal) -> Result<Program, String> {
+    lower_entries(c, false)
+}
+
+fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> {
     let n_vars = c.vars.len() as u32;
     // Event relations, in a stable order.
     let mut relations: Vec<Relation> = Vec::new();
@@ -291,7 +306,7 @@ pub fn lower(c: &mut Causal) -> Result<Program, String> {
 
     // tangent
     let mut t = Lowerer::new(&ctx, "tangent");
-    for (bi, b) in blocks.iter().enumerate() {
+    for (bi, b) in blocks.iter().enumerate().filter(|_| with_tangent) {
         t.block_tangent(c, b, bi as u32)?;
     }
     let tangent = t.finish(&l);
@@ -398,6 +413,7 @@ pub fn lower(c: &mut Causal) -> Result<Program, String> {
         starts,
         ode,
         tangent,
+        has_tangent: with_tangent,
         zero_crossings,
         conditions,
         actions,

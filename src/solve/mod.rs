@@ -895,6 +895,11 @@ fn simulate_inner(
     backend: &dyn Backend,
     opts: &Options,
 ) -> Result<Results, Diagnostic> {
+    if !p.has_tangent {
+        return Err(Diagnostic::error_nospan(
+            "internal error: this program was lowered for `check`, without the tangent code a simulation needs",
+        ));
+    }
     let l = p.layout.clone();
     let columns = output_columns(c, &l);
     let discrete: Vec<u32> = (0..c.vars.len() as u32)
