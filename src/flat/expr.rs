@@ -586,6 +586,48 @@ impl ExprArena {
         out
     }
 
+    /// Whether a node reachable from `root` satisfies `pred`: a depth-first
+    /// search that stops at the first match (unlike [`Self::reachable`],
+    /// nothing is collected or sorted).
+    pub fn any_node(&self, root: ExprId, mut pred: impl FnMut(Node) -> bool) -> bool {
+        // Shared subexpressions are searched once: a scan of the few seen
+        // ids first, a hash set once there are many (as in `reachable`).
+        const SCAN: usize = 24;
+        let mut seen: Vec<ExprId> = Vec::new();
+        let mut seen_set: Option<FxHashSet<ExprId>> = None;
+        let mut stack: Vec<ExprId> = vec![root];
+        while let Some(id) = stack.pop() {
+            let new = match &mut seen_set {
+                Some(set) => set.insert(id),
+                None if seen.len() < SCAN => {
+                    let new = !seen.contains(&id);
+                    seen.push(id);
+                    new
+                }
+                None => {
+                    let mut set: FxHashSet<ExprId> = seen.drain(..).collect();
+                    let new = set.insert(id);
+                    seen_set = Some(set);
+                    new
+                }
+            };
+            if !new {
+                continue;
+            }
+            let n = self.node(id);
+            if pred(n) {
+                return true;
+            }
+            match n {
+                Node::Call { call, .. } => {
+                    stack.extend(self.calls[call as usize].args.iter().copied())
+                }
+                n => stack.extend(node_children(n)),
+            }
+        }
+        false
+    }
+
     /// The variables (`Var`) an expression mentions, sorted, each once.
     pub fn vars_of(&self, root: ExprId) -> Vec<VarId> {
         let mut v: Vec<VarId> = self

@@ -259,10 +259,7 @@ pub fn partial(
 
 /// Whether expression `e` mentions variable `v`.
 pub fn mentions(arena: &ExprArena, e: ExprId, v: VarId) -> bool {
-    arena
-        .reachable(&[e])
-        .into_iter()
-        .any(|id| matches!(arena.node(id), Node::Var(x) if x == v))
+    arena.any_node(e, |n| matches!(n, Node::Var(x) if x == v))
 }
 
 /// Replaces variable `v` by expression `by` in `e`.
