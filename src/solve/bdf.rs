@@ -388,6 +388,9 @@ impl Bdf {
 
     /// Takes one step toward `t_bound` (never past it).
     pub fn step(&mut self, p: &mut dyn OdeProblem) -> Result<(), StepError> {
+        // A failed evaluation the previous steps recovered from is not the
+        // cause of this step's failure.
+        self.last_failure = None;
         let t = self.t;
         let n = self.n;
         let min_step = 10.0 * ((t.abs() * f64::EPSILON).max(f64::MIN_POSITIVE));

@@ -50,8 +50,8 @@ struct HeldContacts<'s, 'r, 'a> {
     st: &'s Stepper,
     run: &'r mut Run<'a>,
     closed: &'s [usize],
-    /// The first failure inside a right-hand side (the BDF sees only that
-    /// the evaluation failed).
+    /// The last failure inside a right-hand side (the BDF sees only that
+    /// the evaluation failed), cleared at every step.
     failure: Option<Diagnostic>,
 }
 
@@ -67,7 +67,7 @@ impl OdeProblem for HeldContacts<'_, '_, '_> {
                 Ok(())
             }
             Err(d) => {
-                self.failure.get_or_insert(d);
+                self.failure = Some(d);
                 Err(EvalFail(-1))
             }
         }
@@ -448,13 +448,22 @@ fn smooth_phase(
     };
     let mut dense = Dense::constant(t, t, x.to_vec());
     let event = loop {
-        if let Err(StepError::TooSmallStep { t, h, .. }) = bdf.step(&mut held) {
-            let d = held.failure.take().unwrap_or_else(|| {
-                Diagnostic::error_nospan(format!(
-                    "the step size fell to {h:e} at t = {t} between contact events"
-                ))
-                .with_hint("try --solver moreau, or a looser --tolerance")
-            });
+        held.failure = None;
+        if let Err(StepError::TooSmallStep {
+            t, h, last_failure, ..
+        }) = bdf.step(&mut held)
+        {
+            // The model's own failure only if this step failed on one.
+            let d = held
+                .failure
+                .take()
+                .filter(|_| last_failure.is_some())
+                .unwrap_or_else(|| {
+                    Diagnostic::error_nospan(format!(
+                        "the step size fell to {h:e} at t = {t} between contact events"
+                    ))
+                    .with_hint("try --solver moreau, or a looser --tolerance")
+                });
             return Err(d.with_note(STOPPED));
         }
         bdf.dense_into(&mut dense);
