@@ -385,3 +385,26 @@ fn samples_kick_a_resting_ball() {
     common::check_hops(&r, 1e-12);
     assert_eq!((r.stats.time_events, r.stats.state_events), (3, 0));
 }
+
+/// Samples at the start and at the stop time fire, and a when-condition
+/// rising at a sample instant fires with it (five samples, one rise).
+#[test]
+fn samples_fire_at_the_start_the_stop_and_beside_a_when_event() {
+    let r = run_moreau("tests/models/contacts/sample_edges.rmo", 1e-4, None);
+    let last = |name: &str| *col(&r, name).last().expect("rows");
+    assert_eq!((last("samples"), last("late")), (5.0, 1.0));
+    assert_eq!(r.stats.time_events, 5);
+}
+
+/// `terminate` in the event of a sample at the start time ends the run
+/// there, as on the BDF.
+#[test]
+fn terminate_at_a_start_time_sample_ends_the_run() {
+    let r = run_moreau("tests/models/contacts/terminate_at_start.rmo", 1e-4, None);
+    assert_eq!(r.times.last(), Some(&0.0), "{:?}", r.times);
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.message.contains("terminate at t = 0"))
+    );
+}

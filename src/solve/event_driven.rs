@@ -324,16 +324,20 @@ pub(super) fn integrate(run: &mut Run, opts: &Options) -> Result<ContactStats, D
         run.results.rows.pop();
     }
     record(&st, run, t, &x, &closed)?;
-    if run.next_sample.iter().any(|&s| s <= t) {
-        // A sample due at the start time: its event comes before any step.
-        run.stats.time_events += 1;
-        run.sample_event(t)?;
-        x = run.states();
-        closed = settle(&mut st, run, t, &mut x, opts, None)?;
-        record(&st, run, t, &x, &closed)?;
-    }
     conditions_now(run, true)?;
-    while t < opts.stop {
+    loop {
+        // Samples due now: at the start, at the end of a phase bounded by
+        // one, or at another event that fell on a sample instant.
+        if sample_due(run, t) {
+            run.stats.time_events += 1;
+            run.sample_event(t)?;
+            if after_discrete_event(&mut st, run, t, &mut x, &mut closed, opts)? {
+                break;
+            }
+        }
+        if t >= opts.stop {
+            break;
+        }
         let (event, dense) = smooth_phase(&st, run, t, &x, &closed, opts, &grid, &mut next_out)?;
         let Some((te, end)) = event else {
             break;
@@ -344,46 +348,46 @@ pub(super) fn integrate(run: &mut Run, opts: &Options) -> Result<ContactStats, D
         x = y;
         t = te;
         record(&st, run, t, &x, &closed)?;
-        let what = match end {
-            PhaseEnd::Contact(what) => {
+        match end {
+            // Fired at the top of the loop.
+            PhaseEnd::Sample => continue,
+            PhaseEnd::When => {
                 run.stats.state_events += 1;
-                what
-            }
-            PhaseEnd::When | PhaseEnd::Sample => {
-                if end == PhaseEnd::When {
-                    run.stats.state_events += 1;
-                    run.event_iteration(false)?;
-                } else {
-                    run.stats.time_events += 1;
-                    run.sample_event(t)?;
-                }
+                run.event_iteration(false)?;
                 if after_discrete_event(&mut st, run, t, &mut x, &mut closed, opts)? {
                     break;
                 }
-                continue;
             }
-        };
-        match what {
-            ContactEvent::LiftOff(j) => {
-                st.stats.lift_offs += 1;
-                closed.retain(|&k| k != j);
-                // The remaining closed contacts may now pull: settle them.
-                closed = hold_pushing(&st, run, t, &x, closed)?;
-            }
-            ContactEvent::Impact(_) => {
-                closed = settle(&mut st, run, t, &mut x, opts, None)?;
-            }
-            ContactEvent::ComesToRest(j) => {
-                closed = settle(&mut st, run, t, &mut x, opts, Some(j))?;
-            }
-        }
-        record(&st, run, t, &x, &closed)?;
-        // A contact event is an event for the when-clauses too: a rebound
-        // makes `v > 0` true at the impact instant.
-        if !run.c.whens.is_empty() && conditions_now(run, false)? {
-            run.event_iteration(false)?;
-            if after_discrete_event(&mut st, run, t, &mut x, &mut closed, opts)? {
-                break;
+            PhaseEnd::Contact(what) => {
+                run.stats.state_events += 1;
+                match what {
+                    ContactEvent::LiftOff(j) => {
+                        st.stats.lift_offs += 1;
+                        closed.retain(|&k| k != j);
+                        // The remaining closed contacts may now pull: settle them.
+                        closed = hold_pushing(&st, run, t, &x, closed)?;
+                    }
+                    ContactEvent::Impact(_) => {
+                        closed = settle(&mut st, run, t, &mut x, opts, None)?;
+                    }
+                    ContactEvent::ComesToRest(j) => {
+                        closed = settle(&mut st, run, t, &mut x, opts, Some(j))?;
+                    }
+                }
+                record(&st, run, t, &x, &closed)?;
+                // A contact event is an event for the when-clauses too: a
+                // rebound makes `v > 0` true at the impact instant. Without
+                // a rise, the conditions here are the new reference.
+                if !run.c.whens.is_empty() {
+                    if conditions_now(run, false)? {
+                        run.event_iteration(false)?;
+                        if after_discrete_event(&mut st, run, t, &mut x, &mut closed, opts)? {
+                            break;
+                        }
+                    } else {
+                        conditions_now(run, true)?;
+                    }
+                }
             }
         }
         recent.push(t);
@@ -391,7 +395,7 @@ pub(super) fn integrate(run: &mut Run, opts: &Options) -> Result<ContactStats, D
             recent.remove(0);
             if t - recent[0] <= CHATTER_SPAN * (1.0 + t.abs()) {
                 return Err(Diagnostic::error_nospan(format!(
-                    "1000 contact events within {:e} s at t = {t}",
+                    "1000 contact or when-clause events within {:e} s at t = {t}",
                     t - recent[0]
                 ))
                 .with_hint("contacts chatter here; simulate it with `--solver moreau`")
@@ -400,7 +404,7 @@ pub(super) fn integrate(run: &mut Run, opts: &Options) -> Result<ContactStats, D
         }
         if run.stats.state_events as usize > opts.max_events {
             return Err(Diagnostic::error_nospan(format!(
-                "more than {} contact events; stopping at t = {t}",
+                "more than {} contact or when-clause events; stopping at t = {t}",
                 opts.max_events
             ))
             .with_note(STOPPED));
@@ -475,7 +479,7 @@ fn smooth_phase(
                 found = Some((tw, PhaseEnd::When));
             }
         }
-        if found.is_none() && dense.t >= t_bound && t_bound < opts.stop {
+        if found.is_none() && dense.t >= t_bound && sample_due(held.run, t_bound) {
             found = Some((t_bound, PhaseEnd::Sample));
         }
         let t_end = found.map_or(dense.t, |(te, _)| te);
@@ -495,6 +499,11 @@ fn smooth_phase(
     };
     held.run.stats.integrator.add(&bdf.stats);
     Ok((event, dense))
+}
+
+/// Whether a sample instant is due at `t`.
+fn sample_due(run: &Run, t: f64) -> bool {
+    run.next_sample.iter().any(|&s| s <= t)
 }
 
 /// After the event iteration at t: the states it may have reinitialized,

@@ -166,13 +166,17 @@ pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<Contact
     // Steps end within this of a sample instant, an output time or the stop
     // time land on it (a step a millionth of `h` long does nothing useful).
     let snap = 1e-6 * h;
-    if run.next_sample.iter().any(|&s| s <= t + snap) {
+    if run.next_sample.iter().any(|&s| s <= t) {
         // A sample due at the start time: its event comes before any step.
         st.smooth(run, t, &x)?;
         if when_event(run, true, opts)? {
             x = run.states();
             st.smooth(run, t, &x)?;
             run.record(t);
+            if run.buf[lower::TERMINATE as usize] != 0.0 {
+                run.report_terminate();
+                return Ok(st.stats);
+            }
         }
     }
     // Steps end on the grid start + j h (computed, not accumulated), or
@@ -191,7 +195,9 @@ pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<Contact
         if opts.stop - t_next <= snap {
             t_next = opts.stop;
         }
-        if t_sample > t + snap && t_sample < t_next + snap {
+        // A sample instant ends the step exactly (however close: a sample
+        // fires only once its time is reached), unless it is past the stop.
+        if t_sample > t && t_sample < t_next + snap && t_sample <= opts.stop {
             t_next = t_sample;
         }
         let h_k = t_next - t;
@@ -214,7 +220,7 @@ pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<Contact
         }
         // The contact forces of the output are the step's mean forces.
         let forces: Vec<f64> = impulses.iter().map(|p| p / h_k).collect();
-        let sample_due = run.next_sample.iter().any(|&s| s <= t + snap);
+        let sample_due = run.next_sample.iter().any(|&s| s <= t);
         let last = opts.stop - t <= snap;
         let due = t >= record_time(r) - snap || last;
         if due || sample_due || has_whens {

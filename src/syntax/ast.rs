@@ -26,10 +26,15 @@ thread_local! {
 /// only known when the file is read at run time, so it is set here rather than
 /// by patching every node of the tree.
 pub fn with_span_file<T>(file: u32, f: impl FnOnce() -> T) -> T {
-    let outer = SPAN_FILE.with(|c| c.replace(Some(file)));
-    let out = f();
-    SPAN_FILE.with(|c| c.set(outer));
-    out
+    /// Restores the outer setting however `f` ends (a panic included).
+    struct Restore(Option<u32>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SPAN_FILE.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(SPAN_FILE.with(|c| c.replace(Some(file))));
+    f()
 }
 
 impl<'de> Deserialize<'de> for Span {
