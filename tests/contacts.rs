@@ -391,9 +391,7 @@ fn samples_kick_a_resting_ball() {
 #[test]
 fn samples_fire_at_the_start_the_stop_and_beside_a_when_event() {
     let r = run_moreau("tests/models/contacts/sample_edges.rmo", 1e-4, None);
-    let last = |name: &str| *col(&r, name).last().expect("rows");
-    assert_eq!((last("samples"), last("late")), (5.0, 1.0));
-    assert_eq!(r.stats.time_events, 5);
+    common::check_sample_edges(&r);
 }
 
 /// `terminate` in the event of a sample at the start time ends the run
@@ -401,10 +399,5 @@ fn samples_fire_at_the_start_the_stop_and_beside_a_when_event() {
 #[test]
 fn terminate_at_a_start_time_sample_ends_the_run() {
     let r = run_moreau("tests/models/contacts/terminate_at_start.rmo", 1e-4, None);
-    assert_eq!(r.times.last(), Some(&0.0), "{:?}", r.times);
-    assert!(
-        r.warnings
-            .iter()
-            .any(|w| w.message.contains("terminate at t = 0"))
-    );
+    common::check_terminated_at_start(&r);
 }

@@ -8,7 +8,8 @@
 //!
 //! Library files are indexed with the logos scanner ([`crate::syntax::scan`]);
 //! a class is parsed only when it is used, from the file text with every other
-//! class blanked out, so spans stay those of the file.
+//! class blanked out, so spans stay those of the file. Classes of the embedded
+//! standard library come already parsed: `build.rs` stored their trees.
 
 use crate::diag::{Diagnostic, SourceMap, closest};
 use crate::syntax::ast::{self, ClassBody, ClassDef, Element};

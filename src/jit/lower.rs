@@ -306,8 +306,10 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
 
     // tangent
     let mut t = Lowerer::new(&ctx, "tangent");
-    for (bi, b) in blocks.iter().enumerate().filter(|_| with_tangent) {
-        t.block_tangent(c, b, bi as u32)?;
+    if with_tangent {
+        for (bi, b) in blocks.iter().enumerate() {
+            t.block_tangent(c, b, bi as u32)?;
+        }
     }
     let tangent = t.finish(&l);
     // Derivative functions made for the tangent code are lowered last.

@@ -34,7 +34,6 @@ use super::model::Entry;
 use super::moreau::{ContactStats, Stepper};
 use super::{Options, Run, STOPPED};
 use crate::diag::Diagnostic;
-use crate::jit::lower;
 use faer::Mat;
 
 /// A rebound shorter than this (relative to 1 + |t|) closes the contact.
@@ -324,11 +323,12 @@ pub(super) fn integrate(run: &mut Run, opts: &Options) -> Result<ContactStats, D
         run.results.rows.pop();
     }
     record(&st, run, t, &x, &closed)?;
-    conditions_now(run, true)?;
+    run.call(Entry::Conditions)?;
+    run.keep_conditions();
     loop {
         // Samples due now: at the start, at the end of a phase bounded by
         // one, or at another event that fell on a sample instant.
-        if sample_due(run, t) {
+        if run.sample_due(t) {
             run.stats.time_events += 1;
             run.sample_event(t)?;
             if after_discrete_event(&mut st, run, t, &mut x, &mut closed, opts)? {
@@ -379,13 +379,13 @@ pub(super) fn integrate(run: &mut Run, opts: &Options) -> Result<ContactStats, D
                 // rebound makes `v > 0` true at the impact instant. Without
                 // a rise, the conditions here are the new reference.
                 if !run.c.whens.is_empty() {
-                    if conditions_now(run, false)? {
+                    if run.conditions_rise()? {
                         run.event_iteration(false)?;
                         if after_discrete_event(&mut st, run, t, &mut x, &mut closed, opts)? {
                             break;
                         }
                     } else {
-                        conditions_now(run, true)?;
+                        run.keep_conditions();
                     }
                 }
             }
@@ -427,12 +427,7 @@ fn smooth_phase(
     grid: &[f64],
     next_out: &mut usize,
 ) -> Result<(Option<(f64, PhaseEnd)>, Dense), Diagnostic> {
-    let t_bound = run
-        .next_sample
-        .iter()
-        .copied()
-        .fold(opts.stop, f64::min)
-        .max(t);
+    let t_bound = run.next_time_event(opts.stop).max(t);
     let has_whens = !run.c.whens.is_empty();
     let mut held = HeldContacts {
         st,
@@ -479,7 +474,7 @@ fn smooth_phase(
                 found = Some((tw, PhaseEnd::When));
             }
         }
-        if found.is_none() && dense.t >= t_bound && sample_due(held.run, t_bound) {
+        if found.is_none() && dense.t >= t_bound && held.run.sample_due(t_bound) {
             found = Some((t_bound, PhaseEnd::Sample));
         }
         let t_end = found.map_or(dense.t, |(te, _)| te);
@@ -501,11 +496,6 @@ fn smooth_phase(
     Ok((event, dense))
 }
 
-/// Whether a sample instant is due at `t`.
-fn sample_due(run: &Run, t: f64) -> bool {
-    run.next_sample.iter().any(|&s| s <= t)
-}
-
 /// After the event iteration at t: the states it may have reinitialized,
 /// the contacts settled again, the right limit recorded. Returns whether
 /// `terminate` ended the run.
@@ -520,28 +510,9 @@ fn after_discrete_event(
     *x = run.states();
     *closed = settle(st, run, t, x, opts, None)?;
     record(st, run, t, x, closed)?;
-    conditions_now(run, true)?;
-    if run.buf[lower::TERMINATE as usize] != 0.0 {
-        run.report_terminate();
-        return Ok(true);
-    }
-    Ok(false)
-}
-
-/// Whether a when-condition is true now that was not at the last event or
-/// step end (`run.cond_pre`); with `settle`, takes the current conditions as
-/// the new reference. The buffer must hold the model at the time of interest.
-fn conditions_now(run: &mut Run, settle: bool) -> Result<bool, Diagnostic> {
-    let l = run.p.layout.clone();
     run.call(Entry::Conditions)?;
-    let cond: Vec<bool> = (0..run.p.branches.len())
-        .map(|b| run.buf[(l.cond + b as u32) as usize] != 0.0)
-        .collect();
-    let rising = cond.iter().zip(&run.cond_pre).any(|(&c, &p)| c && !p);
-    if settle {
-        run.cond_pre = cond;
-    }
-    Ok(rising)
+    run.keep_conditions();
+    Ok(run.terminated())
 }
 
 /// The first time in the step (up to `t_end`) at which a when-condition
@@ -556,15 +527,15 @@ fn first_rising(
     t_end: f64,
 ) -> Result<Option<f64>, Diagnostic> {
     let mut y = vec![0.0; st.n()];
-    let mut rising_at = |run: &mut Run, t: f64, settle: bool| -> Result<bool, Diagnostic> {
+    let mut rising_at = |run: &mut Run, t: f64| -> Result<bool, Diagnostic> {
         dense.eval(t, &mut y);
         let (_, forces) = held_motion(st, run, t, &y, closed)?;
         st.derivatives(run, t, &y, &forces)?;
-        conditions_now(run, settle)
+        run.conditions_rise()
     };
-    if !rising_at(run, t_end, false)? {
+    if !rising_at(run, t_end)? {
         if t_end == dense.t {
-            rising_at(run, t_end, true)?;
+            run.keep_conditions();
         }
         return Ok(None);
     }
@@ -575,7 +546,7 @@ fn first_rising(
         if m <= a || m >= b {
             break;
         }
-        if rising_at(run, m, false)? {
+        if rising_at(run, m)? {
             b = m;
         } else {
             a = m;

@@ -646,13 +646,13 @@ impl<'a> Run<'a> {
             .with_hint("a when-clause or relation flips back and forth at the same instant; check for circular discrete assignments"))
     }
 
-    /// `terminate(msg)` ended the run: a successful end, reported to the
-    /// user with its message, place and time.
-    fn report_terminate(&mut self) {
+    /// Whether `terminate(msg)` ended the run: a successful end, then
+    /// reported to the user with its message, place and time.
+    fn terminated(&mut self) -> bool {
         let b = self.buf[lower::TERMINATE as usize] as usize;
         let t = self.buf[lower::TIME as usize];
         let Some(br) = b.checked_sub(1).and_then(|b| self.p.branches.get(b)) else {
-            return;
+            return false;
         };
         let (_, statements) = &self.c.whens[br.clause].branches[br.index];
         for st in statements {
@@ -664,6 +664,7 @@ impl<'a> Run<'a> {
                 );
             }
         }
+        true
     }
 
     /// The time event at `t`: the samples due fire (their `sample()` is true
@@ -693,15 +694,41 @@ impl<'a> Run<'a> {
     /// Takes the current when-conditions as the left limits for the next
     /// event's rising-edge test (after initialization or a time event).
     fn settle_conditions(&mut self) -> Result<(), Diagnostic> {
-        let l = self.l().clone();
         self.buf[lower::MODE as usize] = 1.0;
         self.call(Entry::Ode)?;
         self.call(Entry::Conditions)?;
-        self.cond_pre = (0..self.p.branches.len())
-            .map(|b| self.buf[(l.cond + b as u32) as usize] != 0.0)
-            .collect();
+        self.keep_conditions();
         self.buf[lower::MODE as usize] = 0.0;
         Ok(())
+    }
+
+    /// Evaluates the when-conditions at the point the buffer holds: whether
+    /// one is true that was false in `cond_pre` (a rising edge, an event).
+    /// The contact solvers check this at step ends and contact events.
+    fn conditions_rise(&mut self) -> Result<bool, Diagnostic> {
+        let l = self.l().clone();
+        self.call(Entry::Conditions)?;
+        Ok((0..self.p.branches.len())
+            .any(|b| self.buf[(l.cond + b as u32) as usize] != 0.0 && !self.cond_pre[b]))
+    }
+
+    /// Takes the conditions last evaluated (held in the buffer) as the left
+    /// limits of the next rising-edge test.
+    fn keep_conditions(&mut self) {
+        let cond = self.l().cond;
+        self.cond_pre = (0..self.p.branches.len())
+            .map(|b| self.buf[(cond + b as u32) as usize] != 0.0)
+            .collect();
+    }
+
+    /// Whether a sample instant is due at `t`.
+    fn sample_due(&self, t: f64) -> bool {
+        self.next_sample.iter().any(|&s| s <= t)
+    }
+
+    /// The next sample instant, or `bound` if none comes before it.
+    fn next_time_event(&self, bound: f64) -> f64 {
+        self.next_sample.iter().copied().fold(bound, f64::min)
     }
 
     fn branch_initial(&self, b: usize) -> bool {
@@ -1044,12 +1071,7 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
     let debug_steps = std::env::var_os("RMOC_DEBUG_STEPS").is_some();
     let mut dense_buf = Dense::constant(opts.start, opts.start, Vec::new());
     while t < opts.stop {
-        let t_time_event = run
-            .next_sample
-            .iter()
-            .copied()
-            .fold(opts.stop, f64::min)
-            .max(t);
+        let t_time_event = run.next_time_event(opts.stop).max(t);
         let x0 = run.states();
         // Advance: one BDF step, or for a model without states a jump to the
         // next output time.
@@ -1166,9 +1188,7 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
             }
             next_out += 1;
         }
-        let time_event = t_event.is_none()
-            && t_new >= t_time_event
-            && run.next_sample.iter().any(|&s| s <= t_new);
+        let time_event = t_event.is_none() && t_new >= t_time_event && run.sample_due(t_new);
         if let Some(te) = t_event {
             run.stats.state_events += 1;
             dense.eval(te, &mut x);
@@ -1222,8 +1242,7 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
         } else {
             run.check_asserts()?;
         }
-        if run.buf[lower::TERMINATE as usize] != 0.0 {
-            run.report_terminate();
+        if run.terminated() {
             break;
         }
     }

@@ -166,15 +166,14 @@ pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<Contact
     // Steps end within this of a sample instant, an output time or the stop
     // time land on it (a step a millionth of `h` long does nothing useful).
     let snap = 1e-6 * h;
-    if run.next_sample.iter().any(|&s| s <= t) {
+    if run.sample_due(t) {
         // A sample due at the start time: its event comes before any step.
         st.smooth(run, t, &x)?;
         if when_event(run, true, opts)? {
             x = run.states();
             st.smooth(run, t, &x)?;
             run.record(t);
-            if run.buf[lower::TERMINATE as usize] != 0.0 {
-                run.report_terminate();
+            if run.terminated() {
                 return Ok(st.stats);
             }
         }
@@ -183,11 +182,7 @@ pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<Contact
     // earlier on a sample instant.
     let mut j: u64 = 1;
     while opts.stop - t > snap {
-        let t_sample = run
-            .next_sample
-            .iter()
-            .copied()
-            .fold(f64::INFINITY, f64::min);
+        let t_sample = run.next_time_event(f64::INFINITY);
         let mut t_next = opts.start + j as f64 * h;
         if t_next <= t_sample + snap {
             j += 1;
@@ -220,7 +215,7 @@ pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<Contact
         }
         // The contact forces of the output are the step's mean forces.
         let forces: Vec<f64> = impulses.iter().map(|p| p / h_k).collect();
-        let sample_due = run.next_sample.iter().any(|&s| s <= t);
+        let sample_due = run.sample_due(t);
         let last = opts.stop - t <= snap;
         let due = t >= record_time(r) - snap || last;
         if due || sample_due || has_whens {
@@ -234,8 +229,7 @@ pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<Contact
             st.derivatives(run, t, &x, &forces)?;
             run.check_asserts()?;
             run.record(t);
-            if run.buf[lower::TERMINATE as usize] != 0.0 {
-                run.report_terminate();
+            if run.terminated() {
                 break;
             }
         } else if due {
@@ -256,16 +250,10 @@ pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<Contact
 /// and runs the event iteration (which fires the when-clauses and applies
 /// reinit). The buffer holds the model at the step's end.
 fn when_event(run: &mut Run, sample_due: bool, opts: &Options) -> Result<bool, Diagnostic> {
-    let l = run.p.layout.clone();
     let t = run.buf[lower::TIME as usize];
     if !sample_due {
-        run.call(Entry::Conditions)?;
-        let rising = (0..run.p.branches.len())
-            .any(|b| run.buf[(l.cond + b as u32) as usize] != 0.0 && !run.cond_pre[b]);
-        if !rising {
-            for b in 0..run.p.branches.len() {
-                run.cond_pre[b] = run.buf[(l.cond + b as u32) as usize] != 0.0;
-            }
+        if !run.conditions_rise()? {
+            run.keep_conditions();
             return Ok(false);
         }
         run.stats.state_events += 1;

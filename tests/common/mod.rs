@@ -273,3 +273,23 @@ pub fn check_hops(r: &Results, tol: f64) {
         "y {y_rest}, N {n_rest}"
     );
 }
+
+/// `tests/models/contacts/sample_edges.rmo`: the samples at t = 0, 0.25,
+/// 0.5, 0.75 and the stop time 1 all fire, and the when-condition rising at
+/// the sample instant 0.25 fires once beside it.
+pub fn check_sample_edges(r: &Results) {
+    let last = |name: &str| r.rows.last().expect("rows")[r.column(name).expect("column")];
+    assert_eq!((last("samples"), last("late")), (5.0, 1.0));
+    assert_eq!(r.stats.time_events, 5);
+}
+
+/// `tests/models/contacts/terminate_at_start.rmo`: `terminate` in the
+/// start-time sample's event ends the run at t = 0, reported as on the BDF.
+pub fn check_terminated_at_start(r: &Results) {
+    assert_eq!(r.times.last(), Some(&0.0), "{:?}", r.times);
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.message.contains("terminate at t = 0"))
+    );
+}
