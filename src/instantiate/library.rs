@@ -73,11 +73,9 @@ impl Root {
             }
             Root::Embedded => embedded_stdlib()
                 .iter()
-                .position(|(p, _)| *p == rel)
-                .map(|k| {
-                    let (p, t) = embedded_stdlib()[k];
-                    (format!("<stdlib>/{p}"), t.to_string(), Some(k))
-                }),
+                .enumerate()
+                .find(|(_, (p, _))| *p == rel)
+                .map(|(k, (p, t))| (format!("<stdlib>/{p}"), t.to_string(), Some(k))),
         }
     }
 
