@@ -292,6 +292,52 @@ fn a_mass_on_a_shaken_table_lifts_off_where_its_force_vanishes() {
     assert_eq!(r.stats.contacts.expect("stats").lift_offs, 1);
 }
 
+/// The shaken table with its contact declared twice: the held system is
+/// singular, so Lemke's algorithm splits the force between the two, and a
+/// contact it leaves without force reports its opening gap acceleration as
+/// the lift-off function. Over 0.5 s (four flights) the mass lifts off,
+/// lands and rebounds at the single table's instants and ends in its state.
+#[test]
+fn a_redundant_contact_lifts_off_and_lands_as_a_single_one() {
+    let single = run("tests/models/contacts/table.rmo", 1e-10, Some(0.5));
+    let doubled = run("tests/models/contacts/doubled_table.rmo", 1e-10, None);
+    let instants = |r: &Results| {
+        let mut ts: Vec<f64> = events(r).iter().map(|&i| r.times[i]).collect();
+        ts.dedup_by(|a, b| (*a - *b).abs() < 1e-9);
+        ts
+    };
+    let (a, b) = (instants(&single), instants(&doubled));
+    assert!(a.len() >= 6, "{} events", a.len());
+    assert_eq!(a.len(), b.len(), "{a:?} against {b:?}");
+    for (ta, tb) in a.iter().zip(&b) {
+        assert!((ta - tb).abs() < 1e-9, "event at {tb} against {ta}");
+    }
+    for name in ["y", "v"] {
+        let (x, y) = (col(&single, name), col(&doubled, name));
+        let (x, y) = (x.last().expect("rows"), y.last().expect("rows"));
+        assert!((x - y).abs() < 1e-9, "{name}(0.5) = {y} against {x}");
+    }
+    let n = col(&single, "N");
+    let (n1, n2) = (col(&doubled, "N1"), col(&doubled, "N2"));
+    // Forces compared at the output instants away from events (an event's
+    // rows hold its left and right limits).
+    let once = |r: &Results, t: f64| r.times.iter().filter(|&&s| s == t).count() == 1;
+    for (i, &t) in doubled.times.iter().enumerate() {
+        assert!(n1[i] >= 0.0 && n2[i] >= 0.0, "t = {t}: a pulling force");
+        if !once(&doubled, t) || !once(&single, t) {
+            continue;
+        }
+        if let Some(k) = single.times.iter().position(|&s| s == t) {
+            assert!(
+                (n1[i] + n2[i] - n[k]).abs() < 1e-6,
+                "t = {t}: N1 + N2 = {} against {}",
+                n1[i] + n2[i],
+                n[k]
+            );
+        }
+    }
+}
+
 /// When-clauses between contact events: a rebound (a contact event) makes
 /// `vy > 0` true at the impact instant, so the bounces of a ball dropped
 /// from 1 m (e = 0.5) are counted at the closed-form times t1 = sqrt(2/g),

@@ -12,7 +12,10 @@
 //!   acceleration vanish (a linear system over the closed contacts, each
 //!   right-hand side evaluation), and the force is a zero-crossing function.
 //!   When it would turn negative (the normal-force sign test) the contact
-//!   opens: a lift-off.
+//!   opens: a lift-off. Redundant contacts make the system singular; their
+//!   forces then come from Lemke's algorithm, never negative, and a contact
+//!   left without force whose gap accelerates open lifts off instead
+//!   ([`HeldMotion::lift`]).
 //! - After an impact a contact is closed if its rebound would last less
 //!   than [`MIN_FLIGHT`] of the smooth motion (the end of a Zeno sequence of
 //!   ever smaller bounces), or if it takes no rebound at all.
@@ -61,8 +64,8 @@ impl OdeProblem for HeldContacts<'_, '_, '_> {
 
     fn rhs(&mut self, t: f64, x: &[f64], dx: &mut [f64]) -> Result<(), EvalFail> {
         match held_motion(self.st, self.run, t, x, self.closed) {
-            Ok((f, _)) => {
-                dx.copy_from_slice(&f);
+            Ok(held) => {
+                dx.copy_from_slice(&held.derivatives);
                 Ok(())
             }
             Err(d) => {
@@ -94,55 +97,82 @@ impl OdeProblem for HeldContacts<'_, '_, '_> {
     }
 }
 
+/// The motion with the contacts `closed` held: the state derivatives,
+/// every contact's force (zero for open ones), and for each closed contact
+/// its lift-off function, which turns negative where the contact should
+/// open (the normal-force sign test).
+struct HeldMotion {
+    derivatives: Vec<f64>,
+    forces: Vec<f64>,
+    /// The force of a contact the system holds; minus its gap acceleration
+    /// where Lemke's algorithm left it without force (it separates). Zero
+    /// for open contacts.
+    lift: Vec<f64>,
+}
+
 /// The state derivatives at (t, x) with the contacts `closed` held (gap
-/// acceleration zero), and every contact's force (zero for open ones).
+/// acceleration zero), every contact's force and its lift-off function.
 ///
 /// The gap rate is linear in the velocities: with u' the velocity
 /// derivatives, the gap acceleration is rate(q, u + u') - rate(q, u) plus
 /// the curvature term, the rate's change along q' at fixed u (a difference
 /// quotient; zero for gaps linear in q). A unit force k changes u' by b_k,
 /// so the forces N solve D N = -a with D[j][k] = rate_j(q, u + b_k) -
-/// rate_j(q, u). A singular D (redundant contacts) takes the least-norm
-/// complementarity solution from Lemke's algorithm instead.
+/// rate_j(q, u). A singular D (redundant contacts) takes a complementarity
+/// solution from Lemke's algorithm instead: 0 <= N, D N + a >= 0. There a
+/// force never turns negative, so a contact whose force has fallen to zero
+/// and whose gap accelerates open (D N + a > 0) reports minus that
+/// acceleration as its lift-off function: N - (D N + a) is continuous
+/// through the switch, and without it the contact would stay in the held
+/// set, pushing from a distance once its gap had opened.
 fn held_motion(
     st: &Stepper,
     run: &mut Run,
     t: f64,
     x: &[f64],
     closed: &[usize],
-) -> Result<(Vec<f64>, Vec<f64>), Diagnostic> {
+) -> Result<HeldMotion, Diagnostic> {
     let f0 = st.smooth(run, t, x)?;
     let mut forces = vec![0.0; st.m()];
+    let mut lift = vec![0.0; st.m()];
     if closed.is_empty() {
-        return Ok((f0, forces));
+        return Ok(HeldMotion {
+            derivatives: f0,
+            forces,
+            lift,
+        });
     }
     let r0 = rates_of(st, run, closed);
     let a = free_gap_accelerations(st, run, t, x, &f0, closed, &r0)?;
     let Delassus { d, responses } = delassus(st, run, t, x, &f0, closed, &r0)?;
     let k = closed.len();
     let rhs: Vec<f64> = a.iter().map(|v| -v).collect();
-    let n_closed = match solve_dense(&d, &rhs, k) {
-        Some(n) => n,
+    let (n_closed, separating) = match solve_dense(&d, &rhs, k) {
+        Some(n) => (n, vec![0.0; k]),
         None => {
-            lcp::lemke(&d, &a)
-                .map_err(|e| {
-                    Diagnostic::error_nospan(format!(
-                        "the contact forces at t = {t} have no solution: {e}"
-                    ))
-                    .with_hint("simulate it with `--solver moreau`")
-                    .with_note(STOPPED)
-                })?
-                .z
+            let lcp::LcpSolution { z, w, .. } = lcp::lemke(&d, &a).map_err(|e| {
+                Diagnostic::error_nospan(format!(
+                    "the contact forces at t = {t} have no solution: {e}"
+                ))
+                .with_hint("simulate it with `--solver moreau`")
+                .with_note(STOPPED)
+            })?;
+            (z, w)
         }
     };
     let mut f = f0;
     for (c, &j) in closed.iter().enumerate() {
         forces[j] = n_closed[c];
+        lift[j] = n_closed[c] - separating[c];
         for (fi, bi) in f.iter_mut().zip(&responses[c]) {
             *fi += n_closed[c] * bi;
         }
     }
-    Ok((f, forces))
+    Ok(HeldMotion {
+        derivatives: f,
+        forces,
+        lift,
+    })
 }
 
 /// The gap rates of `contacts`, as the buffer holds them.
@@ -529,7 +559,7 @@ fn first_rising(
     let mut y = vec![0.0; st.n()];
     let mut rising_at = |run: &mut Run, t: f64| -> Result<bool, Diagnostic> {
         dense.eval(t, &mut y);
-        let (_, forces) = held_motion(st, run, t, &y, closed)?;
+        let forces = held_motion(st, run, t, &y, closed)?.forces;
         st.derivatives(run, t, &y, &forces)?;
         run.conditions_rise()
     };
@@ -570,7 +600,7 @@ fn record(
     x: &[f64],
     closed: &[usize],
 ) -> Result<(), Diagnostic> {
-    let (_, forces) = held_motion(st, run, t, x, closed)?;
+    let forces = held_motion(st, run, t, x, closed)?.forces;
     st.derivatives(run, t, x, &forces)?;
     run.check_asserts()?;
     run.record(t);
@@ -670,12 +700,12 @@ fn hold_pushing(
     mut closed: Vec<usize>,
 ) -> Result<Vec<usize>, Diagnostic> {
     while !closed.is_empty() {
-        let (_, forces) = held_motion(st, run, t, x, &closed)?;
-        let tol = force_tolerance(&forces);
+        let lift = held_motion(st, run, t, x, &closed)?.lift;
+        let tol = force_tolerance(&lift);
         let Some(&worst) = closed
             .iter()
-            .filter(|&&j| forces[j] < -tol)
-            .min_by(|&&a, &&b| forces[a].total_cmp(&forces[b]))
+            .filter(|&&j| lift[j] < -tol)
+            .min_by(|&&a, &&b| lift[a].total_cmp(&lift[b]))
         else {
             break;
         };
@@ -708,7 +738,7 @@ fn first_event(
         return Ok(None);
     }
     dense.eval(t0, &mut y);
-    let tol = force_tolerance(&held_motion(st, run, t0, &y, closed)?.1);
+    let tol = force_tolerance(&held_motion(st, run, t0, &y, closed)?.lift);
     let mut value = |run: &mut Run, t: f64, e: ContactEvent| -> Result<f64, Diagnostic> {
         dense.eval(t, &mut y);
         Ok(match e {
@@ -716,7 +746,7 @@ fn first_event(
                 st.smooth(run, t, &y)?;
                 st.gaps(run)[j]
             }
-            ContactEvent::LiftOff(j) => held_motion(st, run, t, &y, closed)?.1[j] + tol,
+            ContactEvent::LiftOff(j) => held_motion(st, run, t, &y, closed)?.lift[j] + tol,
         })
     };
     let mut best: Option<(f64, ContactEvent)> = None;
