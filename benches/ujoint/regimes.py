@@ -8,7 +8,9 @@ the seed's Figures 6 and 7 (phase portraits) for C = 0, 0.05, 10, 50 um,
 and for the irregular motion at 600 um, with `rmoc plot`.
 
 Usage: python3 benches/ujoint/regimes.py [--rmoc target/release/rmoc]
-           [--figures DIR]
+           [--figures DIR] [-p NAME=VALUE ...] [--clearances C1,C2,...]
+-p changes a parameter of the example in every run (the sections follow
+Omega if it is changed); --clearances replaces the list of C (in m).
 Plain Python (no numpy): it reads rmoc's CSV results itself.
 """
 
@@ -27,9 +29,12 @@ PERIOD = 2 * math.pi / OMEGA
 CLEARANCES = [0, 0.05e-6, 10e-6, 50e-6, 100e-6, 200e-6, 400e-6, 600e-6, 1e-3]
 
 
+PARAMETERS = []  # -p NAME=VALUE pairs given on the command line
+
+
 def simulate(rmoc, c, stop, out, extra=()):
     args = [rmoc, "simulate", MODEL, "-p", f"C={c!r}", "--stop-time", str(stop),
-            "--stats", "-o", out, *extra]
+            "--stats", "-o", out, *PARAMETERS, *extra]
     done = subprocess.run(args, capture_output=True, text=True, check=True)
     impacts = re.search(r"impacts (\d+)", done.stderr)
     return int(impacts.group(1)) if impacts else 0
@@ -89,7 +94,18 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rmoc", default="target/release/rmoc")
     ap.add_argument("--figures")
+    ap.add_argument("-p", action="append", default=[], metavar="NAME=VALUE")
+    ap.add_argument("--clearances")
     a = ap.parse_args()
+    global OMEGA, PERIOD, CLEARANCES
+    for p in a.p:
+        PARAMETERS.extend(["-p", p])
+        name, _, value = p.partition("=")
+        if name.strip() == "Omega":
+            OMEGA = float(value)
+            PERIOD = 2 * math.pi / OMEGA
+    if a.clearances:
+        CLEARANCES = [float(c) for c in a.clearances.split(",")]
     tmp = tempfile.mkdtemp()
     print("| C (um) | impacts per period | Poincare section | spread / A | perturbation at t = 3-4 s / A |")
     print("|---|---|---|---|---|")
