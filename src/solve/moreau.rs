@@ -389,6 +389,19 @@ impl Stepper {
         self.derivatives(run, t, x, &vec![0.0; self.m()])
     }
 
+    /// The state derivatives under a unit force `j` (every other force zero).
+    fn unit_force_derivatives(
+        &self,
+        run: &mut Run,
+        t: f64,
+        x: &[f64],
+        j: usize,
+    ) -> Result<Vec<f64>, Diagnostic> {
+        let mut unit = vec![0.0; self.m()];
+        unit[j] = 1.0;
+        self.derivatives(run, t, x, &unit)
+    }
+
     /// The change of the velocity derivatives under a unit force `j`.
     pub(super) fn unit_response(
         &self,
@@ -398,9 +411,7 @@ impl Stepper {
         base: &[f64],
         j: usize,
     ) -> Result<Vec<f64>, Diagnostic> {
-        let mut unit = vec![0.0; self.m()];
-        unit[j] = 1.0;
-        let fj = self.derivatives(run, t, x, &unit)?;
+        let fj = self.unit_force_derivatives(run, t, x, j)?;
         Ok((0..self.n())
             .map(|i| {
                 if self.is_velocity[i] {
@@ -412,7 +423,8 @@ impl Stepper {
             .collect())
     }
 
-    /// Marks the states whose derivatives feel a contact force.
+    /// Marks the states whose derivatives feel a contact force: the mask
+    /// that [`Stepper::unit_response`] applies.
     pub(super) fn probe_velocities(
         &mut self,
         run: &mut Run,
@@ -421,13 +433,9 @@ impl Stepper {
     ) -> Result<(), Diagnostic> {
         let f0 = self.smooth(run, t, x)?;
         for j in 0..self.m() {
-            let mut unit = vec![0.0; self.m()];
-            unit[j] = 1.0;
-            let fj = self.derivatives(run, t, x, &unit)?;
-            for i in 0..self.n() {
-                if fj[i] != f0[i] {
-                    self.is_velocity[i] = true;
-                }
+            let fj = self.unit_force_derivatives(run, t, x, j)?;
+            for (v, (a, b)) in self.is_velocity.iter_mut().zip(fj.iter().zip(&f0)) {
+                *v |= a != b;
             }
         }
         Ok(())
