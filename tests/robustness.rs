@@ -123,6 +123,47 @@ fn deep_nesting_and_long_sums_do_not_crash() {
     }
 }
 
+/// Chains of operators deeper than the worker stack could walk (a tree as
+/// deep as the chain: 800 000 unary minus signs overflowed it) are
+/// reported at the first operator over the limit, with exit status 1.
+#[test]
+fn operator_chains_beyond_the_limit_are_reported_not_a_stack_overflow() {
+    let chains = [
+        format!(
+            "model M\n  Real x;\nequation\n  x = {}1;\nend M;\n",
+            "-".repeat(1_000_000)
+        ),
+        format!(
+            "model M\n  Boolean b = {}true;\nend M;\n",
+            "not ".repeat(1_000_000)
+        ),
+        format!(
+            "model M\n  parameter Real p = 1{};\nend M;\n",
+            " + 1".repeat(500_000)
+        ),
+    ];
+    let dir = std::env::temp_dir().join(format!("rmoc-chain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    for (k, src) in chains.iter().enumerate() {
+        let path = dir.join(format!("chain{k}.rmo"));
+        std::fs::write(&path, src).expect("write");
+        let out = Command::new(env!("CARGO_BIN_EXE_rmoc"))
+            .arg("check")
+            .arg(&path)
+            .output()
+            .expect("run rmoc");
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "chain {k}: {text}");
+        assert!(
+            text.contains("more than 100000 operators in one statement")
+                && text.contains(&format!("chain{k}.rmo:"))
+                && text.contains("intermediate variables"),
+            "chain {k}: {text}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 /// `rmoc analyze big.rmo | head`: the reader closes the pipe after a few
 /// lines; rmoc stops quietly (no panic message, status 0) instead of
 /// reporting an internal failure.

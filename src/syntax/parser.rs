@@ -380,14 +380,22 @@ fn misspelled_keyword(text: &str, pos: usize) -> Option<String> {
 /// needs more than a few dozen.
 pub const MAX_NESTING: usize = 1000;
 
+/// Operators in one statement beyond this are refused before parsing: a
+/// chain of them (`1 + 1 + ... + 1`, `- - ... - x`, `not not ... b`) is a
+/// tree as deep as it is long, which every later pass walks recursively.
+/// Far above any real model; far below the 600 000 levels the
+/// 512 MiB worker stack holds.
+pub const MAX_OPERATORS: usize = 100_000;
+
 /// Refuses brackets (`(`, `[`, `{`) nested deeper than [`MAX_NESTING`],
-/// and statements with more than [`MAX_NESTING`] `if`s (`if a then 1 else
-/// if b then ...` nests without brackets), outside strings and comments,
-/// at the first one too many. This keeps recursion bounded (a stack
-/// overflow would abort rmoc instead of reporting the input).
+/// statements with more than [`MAX_NESTING`] `if`s (`if a then 1 else
+/// if b then ...` nests without brackets) and statements with more than
+/// [`MAX_OPERATORS`] operators, outside strings and comments, at the first
+/// one too many. This keeps recursion bounded (a stack overflow would abort
+/// rmoc instead of reporting the input).
 fn check_nesting(text: &str, file: u32, offset: usize) -> Result<(), Diagnostic> {
     let b = text.as_bytes();
-    let too_deep = |i: usize, what: String| {
+    let too_deep = |i: usize, what: String, label: &str| {
         let at = (offset + i) as u32;
         Diagnostic::error(
             Span {
@@ -397,16 +405,37 @@ fn check_nesting(text: &str, file: u32, offset: usize) -> Result<(), Diagnostic>
             },
             what,
         )
-        .with_label("one level too many")
+        .with_label(label)
         .with_hint("split the expression with intermediate variables")
     };
     let is_id = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
     let mut depth = 0usize;
     let mut ifs = 0usize;
+    let mut operators = 0usize;
+    let word_at = |i: usize, w: &[u8]| {
+        b[i..].starts_with(w)
+            && (i == 0 || !is_id(b[i - 1]))
+            && !b.get(i + w.len()).is_some_and(|&c| is_id(c))
+    };
     let mut i = 0;
     while i < b.len() {
+        let operator = matches!(b[i], b'+' | b'-' | b'*' | b'/' | b'^' | b'<' | b'>')
+            && b.get(i + 1) != Some(&b'/')
+            && b.get(i + 1) != Some(&b'*')
+            || (matches!(b[i], b'n' | b'a' | b'o')
+                && (word_at(i, b"not") || word_at(i, b"and") || word_at(i, b"or")));
+        if operator {
+            operators += 1;
+            if operators > MAX_OPERATORS {
+                return Err(too_deep(
+                    i,
+                    format!("more than {MAX_OPERATORS} operators in one statement"),
+                    "one operator too many",
+                ));
+            }
+        }
         match b[i] {
-            b';' => ifs = 0,
+            b';' => (ifs, operators) = (0, 0),
             // `if`, and `elseif` (each branch nests one level more).
             b'i' if b.get(i + 1) == Some(&b'f')
                 && (i == 0 || !is_id(b[i - 1]) || b[..i].ends_with(b"else"))
@@ -417,6 +446,7 @@ fn check_nesting(text: &str, file: u32, offset: usize) -> Result<(), Diagnostic>
                     return Err(too_deep(
                         i,
                         format!("more than {MAX_NESTING} `if`s in one statement"),
+                        "one level too many",
                     ));
                 }
             }
@@ -444,6 +474,7 @@ fn check_nesting(text: &str, file: u32, offset: usize) -> Result<(), Diagnostic>
                     return Err(too_deep(
                         i,
                         format!("brackets nested more than {MAX_NESTING} levels deep"),
+                        "one level too many",
                     ));
                 }
             }
@@ -2008,6 +2039,17 @@ mod nesting_tests {
             "elseif b then 1 ".repeat(n + 1)
         );
         assert!(check_nesting(&elseifs, 0, 0).is_err());
+        let m = MAX_OPERATORS;
+        let sum = |k: usize| format!("x = 1{}; y = x;", "+1".repeat(k));
+        assert!(check_nesting(&sum(m), 0, 0).is_ok());
+        let d = check_nesting(&sum(m + 1), 0, 0).expect_err("too many operators");
+        assert_eq!(d.span.map(|s| s.start), Some((5 + 2 * m) as u32));
+        let nots = |k: usize| format!("b = {}true;", "not ".repeat(k));
+        assert!(check_nesting(&nots(m), 0, 0).is_ok());
+        assert!(check_nesting(&nots(m + 1), 0, 0).is_err());
+        // Identifiers that contain the keywords, and comments, count nothing.
+        let words = format!("x = {}; // {}", "nota + ".repeat(m / 2), "-".repeat(2 * m));
+        assert!(check_nesting(&words, 0, 0).is_ok());
         // `iff`, `elif_x` and `x_if` are names, not `if`.
         let names = "x = iff + elif_x + x_if;".repeat(2000);
         assert!(check_nesting(&names, 0, 0).is_ok());
