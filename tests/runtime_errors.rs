@@ -154,3 +154,60 @@ fn der_of_a_variable_no_equation_differentiates() {
 fn an_assert_in_a_when_clause_shows_its_message() {
     insta::assert_snapshot!(check("assert_in_when.rmo", &[]));
 }
+
+/// `-o` onto something that is not a plain file: the result goes through a
+/// symbolic link into the file it names (the link stays a link), and
+/// through a link to a device into the device (`/dev/null` takes it; a full
+/// device fails with exit status 1). Before, the result was renamed over
+/// the link, and `-o /dev/null` run as root replaced the device with a
+/// plain file.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_result_goes_through_links_and_into_devices() {
+    let dir = std::env::temp_dir().join(format!("rmoc-links-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let simulate = |out: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_rmoc"))
+            .current_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+            .args([
+                "simulate",
+                "tests/models/contacts/ball.rmo",
+                "--stop-time",
+                "0.01",
+                "-o",
+            ])
+            .arg(out)
+            .output()
+            .expect("run rmoc")
+    };
+    let is_link = |p: &Path| std::fs::symlink_metadata(p).expect("link").is_symlink();
+    let (real, link) = (dir.join("real.csv"), dir.join("link.csv"));
+    std::os::unix::fs::symlink(&real, &link).expect("symlink");
+    for _ in 0..2 {
+        // once with the file missing, once replacing it
+        assert_eq!(simulate(&link).status.code(), Some(0));
+        assert!(is_link(&link), "the link was replaced");
+        let text = std::fs::read_to_string(&real).expect("result");
+        assert!(text.starts_with("\"time\",\"y\""), "{text}");
+    }
+    let null = dir.join("null.csv");
+    std::os::unix::fs::symlink("/dev/null", &null).expect("symlink");
+    assert_eq!(simulate(&null).status.code(), Some(0));
+    assert!(is_link(&null), "the link to /dev/null was replaced");
+    let full = dir.join("full.csv");
+    std::os::unix::fs::symlink("/dev/full", &full).expect("symlink");
+    let out = simulate(&full);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    assert!(is_link(&full), "the link to /dev/full was replaced");
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.ends_with(".partial"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

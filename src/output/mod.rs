@@ -16,16 +16,46 @@ pub fn write(results: &Results, path: &Path) -> std::io::Result<()> {
         .and_then(|e| e.to_str())
         .unwrap_or("")
         .to_ascii_lowercase();
-    let tmp = temp_path(path);
-    let r = match ext.as_str() {
-        "mat" => mat::write(results, &tmp),
-        _ => csv::write(results, &tmp),
+    replace_file(path, |tmp| match ext.as_str() {
+        "mat" => mat::write(results, tmp),
+        _ => csv::write(results, tmp),
+    })
+}
+
+/// Writes a file at `path` through `write`, so that a failure never
+/// leaves a file that looks complete: into a temporary file beside the
+/// target, renamed over it on success and removed on failure. A symbolic
+/// link is followed (the file it names is replaced, the link kept). A
+/// target that exists and is not a regular file (`/dev/null`,
+/// `/dev/stdout`, a FIFO) is written directly: renaming over it would
+/// replace a device with a plain file.
+pub fn replace_file<E: From<std::io::Error>>(
+    path: &Path,
+    write: impl FnOnce(&Path) -> Result<(), E>,
+) -> Result<(), E> {
+    let target = match std::fs::symlink_metadata(path) {
+        // Nothing there yet, or a regular file.
+        Err(_) => path.to_path_buf(),
+        Ok(m) if m.is_file() => path.to_path_buf(),
+        // A link to a regular file: replace that file.
+        Ok(m) if m.is_symlink() => match std::fs::canonicalize(path) {
+            Ok(real) if real.is_file() => real,
+            // A link to a device or pipe (`/dev/stdout`), or one that
+            // does not resolve: write through it.
+            _ => return write(path),
+        },
+        // A device, FIFO or socket.
+        Ok(_) => return write(path),
     };
-    if let Err(e) = r {
+    let tmp = temp_path(&target);
+    if let Err(e) = write(&tmp) {
         let _ = std::fs::remove_file(&tmp);
         return Err(e);
     }
-    std::fs::rename(&tmp, path)
+    std::fs::rename(&tmp, &target).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        E::from(e)
+    })
 }
 
 fn temp_path(path: &Path) -> std::path::PathBuf {

@@ -120,29 +120,28 @@ pub fn plot(
     let (x_lo, x_hi) = range(&mut kept.iter().map(|r| r[x_col]));
     let (y_lo, y_hi) = range(&mut kept.iter().flat_map(|r| y_cols.iter().map(move |&k| r[k])));
 
-    let tmp = out.with_file_name(format!(
-        ".{}.{}.partial",
-        out.file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_else(|| "plot".into()),
-        std::process::id()
-    ));
-    let drawn = draw(
-        &tmp,
-        names,
-        &kept,
-        x_col,
-        &y_cols,
-        (x_lo, x_hi),
-        (y_lo, y_hi),
-        req.title,
-    );
-    match drawn.and_then(|_| std::fs::rename(&tmp, out).map_err(|e| e.to_string())) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(format!("cannot write `{}`: {e}", out.display()))
-        }
+    super::replace_file(out, |tmp| {
+        draw(
+            tmp,
+            names,
+            &kept,
+            x_col,
+            &y_cols,
+            (x_lo, x_hi),
+            (y_lo, y_hi),
+            req.title,
+        )
+        .map_err(PlotError)
+    })
+    .map_err(|e| format!("cannot write `{}`: {}", out.display(), e.0))
+}
+
+/// A drawing or file error of [`plot`], as `replace_file` needs it.
+struct PlotError(String);
+
+impl From<std::io::Error> for PlotError {
+    fn from(e: std::io::Error) -> Self {
+        PlotError(e.to_string())
     }
 }
 
