@@ -204,6 +204,34 @@ fn bad_requests_exit_1_and_leave_no_file() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot read"));
     assert!(!out.exists());
+    // Values no axis can hold (the plot used to hang on them), and none to
+    // draw at all.
+    for (name, body, words) in [
+        (
+            "huge.csv",
+            "0,1e308\n1,-1e308\n",
+            "spans -1e308 to 1e308, beyond the range of a plot axis",
+        ),
+        (
+            "nan.csv",
+            "0,nan\n1,inf\n",
+            "`x` has no finite value in the time window",
+        ),
+    ] {
+        let csv = scratch(name);
+        std::fs::write(&csv, format!("time,x\n{body}")).expect("write");
+        let o = rmoc(&[
+            "plot",
+            csv.to_str().unwrap(),
+            "x",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{name}: {err}");
+        assert!(err.contains(words), "{name}: {err}");
+        assert!(!out.exists());
+    }
 }
 
 /// The seed's Figure 6 for C = 10 um: simulate the U-joint, then plot its

@@ -100,25 +100,42 @@ pub fn plot(
     if kept.is_empty() {
         return Err("no rows of the result lie in the time window".into());
     }
-    let finite = |v: f64| v.is_finite();
-    let range = |vals: &mut dyn Iterator<Item = f64>| -> (f64, f64) {
+    // The axis range of `what` over the finite values; none finite, or a
+    // span beyond the largest float (the axis could not be divided), is
+    // the user's to hear about.
+    let range = |vals: &mut dyn Iterator<Item = f64>, what: &str| -> Result<(f64, f64), String> {
         let (lo, hi) = vals
-            .filter(|v| finite(*v))
+            .filter(|v| v.is_finite())
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
                 (a.min(v), b.max(v))
             });
         if !lo.is_finite() {
-            return (-1.0, 1.0);
+            return Err(format!("{what} has no finite value in the time window"));
         }
         let pad = if hi > lo {
             0.03 * (hi - lo)
         } else {
             0.5 * lo.abs().max(1e-12)
         };
-        (lo - pad, hi + pad)
+        let (a, b) = (lo - pad, hi + pad);
+        if !(b - a).is_finite() {
+            return Err(format!(
+                "{what} spans {lo:e} to {hi:e}, beyond the range of a plot axis"
+            ));
+        }
+        Ok((a, b))
     };
-    let (x_lo, x_hi) = range(&mut kept.iter().map(|r| r[x_col]));
-    let (y_lo, y_hi) = range(&mut kept.iter().flat_map(|r| y_cols.iter().map(move |&k| r[k])));
+    let x_name = format!("column `{}`", names[x_col]);
+    let (x_lo, x_hi) = range(&mut kept.iter().map(|r| r[x_col]), &x_name)?;
+    let y_names = y_cols
+        .iter()
+        .map(|&k| format!("`{}`", names[k]))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let (y_lo, y_hi) = range(
+        &mut kept.iter().flat_map(|r| y_cols.iter().map(move |&k| r[k])),
+        &format!("the plotted column(s) {y_names}"),
+    )?;
 
     super::replace_file(out, |tmp| {
         draw(
