@@ -385,6 +385,13 @@ fn analyze(file: &std::path::Path, model: Option<&str>) -> ExitCode {
     }
 }
 
+/// Output rows a run may write: 10 million rows of a few columns are
+/// gigabytes of CSV.
+const MAX_OUTPUT_ROWS: f64 = 1e7;
+
+/// Moreau-Jean steps a run may take: a few hours even for a tiny model.
+const MAX_MOREAU_STEPS: f64 = 1e10;
+
 /// The integrators `--solver` (and the experiment's `__rmoc_solver`) name.
 const SOLVERS: [&str; 3] = ["bdf", "moreau", "event-driven"];
 
@@ -448,6 +455,19 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
                 "invalid run settings: start {start}, stop {stop}, tolerance {tolerance}, interval {interval}"
             ))
             .with_hint("the stop time must not precede the start time; tolerance and output interval must be positive")],
+        );
+    }
+    // A run that could not end in any reasonable time, or whose result
+    // would not fit on a disk, is refused before it starts.
+    let rows = (stop - start) / interval;
+    if rows > MAX_OUTPUT_ROWS {
+        return report(
+            &lib,
+            &[Diagnostic::error_nospan(format!(
+                "invalid run settings: an output interval of {interval:e} s gives {rows:.3e} \
+                 rows over [{start}, {stop}], more than {MAX_OUTPUT_ROWS:e}"
+            ))
+            .with_hint("use a larger `--interval` (or the experiment's `Interval`)")],
         );
     }
     let mut overrides = Vec::new();
@@ -531,6 +551,19 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
             .or(e.step.filter(|h| h.is_finite() && *h > 0.0))
             .unwrap_or((stop - start) / 10_000.0),
     });
+    if let rmoc::solve::Solver::Moreau { step } = solver
+        && (stop - start) / step > MAX_MOREAU_STEPS
+    {
+        return report(
+            &lib,
+            &[Diagnostic::error_nospan(format!(
+                "invalid run settings: a step of {step:e} s needs {:.3e} Moreau-Jean steps \
+                 over [{start}, {stop}], more than {MAX_MOREAU_STEPS:e}",
+                (stop - start) / step
+            ))
+            .with_hint("use a larger `--step` (or the experiment's `__rmoc_step`)")],
+        );
+    }
     let opts = rmoc::solve::Options {
         start,
         stop,

@@ -211,3 +211,18 @@ fn a_result_goes_through_links_and_into_devices() {
     assert!(left.is_empty(), "{left:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_sample_period_below_the_time_resolution() {
+    insta::assert_snapshot!(check("sample_below_resolution.rmo", &[]));
+}
+
+#[test]
+fn an_output_interval_that_gives_too_many_rows() {
+    insta::assert_snapshot!(check("sqrt_negative.rmo", &["--interval", "1e-300"]));
+}
+
+#[test]
+fn a_moreau_step_that_needs_too_many_steps() {
+    insta::assert_snapshot!(check("../models/contacts/ball.rmo", &["--step", "1e-300"]));
+}

@@ -679,11 +679,22 @@ impl<'a> Run<'a> {
         for k in 0..self.next_sample.len() {
             if self.buf[(l.sample + k as u32) as usize] != 0.0 {
                 let interval = self.buf[(l.sample_param + 2 * k as u32 + 1) as usize];
-                self.next_sample[k] = if interval > 0.0 {
+                let next = if interval > 0.0 {
                     self.next_sample[k] + interval
                 } else {
                     f64::INFINITY
                 };
+                if next <= self.next_sample[k] {
+                    // start + j period no longer moves: the run would stay
+                    // at this instant forever.
+                    return Err(Diagnostic::error_nospan(format!(
+                        "a sample period of {interval:e} s is below the time resolution at \
+                         t = {t}: the sample instants cannot advance"
+                    ))
+                    .with_hint("use a longer period in `sample(start, period)`")
+                    .with_note(STOPPED));
+                }
+                self.next_sample[k] = next;
             }
             self.buf[(l.sample + k as u32) as usize] = 0.0;
         }
@@ -995,6 +1006,21 @@ fn simulate_inner(
             t
         })
         .collect();
+    // A period below the time resolution of the run never advances the
+    // sample instants (or takes 1e300 events to cross it).
+    let resolution = 4.0 * f64::EPSILON * opts.start.abs().max(opts.stop.abs());
+    for k in 0..l.n_samples {
+        let interval = run.buf[(l.sample_param + 2 * k + 1) as usize];
+        if interval > 0.0 && interval < resolution {
+            return Err(Diagnostic::error_nospan(format!(
+                "a sample period of {interval:e} s is below the time resolution of the run \
+                 ({resolution:e} s over [{}, {}])",
+                opts.start, opts.stop
+            ))
+            .with_hint("use a longer period in `sample(start, period)`")
+            .with_note(STOPPED));
+        }
+    }
     run.check_asserts()?;
     run.record(opts.start);
     match opts.solver {
