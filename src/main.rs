@@ -472,7 +472,7 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
     }
     let mut overrides = Vec::new();
     for p in &a.params {
-        let Some((name, value)) = p.split_once('=') else {
+        let Some((name, raw)) = p.split_once('=') else {
             return report(
                 &lib,
                 &[Diagnostic::error_nospan(format!(
@@ -480,11 +480,12 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
                 ))],
             );
         };
-        let Ok(value) = value.trim().parse::<f64>() else {
+        let raw = raw.trim();
+        let Ok(value) = raw.parse::<f64>() else {
             return report(
                 &lib,
                 &[Diagnostic::error_nospan(format!(
-                    "`-p {p}`: `{value}` is not a number"
+                    "`-p {p}`: `{raw}` is not a number"
                 ))],
             );
         };
@@ -512,6 +513,40 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
         }
         if var.structural {
             return report(&lib, &[Diagnostic::error(var.span, format!("`{name}` is a structural parameter (it sets an array size, a range or a branch) and cannot be changed with -p")).with_hint("change its value in the model (a modifier) instead")]);
+        }
+        let contact_force = c.contacts.iter().any(|k| k.force as usize == v)
+            || c.frictions.iter().any(|f| f.force as usize == v);
+        if contact_force {
+            return report(
+                &lib,
+                &[Diagnostic::error(
+                    var.span,
+                    format!("`{name}` is the force of a contact and cannot be set with -p"),
+                )
+                .with_hint("the contact solver computes it at every step")],
+            );
+        }
+        use rmoc::flat::ScalarType;
+        let fits = match var.ty {
+            ScalarType::Real => value.is_finite(),
+            ScalarType::Integer => {
+                value.is_finite() && value.fract() == 0.0 && value.abs() < 2f64.powi(53)
+            }
+            ScalarType::Boolean => value == 0.0 || value == 1.0,
+        };
+        if !fits {
+            let what = match var.ty {
+                ScalarType::Real => "a finite number",
+                ScalarType::Integer => "a whole number below 2^53",
+                ScalarType::Boolean => "0 (false) or 1 (true)",
+            };
+            return report(
+                &lib,
+                &[Diagnostic::error(
+                    var.span,
+                    format!("`-p {p}`: `{name}` takes {what}, not {raw}"),
+                )],
+            );
         }
         overrides.push((v as u32, value));
     }

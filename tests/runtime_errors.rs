@@ -226,3 +226,31 @@ fn an_output_interval_that_gives_too_many_rows() {
 fn a_moreau_step_that_needs_too_many_steps() {
     insta::assert_snapshot!(check("../models/contacts/ball.rmo", &["--step", "1e-300"]));
 }
+
+#[test]
+fn a_restitution_above_one_is_reported_at_the_contact() {
+    insta::assert_snapshot!(check("../models/contacts/ball.rmo", &["-p", "e=1.5"]));
+}
+
+#[test]
+fn a_negative_friction_coefficient_is_reported_at_the_contact() {
+    insta::assert_snapshot!(check("../models/contacts/block.rmo", &["-p", "mu=-1"]));
+}
+
+#[test]
+fn a_contact_force_cannot_be_set_with_p() {
+    insta::assert_snapshot!(check("../models/contacts/ball.rmo", &["-p", "N=2"]));
+}
+
+#[test]
+fn parameter_override_that_is_not_finite() {
+    insta::assert_snapshot!(check("../models/contacts/ball.rmo", &["-p", "e=nan"]));
+}
+
+#[test]
+fn parameter_override_of_an_integer_with_a_fraction() {
+    insta::assert_snapshot!(check(
+        "../models/contacts/counted.rmo",
+        &["-p", "boosted=2.5"]
+    ));
+}

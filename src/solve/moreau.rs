@@ -30,7 +30,7 @@
 
 use super::lcp;
 use super::model::Entry;
-use super::{Options, Run};
+use super::{Options, Run, STOPPED};
 use crate::diag::Diagnostic;
 use crate::jit::lower;
 use crate::structure::Role;
@@ -640,6 +640,54 @@ impl Stepper {
             .collect())
     }
 
+    /// The laws' coefficients of the contacts `active` and the friction
+    /// laws `friction` as the model computes them at t: restitutions in
+    /// [0, 1] (more than 1 would make energy at every impact) and friction
+    /// coefficients finite and nonnegative (a negative one pushes along the
+    /// slip). A coefficient may depend on the state, so this is checked
+    /// wherever the laws are applied.
+    fn check_coefficients(
+        &self,
+        run: &Run,
+        t: f64,
+        active: &[usize],
+        friction: &[usize],
+    ) -> Result<(), Diagnostic> {
+        let bad = |span, what: &str, value: f64, range: &str| {
+            Err(Diagnostic::error(
+                span,
+                format!("the {what} of this contact is {value} at t = {t}; it must be {range}"),
+            )
+            .with_label("here")
+            .with_note(STOPPED))
+        };
+        for &j in active {
+            let e = run.buf[self.contacts[j].restitution];
+            if !(0.0..=1.0).contains(&e) {
+                return bad(
+                    run.c.contacts[j].span,
+                    "coefficient of restitution",
+                    e,
+                    "in [0, 1]",
+                );
+            }
+        }
+        for &s in friction {
+            let (mu, e) = (
+                run.buf[self.frictions[s].mu],
+                run.buf[self.frictions[s].restitution],
+            );
+            let span = run.c.frictions[s].span;
+            if !(mu.is_finite() && mu >= 0.0) {
+                return bad(span, "friction coefficient", mu, "finite and nonnegative");
+            }
+            if !(0.0..=1.0).contains(&e) {
+                return bad(span, "tangential restitution", e, "in [0, 1]");
+            }
+        }
+        Ok(())
+    }
+
     /// Impulses of the closed contacts `active` (and their friction) that
     /// take the rates `u_free` (at velocities `x_free`) to the laws'
     /// targets: Newton's law `U+ + e U- >= 0 _|_ P_N >= 0` and the planar
@@ -668,6 +716,7 @@ impl Stepper {
             .chain(active_friction.iter().map(|&s| self.contacts.len() + s))
             .collect();
         let base = self.smooth(run, t, x_at)?;
+        self.check_coefficients(run, t, active, &active_friction)?;
         let mut b: Vec<Vec<f64>> = Vec::with_capacity(columns.len());
         for &j in &columns {
             b.push(self.unit_response(run, t, x_at, &base, j)?);
