@@ -254,3 +254,13 @@ fn parameter_override_of_an_integer_with_a_fraction() {
         &["-p", "boosted=2.5"]
     ));
 }
+
+#[test]
+fn a_contact_force_with_the_wrong_sign_is_named() {
+    insta::assert_snapshot!(check("contact_force_wrong_sign.rmo", &[]));
+}
+
+#[test]
+fn a_friction_force_that_cannot_change_its_slip_is_named() {
+    insta::assert_snapshot!(check("friction_slip_constant.rmo", &[]));
+}

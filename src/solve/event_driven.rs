@@ -215,6 +215,8 @@ fn delassus(
         }
         responses.push(b);
     }
+    let diagonal: Vec<f64> = (0..k).map(|r| d[r * k + r]).collect();
+    st.check_diagonal(run, t, contacts, &[], &diagonal)?;
     Ok(Delassus { d, responses })
 }
 

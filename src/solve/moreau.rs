@@ -688,6 +688,51 @@ impl Stepper {
         Ok(())
     }
 
+    /// The diagonal of a Delassus matrix over the contacts `normal` and
+    /// then the friction laws `friction`: a unit force must open its own
+    /// gap (or increase its own slip). It does not when the force is
+    /// missing from the equations of motion, enters them with the wrong
+    /// sign or times zero, or when the gap does not depend on the state;
+    /// then no force can hold the law, and the contact is named rather than
+    /// the complementarity problem's failure.
+    pub(super) fn check_diagonal(
+        &self,
+        run: &Run,
+        t: f64,
+        normal: &[usize],
+        friction: &[usize],
+        diagonal: &[f64],
+    ) -> Result<(), Diagnostic> {
+        let scale = diagonal.iter().fold(0.0f64, |m, d| m.max(d.abs()));
+        for (r, &d) in diagonal.iter().enumerate() {
+            if d > 1e-12 * scale {
+                continue;
+            }
+            let (span, what, var) = if r < normal.len() {
+                let k = &run.c.contacts[normal[r]];
+                (k.span, "gap rate", k.force)
+            } else {
+                let f = &run.c.frictions[friction[r - normal.len()]];
+                (f.span, "slip", f.force)
+            };
+            let force = &run.c.vars[var as usize].name;
+            return Err(Diagnostic::error(
+                span,
+                format!(
+                    "at t = {t} a unit impulse of `{force}` changes this contact's {what} by {d}: \
+                     the force cannot hold the contact law"
+                ),
+            )
+            .with_label("here")
+            .with_hint(format!(
+                "`{force}` must enter the equations of motion linearly, with the sign that \
+                 increases the {what}, and the contact must depend on the model's state"
+            ))
+            .with_note(STOPPED));
+        }
+        Ok(())
+    }
+
     /// Impulses of the closed contacts `active` (and their friction) that
     /// take the rates `u_free` (at velocities `x_free`) to the laws'
     /// targets: Newton's law `U+ + e U- >= 0 _|_ P_N >= 0` and the planar
@@ -731,6 +776,8 @@ impl Stepper {
                 d[r][c] = u[r] - u_free[r];
             }
         }
+        let diagonal: Vec<f64> = (0..nc).map(|r| d[r][r]).collect();
+        self.check_diagonal(run, t, active, &active_friction, &diagonal)?;
         // The LCP in z = (P_N, P_T+, P_T-, beta) (the friction pyramid of
         // Stewart & Trinkle 1996 / Anitescu & Potra 1997, in the plane):
         //   w_N = q_N + D_NN P_N + D_NT (P+ - P-)            _|_ P_N
