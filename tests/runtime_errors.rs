@@ -264,3 +264,16 @@ fn a_contact_force_with_the_wrong_sign_is_named() {
 fn a_friction_force_that_cannot_change_its_slip_is_named() {
     insta::assert_snapshot!(check("friction_slip_constant.rmo", &[]));
 }
+
+#[test]
+fn a_contact_that_starts_penetrated_is_reported_on_the_time_stepper() {
+    insta::assert_snapshot!(check("contact_starts_penetrated.rmo", &[]));
+}
+
+#[test]
+fn a_contact_that_starts_penetrated_is_reported_event_driven() {
+    insta::assert_snapshot!(check(
+        "contact_starts_penetrated.rmo",
+        &["--solver", "event-driven"]
+    ));
+}

@@ -342,6 +342,7 @@ pub(super) fn integrate(run: &mut Run, opts: &Options) -> Result<ContactStats, D
     st.stats.event_driven = true;
     let mut t = opts.start;
     let mut x = run.states();
+    st.check_start_gaps(run, t, &x)?;
     st.probe_velocities(run, t, &x)?;
     let grid = super::output_grid(opts);
     let mut next_out = 0usize;

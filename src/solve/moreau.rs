@@ -159,6 +159,7 @@ pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<Contact
     let has_whens = !run.c.whens.is_empty();
     let mut t = opts.start;
     let mut x: Vec<f64> = run.states();
+    st.check_start_gaps(run, t, &x)?;
     let mut k: u64 = 0;
     // Output times start + r interval, computed rather than accumulated.
     let mut r: u64 = 1;
@@ -684,6 +685,37 @@ impl Stepper {
             if !(0.0..=1.0).contains(&e) {
                 return bad(span, "tangential restitution", e, "in [0, 1]");
             }
+        }
+        Ok(())
+    }
+
+    /// The initial state must satisfy every contact: a gap below zero
+    /// (beyond rounding: 1e-9 of the position scale) or not a number at
+    /// the start is the model's error, which neither solver should repair
+    /// silently (the time-stepper would project it away, the event-driven
+    /// solver rewrite the fixed start values by an impact).
+    pub(super) fn check_start_gaps(
+        &self,
+        run: &mut Run,
+        t: f64,
+        x: &[f64],
+    ) -> Result<(), Diagnostic> {
+        self.smooth(run, t, x)?;
+        let tol = 1e-9 * self.scale(x);
+        for (j, g) in self.gaps(run).into_iter().enumerate() {
+            if g >= -tol {
+                continue;
+            }
+            return Err(Diagnostic::error(
+                run.c.contacts[j].span,
+                format!("the gap of this contact is {g} at the start (t = {t})"),
+            )
+            .with_label("its gap must not be negative")
+            .with_hint(
+                "start the bodies apart or touching: the start values of the positions \
+                 the gap depends on",
+            )
+            .with_note(STOPPED));
         }
         Ok(())
     }
