@@ -517,15 +517,30 @@ fn singular(s: &Builder, inc: &Incidence, m: &matching::Matching, cols: &[VarId]
             .collect();
         v.join(", ")
     };
-    let first = dm.over_rows.first().copied().unwrap_or(0);
-    let span = s.equations.get(first).map(|e| e.span).unwrap_or_default();
+    // Point at the first over-determining equation, or with none (an
+    // under-determined part only) at the first undetermined variable.
+    let span = match (dm.over_rows.first(), dm.under_cols.first()) {
+        (Some(&e), _) => s.equations.get(e).map(|e| e.span),
+        (None, Some(&c)) => Some(s.vars[cols[c] as usize].span),
+        (None, None) => s.equations.first().map(|e| e.span),
+    }
+    .unwrap_or_default();
+    let mut parts = Vec::new();
+    if !dm.over_rows.is_empty() {
+        parts.push(format!(
+            "{} equation(s) over-determine {}",
+            dm.over_rows.len(),
+            names(&dm.over_cols)
+        ));
+    }
+    if !dm.under_cols.is_empty() {
+        parts.push(format!("{} remain undetermined", names(&dm.under_cols)));
+    }
     let mut d = Diagnostic::error(
         span,
         format!(
-            "the model is structurally singular after index reduction: {} equation(s) over-determine {}, and {} remain undetermined",
-            dm.over_rows.len(),
-            names(&dm.over_cols),
-            names(&dm.under_cols)
+            "the model is structurally singular after index reduction: {}",
+            parts.join(", and ")
         ),
     );
     for &e in dm.over_rows.iter().skip(1).take(4) {
