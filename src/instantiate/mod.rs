@@ -170,7 +170,11 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
         }
         Err(d) => return Err(vec![d]),
     };
-    let experiment = inherited_experiment(f.lib, model, 0);
+    let mut experiment_errors = Vec::new();
+    let experiment = inherited_experiment(f.lib, model, 0, &mut experiment_errors);
+    if !experiment_errors.is_empty() {
+        return Err(experiment_errors);
+    }
     // `model Fast = Decay(k = 10)`: the short class's base, with its modifier.
     let top = match f.resolve_short(model, Modifier::default(), None) {
         Ok(r) => r,
@@ -212,11 +216,16 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
 
 /// The `experiment` annotation of a model, or of the first base class that has
 /// one (a model that only extends a tested model keeps its run settings).
-fn inherited_experiment(lib: &mut Library, class: ClassId, depth: usize) -> flat::Experiment {
+fn inherited_experiment(
+    lib: &mut Library,
+    class: ClassId,
+    depth: usize,
+    errors: &mut Vec<Diagnostic>,
+) -> flat::Experiment {
     let Ok(Some(def)) = lib.def(class) else {
         return flat::Experiment::default();
     };
-    let own = experiment_of(&def);
+    let own = experiment_of(&def, errors);
     if own.stop_time.is_some()
         || own.start_time.is_some()
         || own.tolerance.is_some()
@@ -233,7 +242,7 @@ fn inherited_experiment(lib: &mut Library, class: ClassId, depth: usize) -> flat
             if let Element::Extends(ext) = e
                 && let Ok(base) = lib.lookup(parent, &ext.base)
             {
-                let inherited = inherited_experiment(lib, base, depth + 1);
+                let inherited = inherited_experiment(lib, base, depth + 1, errors);
                 if inherited.stop_time.is_some() {
                     return inherited;
                 }
@@ -243,11 +252,16 @@ fn inherited_experiment(lib: &mut Library, class: ClassId, depth: usize) -> flat
     own
 }
 
-fn experiment_of(def: &ast::ClassDef) -> flat::Experiment {
+/// The run settings of `def`'s `experiment` annotation. A setting rmoc
+/// reads whose value is not what it needs (a number, positive for the
+/// tolerance, the interval and the step; a string for the solver; a stop
+/// time not before the start) is an error at the value.
+fn experiment_of(def: &ast::ClassDef, errors: &mut Vec<Diagnostic>) -> flat::Experiment {
     let mut e = flat::Experiment::default();
     let ClassBody::Long(comp) = &def.body else {
         return e;
     };
+    let mut stop_span = None;
     for ann in &comp.annotations {
         for arg in &ann.args {
             let ast::ModArg::Modify {
@@ -269,29 +283,67 @@ fn experiment_of(def: &ast::ClassDef) -> flat::Experiment {
                 else {
                     continue;
                 };
-                let v = modification
-                    .as_ref()
-                    .and_then(|m| m.binding.as_ref())
-                    .and_then(literal_number);
-                match path.dotted().as_str() {
-                    "StartTime" => e.start_time = v,
-                    "StopTime" => e.stop_time = v,
-                    "Tolerance" => e.tolerance = v,
-                    "Interval" => e.interval = v,
-                    "__rmoc_step" => e.step = v,
-                    "__rmoc_solver" => {
-                        e.solver = modification
-                            .as_ref()
-                            .and_then(|m| m.binding.as_ref())
-                            .and_then(|b| match &b.kind {
-                                ast::ExprKind::String(s) => Some(s.clone()),
-                                _ => None,
-                            })
+                let Some(binding) = modification.as_ref().and_then(|m| m.binding.as_ref()) else {
+                    continue;
+                };
+                let key = path.dotted();
+                let positive = matches!(key.as_str(), "Tolerance" | "Interval" | "__rmoc_step");
+                let slot = match key.as_str() {
+                    "StartTime" => &mut e.start_time,
+                    "StopTime" => {
+                        stop_span = Some(binding.span);
+                        &mut e.stop_time
                     }
-                    _ => {}
+                    "Tolerance" => &mut e.tolerance,
+                    "Interval" => &mut e.interval,
+                    "__rmoc_step" => &mut e.step,
+                    "__rmoc_solver" => {
+                        match &binding.kind {
+                            ast::ExprKind::String(s) => e.solver = Some(s.clone()),
+                            _ => errors.push(
+                                Diagnostic::error(
+                                    binding.span,
+                                    "`__rmoc_solver` in the experiment annotation must be a string",
+                                )
+                                .with_hint("write `__rmoc_solver = \"moreau\"` (or \"event-driven\", \"bdf\")"),
+                            ),
+                        }
+                        continue;
+                    }
+                    _ => continue,
+                };
+                match literal_number(binding) {
+                    Some(v) if v.is_finite() && (!positive || v > 0.0) => *slot = Some(v),
+                    value => {
+                        let what = if positive {
+                            "a positive number"
+                        } else {
+                            "a number"
+                        };
+                        let got =
+                            value.map_or("not a number literal".to_string(), |v| format!("{v}"));
+                        errors.push(
+                            Diagnostic::error(
+                                binding.span,
+                                format!("`{key}` in the experiment annotation must be {what}"),
+                            )
+                            .with_label(got),
+                        );
+                    }
                 }
             }
         }
+    }
+    if let (start, Some(stop), Some(span)) = (e.start_time.unwrap_or(0.0), e.stop_time, stop_span)
+        && stop < start
+    {
+        errors.push(
+            Diagnostic::error(
+                span,
+                format!("the experiment's stop time {stop} precedes its start time {start}"),
+            )
+            .with_label("before StartTime"),
+        );
     }
     e
 }
