@@ -577,7 +577,19 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
                 .with_hint(format!("`__rmoc_solver` is one of: {}", SOLVERS.join(", ")))],
             );
         }
-        None if c.contacts.is_empty() => Some(rmoc::solve::Solver::Bdf),
+        None if c.contacts.is_empty() => {
+            if a.step.is_some() {
+                return report(
+                    &lib,
+                    &[Diagnostic::error_nospan(
+                        "`--step` sets the Moreau time-stepper's step, and this model (it has no \
+                         contacts) runs on the BDF, which chooses its own steps",
+                    )
+                    .with_hint("add `--solver moreau` for fixed steps, or leave `--step` out")],
+                );
+            }
+            Some(rmoc::solve::Solver::Bdf)
+        }
         None => None,
     }
     .unwrap_or(rmoc::solve::Solver::Moreau {

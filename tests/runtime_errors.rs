@@ -277,3 +277,8 @@ fn a_contact_that_starts_penetrated_is_reported_event_driven() {
         &["--solver", "event-driven"]
     ));
 }
+
+#[test]
+fn a_step_for_a_model_that_runs_on_the_bdf() {
+    insta::assert_snapshot!(check("sqrt_negative.rmo", &["--step", "0.1"]));
+}
