@@ -282,3 +282,8 @@ fn a_contact_that_starts_penetrated_is_reported_event_driven() {
 fn a_step_for_a_model_that_runs_on_the_bdf() {
     insta::assert_snapshot!(check("sqrt_negative.rmo", &["--step", "0.1"]));
 }
+
+#[test]
+fn a_reinit_to_nan_is_reported_at_the_when_clause() {
+    insta::assert_snapshot!(check("reinit_nan.rmo", &[]));
+}

@@ -607,6 +607,33 @@ impl<'a> Run<'a> {
             }
             if any {
                 self.call(Entry::Actions)?;
+                // An assignment or reinit that made a variable not a number
+                // (`reinit(v, 0/0)`) would otherwise go on silently, or
+                // keep the iteration from settling (NaN != NaN).
+                if let Some(v) = (0..l.n_vars).find(|&v| {
+                    self.buf[l.var(v) as usize].is_nan() && !self.buf[l.pre(v) as usize].is_nan()
+                }) {
+                    let clause = self
+                        .p
+                        .branches
+                        .iter()
+                        .enumerate()
+                        .find(|&(b, _)| self.buf[(l.active + b as u32) as usize] != 0.0)
+                        .map(|(_, br)| self.c.whens[br.clause].span);
+                    let message = format!(
+                        "at the event at t = {}, `{}` became NaN (not a number)",
+                        self.buf[lower::TIME as usize],
+                        self.c.vars[v as usize].name
+                    );
+                    let d = match clause {
+                        Some(span) => Diagnostic::error(span, message)
+                            .with_label("the when-clause that fired"),
+                        None => Diagnostic::error_nospan(message),
+                    };
+                    return Err(d
+                        .with_hint("check the assignments and reinits of the when-clause (a 0/0, a sqrt of a negative number)")
+                        .with_note(STOPPED));
+                }
                 if self.buf[lower::TERMINATE as usize] != 0.0 {
                     self.cond_pre = cond;
                     return Ok(reinit);
