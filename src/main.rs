@@ -385,10 +385,6 @@ fn analyze(file: &std::path::Path, model: Option<&str>) -> ExitCode {
     }
 }
 
-/// Output rows a run may write: 10 million rows of a few columns are
-/// gigabytes of CSV.
-const MAX_OUTPUT_ROWS: f64 = 1e7;
-
 /// Moreau-Jean steps a run may take: a few hours even for a tiny model.
 const MAX_MOREAU_STEPS: f64 = 1e10;
 
@@ -460,12 +456,13 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
     // A run that could not end in any reasonable time, or whose result
     // would not fit on a disk, is refused before it starts.
     let rows = (stop - start) / interval;
-    if rows > MAX_OUTPUT_ROWS {
+    let max_rows = rmoc::solve::MAX_OUTPUT_ROWS as f64;
+    if rows > max_rows {
         return report(
             &lib,
             &[Diagnostic::error_nospan(format!(
                 "invalid run settings: an output interval of {interval:e} s gives {rows:.3e} \
-                 rows over [{start}, {stop}], more than {MAX_OUTPUT_ROWS:e}"
+                 rows over [{start}, {stop}], more than {max_rows:e}"
             ))
             .with_hint("use a larger `--interval` (or the experiment's `Interval`)")],
         );
@@ -527,19 +524,15 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
             );
         }
         use rmoc::flat::ScalarType;
-        let fits = match var.ty {
-            ScalarType::Real => value.is_finite(),
-            ScalarType::Integer => {
-                value.is_finite() && value.fract() == 0.0 && value.abs() < 2f64.powi(53)
-            }
-            ScalarType::Boolean => value == 0.0 || value == 1.0,
+        let (fits, what) = match var.ty {
+            ScalarType::Real => (value.is_finite(), "a finite number"),
+            ScalarType::Integer => (
+                value.is_finite() && value.fract() == 0.0 && value.abs() < 2f64.powi(53),
+                "a whole number below 2^53",
+            ),
+            ScalarType::Boolean => (value == 0.0 || value == 1.0, "0 (false) or 1 (true)"),
         };
         if !fits {
-            let what = match var.ty {
-                ScalarType::Real => "a finite number",
-                ScalarType::Integer => "a whole number below 2^53",
-                ScalarType::Boolean => "0 (false) or 1 (true)",
-            };
             return report(
                 &lib,
                 &[Diagnostic::error(

@@ -21,7 +21,6 @@ Not part of CI: about 15 minutes on the 2-core machine (Siconos steps from
 Python, about 70 s per 4 s run). Prints a Markdown table.
 """
 import argparse
-import csv
 import math
 import os
 import subprocess
@@ -30,21 +29,10 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from regimes import MODEL, OMEGA, PERIOD  # noqa: E402
+from regimes import MODEL, OMEGA, PERIOD, period_of, read  # noqa: E402
 
 CASES = [(10e-6, 0.0), (50e-6, 0.0), (600e-6, 0.0), (10e-6, 0.8), (50e-6, 0.8), (600e-6, 0.8)]
 STOP = 4.0
-
-
-def read(path):
-    with open(path, newline="") as f:
-        rows = csv.reader(f)
-        names = next(rows)
-        cols = {n: [] for n in names}
-        for row in rows:
-            for n, v in zip(names, row):
-                cols[n].append(float(v))
-    return cols
 
 
 def run_rmoc(rmoc, c, mu, w1, out):
@@ -103,10 +91,7 @@ def measure(base, pert):
     mean = tuple(sum(p[i] for p in points) / len(points) for i in range(2))
     spread = max(math.dist(p, mean) for p in points) / amp
     apart = max(math.dist(p, q) for p, q in zip(section(base, 3.0, STOP), section(pert, 3.0, STOP))) / amp
-    half = points[len(points) // 2:]
-    period = next((p for p in range(1, 9)
-                   if all(math.dist(half[i], half[i + p]) < 1e-3 * amp for i in range(len(half) - p))),
-                  None)
+    period = period_of(points, amp)
     per_period = impacts(base, 2.0) / ((STOP - 2.0) / PERIOD)
     return amp, per_period, f"period-{period}" if period else "irregular", spread, apart
 

@@ -29,10 +29,10 @@ pub fn write(results: &Results, path: &Path) -> std::io::Result<()> {
 /// target that exists and is not a regular file (`/dev/null`,
 /// `/dev/stdout`, a FIFO) is written directly: renaming over it would
 /// replace a device with a plain file.
-pub fn replace_file<E: From<std::io::Error>>(
+pub fn replace_file(
     path: &Path,
-    write: impl FnOnce(&Path) -> Result<(), E>,
-) -> Result<(), E> {
+    write: impl FnOnce(&Path) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let target = match std::fs::symlink_metadata(path) {
         // Nothing there yet, or a regular file.
         Err(_) => path.to_path_buf(),
@@ -52,9 +52,8 @@ pub fn replace_file<E: From<std::io::Error>>(
         let _ = std::fs::remove_file(&tmp);
         return Err(e);
     }
-    std::fs::rename(&tmp, &target).map_err(|e| {
+    std::fs::rename(&tmp, &target).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
-        E::from(e)
     })
 }
 

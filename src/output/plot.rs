@@ -148,18 +148,9 @@ pub fn plot(
             (y_lo, y_hi),
             req.title,
         )
-        .map_err(PlotError)
+        .map_err(std::io::Error::other)
     })
-    .map_err(|e| format!("cannot write `{}`: {}", out.display(), e.0))
-}
-
-/// A drawing or file error of [`plot`], as `replace_file` needs it.
-struct PlotError(String);
-
-impl From<std::io::Error> for PlotError {
-    fn from(e: std::io::Error) -> Self {
-        PlotError(e.to_string())
-    }
+    .map_err(|e| format!("cannot write `{}`: {e}", out.display()))
 }
 
 /// The series of column `y` against column `x`, without points that fall

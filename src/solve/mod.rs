@@ -706,22 +706,13 @@ impl<'a> Run<'a> {
         for k in 0..self.next_sample.len() {
             if self.buf[(l.sample + k as u32) as usize] != 0.0 {
                 let interval = self.buf[(l.sample_param + 2 * k as u32 + 1) as usize];
-                let next = if interval > 0.0 {
+                // (A period too short to advance start + j period was
+                // refused before the run: `simulate_inner`.)
+                self.next_sample[k] = if interval > 0.0 {
                     self.next_sample[k] + interval
                 } else {
                     f64::INFINITY
                 };
-                if next <= self.next_sample[k] {
-                    // start + j period no longer moves: the run would stay
-                    // at this instant forever.
-                    return Err(Diagnostic::error_nospan(format!(
-                        "a sample period of {interval:e} s is below the time resolution at \
-                         t = {t}: the sample instants cannot advance"
-                    ))
-                    .with_hint("use a longer period in `sample(start, period)`")
-                    .with_note(STOPPED));
-                }
-                self.next_sample[k] = next;
             }
             self.buf[(l.sample + k as u32) as usize] = 0.0;
         }
@@ -1080,6 +1071,11 @@ fn simulate_inner(
     Ok(results)
 }
 
+/// Output rows a run may write: 10 million rows of a few columns are
+/// gigabytes of CSV. The command line refuses an interval that would give
+/// more; the output grid never holds more.
+pub const MAX_OUTPUT_ROWS: usize = 10_000_000;
+
 fn output_grid(opts: &Options) -> Vec<f64> {
     let span = opts.stop - opts.start;
     let n = if opts.interval > 0.0 {
@@ -1087,7 +1083,7 @@ fn output_grid(opts: &Options) -> Vec<f64> {
     } else {
         500
     };
-    let n = n.min(10_000_000);
+    let n = n.min(MAX_OUTPUT_ROWS);
     (1..=n)
         .map(|k| {
             if k == n {
