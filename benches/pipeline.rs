@@ -407,6 +407,7 @@ fn gearbox() {
                 overrides: Vec::new(),
                 max_events: 1_000_000,
                 solver: rmoc::solve::Solver::Bdf,
+                linear_solver: Default::default(),
             };
             let t1 = Instant::now();
             let r = rmoc::solve::simulate(&c.causal, &c.program, &jit, &opts).expect("runs");

@@ -80,6 +80,13 @@ enum Command {
     },
 }
 
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum LinearSolverArg {
+    Auto,
+    Dense,
+    Sparse,
+}
+
 #[derive(clap::Args)]
 struct SimulateArgs {
     file: PathBuf,
@@ -112,6 +119,11 @@ struct SimulateArgs {
     /// Fixed step of the Moreau time-stepper (default: the experiment's `__rmoc_step`, or (stop - start)/10000).
     #[arg(long)]
     step: Option<f64>,
+    /// Linear solver of the BDF's Newton matrix: dense, sparse (faer's sparse
+    /// LU on the Jacobian's structural pattern) or auto (sparse above 48
+    /// states when the pattern is at most a quarter full).
+    #[arg(long, value_enum, default_value_t = LinearSolverArg::Auto)]
+    linear_solver: LinearSolverArg,
     /// Print solver statistics.
     #[arg(long)]
     stats: bool,
@@ -612,6 +624,11 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
         overrides,
         max_events: 1_000_000,
         solver,
+        linear_solver: match a.linear_solver {
+            LinearSolverArg::Auto => rmoc::solve::jacobian::LinearSolver::Auto,
+            LinearSolverArg::Dense => rmoc::solve::jacobian::LinearSolver::Dense,
+            LinearSolverArg::Sparse => rmoc::solve::jacobian::LinearSolver::Sparse,
+        },
     };
     let interp = rmoc::solve::model::Interpreter {
         program: &compiled.program,

@@ -32,12 +32,12 @@
 //! time-stepper.
 
 use super::bdf::{Bdf, Dense, EvalFail, OdeProblem, Settings, StepError};
+use super::jacobian::Jacobian;
 use super::lcp;
 use super::model::Entry;
 use super::moreau::{ContactStats, Stepper};
 use super::{Options, Run, STOPPED};
 use crate::diag::Diagnostic;
-use faer::Mat;
 
 /// A rebound shorter than this (relative to 1 + |t|) closes the contact.
 const MIN_FLIGHT: f64 = 1e-9;
@@ -78,7 +78,7 @@ impl OdeProblem for HeldContacts<'_, '_, '_> {
     /// Forward differences of the right-hand side: the contact forces
     /// depend on the state through the Delassus matrix, which the model's
     /// own tangent does not know.
-    fn jacobian(&mut self, t: f64, x: &[f64], jac: &mut Mat<f64>) -> Result<(), EvalFail> {
+    fn jacobian(&mut self, t: f64, x: &[f64], jac: &mut Jacobian) -> Result<(), EvalFail> {
         let n = x.len();
         let mut f0 = vec![0.0; n];
         self.rhs(t, x, &mut f0)?;
@@ -90,7 +90,7 @@ impl OdeProblem for HeldContacts<'_, '_, '_> {
             self.rhs(t, &xp, &mut f1)?;
             xp[j] = x[j];
             for i in 0..n {
-                jac[(i, j)] = (f1[i] - f0[i]) / dxj;
+                jac.set(i, j, (f1[i] - f0[i]) / dxj);
             }
         }
         Ok(())
@@ -473,6 +473,7 @@ fn smooth_phase(
         atol: vec![opts.tolerance; x.len()],
         max_step: (opts.stop - opts.start).abs(),
         first_step: None,
+        linear_solver: opts.linear_solver,
     };
     let mut bdf = match Bdf::new(&mut held, t, x, t_bound, settings) {
         Ok(b) => b,

@@ -1,9 +1,15 @@
-//! Dense LU factorization for the integrators' Newton iterations: an inlined
+//! LU factorizations for the integrators' Newton iterations: an inlined
 //! partial-pivoting LU for the small systems of typical models (where a
-//! general library's per-call overhead dominates), faer's for larger ones.
+//! general library's per-call overhead dominates), faer's dense LU for
+//! larger dense ones, and faer's sparse LU for large sparse ones (the
+//! symbolic analysis is done once per pattern and kept with it; only the
+//! numeric factorization is repeated).
 
+use super::jacobian::Jacobian;
 use faer::Mat;
 use faer::linalg::solvers::{PartialPivLu, Solve};
+use faer::sparse::SparseColMatRef;
+use faer::sparse::linalg::solvers::Lu as SparseLu;
 
 /// Below this size the hand-written LU is used.
 const SMALL: usize = 48;
@@ -88,6 +94,64 @@ impl Lu {
                 b.copy_from_slice(work);
             }
             Lu::Large(lu) => {
+                let n = b.len();
+                let rhs = faer::MatMut::from_column_major_slice_mut(b, n, 1);
+                lu.solve_in_place(rhs);
+            }
+        }
+    }
+}
+
+/// The factors of the Newton matrix I - c J of an implicit step.
+pub enum IterationMatrix {
+    Dense(Lu),
+    Sparse(SparseLu<usize, f64>),
+}
+
+impl IterationMatrix {
+    /// Factors I - c J. `None` if the matrix is singular or not finite.
+    pub fn factor(jac: &Jacobian, c: f64, values: &mut Vec<f64>) -> Option<IterationMatrix> {
+        match jac {
+            Jacobian::Dense(j) => {
+                let n = j.nrows();
+                let m = Mat::from_fn(n, n, |r, k| if r == k { 1.0 } else { 0.0 } - c * j[(r, k)]);
+                Lu::factor(&m).map(IterationMatrix::Dense)
+            }
+            Jacobian::Sparse {
+                pattern,
+                values: jv,
+            } => {
+                let symbolic = pattern.symbolic_lu()?;
+                values.clear();
+                for col in 0..pattern.n {
+                    for k in pattern.column(col) {
+                        let diag = if pattern.row_idx[k] == col { 1.0 } else { 0.0 };
+                        values.push(diag - c * jv[k]);
+                    }
+                }
+                if values.iter().any(|v| !v.is_finite()) {
+                    return None;
+                }
+                let sym = faer::sparse::SymbolicSparseColMatRef::new_checked(
+                    pattern.n,
+                    pattern.n,
+                    &pattern.col_ptr,
+                    None,
+                    &pattern.row_idx,
+                );
+                let m = SparseColMatRef::new(sym, values);
+                SparseLu::try_new_with_symbolic(symbolic.clone(), m)
+                    .ok()
+                    .map(IterationMatrix::Sparse)
+            }
+        }
+    }
+
+    /// Solves `M x = b` in place.
+    pub fn solve(&self, b: &mut [f64], work: &mut Vec<f64>) {
+        match self {
+            IterationMatrix::Dense(lu) => lu.solve(b, work),
+            IterationMatrix::Sparse(lu) => {
                 let n = b.len();
                 let rhs = faer::MatMut::from_column_major_slice_mut(b, n, 1);
                 lu.solve_in_place(rhs);

@@ -12,6 +12,7 @@
 pub mod bdf;
 pub mod event_driven;
 pub mod init;
+pub mod jacobian;
 pub mod lcp;
 pub mod linalg;
 pub mod model;
@@ -35,6 +36,8 @@ pub struct Options {
     pub overrides: Vec<(u32, f64)>,
     pub max_events: usize,
     pub solver: Solver,
+    /// Dense or sparse LU for the BDF's Newton matrix (`--linear-solver`).
+    pub linear_solver: jacobian::LinearSolver,
 }
 
 /// The integrator of a run.
@@ -908,6 +911,7 @@ pub fn initialize_only(
         overrides: Vec::new(),
         max_events: 0,
         solver: Solver::Bdf,
+        linear_solver: jacobian::LinearSolver::Auto,
     };
     let l = p.layout.clone();
     let mut run = Run {
@@ -1100,6 +1104,7 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
     let mut next_out = 0usize;
     let n = run.c.states.len();
     let (ss, ds, ts, tds) = run.state_slots();
+    let pattern = std::sync::Arc::new(jacobian::JacobianPattern::of_model(run.c));
     let atol: Vec<f64> = run
         .c
         .states
@@ -1149,6 +1154,7 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
                     der_slots: &ds,
                     tangent_state_slots: &ts,
                     tangent_der_slots: &tds,
+                    pattern: &pattern,
                     evaluations: 0,
                 };
                 ode.buf[lower::MODE as usize] = 0.0;
@@ -1157,6 +1163,7 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
                     atol: atol.clone(),
                     max_step,
                     first_step: None,
+                    linear_solver: opts.linear_solver,
                 };
                 let b = Bdf::new(&mut ode, t, &x0, t_time_event, settings);
                 run.stats.model_evaluations += ode.evaluations;
@@ -1181,6 +1188,7 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
                 der_slots: &ds,
                 tangent_state_slots: &ts,
                 tangent_der_slots: &tds,
+                pattern: &pattern,
                 evaluations: 0,
             };
             ode.buf[lower::MODE as usize] = 0.0;

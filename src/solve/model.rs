@@ -1,10 +1,11 @@
 //! The compiled model as the solvers see it: a value buffer and entry points.
 
 use super::bdf::{EvalFail, OdeProblem};
+use super::jacobian::{Jacobian, JacobianPattern};
 use crate::jit::interp;
 use crate::jit::ir::{Func, status};
 use crate::jit::lower::{self, Layout, Program};
-use faer::Mat;
+use std::sync::Arc;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Entry {
@@ -62,6 +63,8 @@ pub struct ModelOde<'a> {
     pub der_slots: &'a [u32],
     pub tangent_state_slots: &'a [u32],
     pub tangent_der_slots: &'a [u32],
+    /// The pattern of df/dx and its column colouring.
+    pub pattern: &'a Arc<JacobianPattern>,
     pub evaluations: u64,
 }
 
@@ -98,24 +101,40 @@ impl OdeProblem for ModelOde<'_> {
         Ok(())
     }
 
-    fn jacobian(&mut self, t: f64, x: &[f64], jac: &mut Mat<f64>) -> Result<(), EvalFail> {
+    fn pattern(&self) -> Option<Arc<JacobianPattern>> {
+        Some(self.pattern.clone())
+    }
+
+    /// One run of the tangent code per colour of the pattern: the seeds of
+    /// all the colour's states are set at once, and since no two of them
+    /// reach the same derivative, each derivative's tangent is the entry of
+    /// the one column that reaches it.
+    fn jacobian(&mut self, t: f64, x: &[f64], jac: &mut Jacobian) -> Result<(), EvalFail> {
         self.eval(t, x)?;
         let t0 = self.layout.tangent as usize;
         let n = self.layout.n_vars as usize;
         for v in &mut self.buf[t0..t0 + n] {
             *v = 0.0;
         }
-        for j in 0..self.state_slots.len() {
-            if j > 0 {
-                self.buf[self.tangent_state_slots[j - 1] as usize] = 0.0;
+        jac.clear();
+        let pattern = self.pattern.clone();
+        for colour in &pattern.colours {
+            for &j in colour {
+                self.buf[self.tangent_state_slots[j as usize] as usize] = 1.0;
             }
-            self.buf[self.tangent_state_slots[j] as usize] = 1.0;
             let code = self.backend.run(Entry::Tangent, self.buf);
+            for &j in colour {
+                self.buf[self.tangent_state_slots[j as usize] as usize] = 0.0;
+            }
             if code != status::OK {
                 return Err(EvalFail(code));
             }
-            for (i, &s) in self.tangent_der_slots.iter().enumerate() {
-                jac[(i, j)] = self.buf[s as usize];
+            for &j in colour {
+                let j = j as usize;
+                for k in pattern.column(j) {
+                    let i = pattern.row_idx[k];
+                    jac.set_entry(k, i, j, self.buf[self.tangent_der_slots[i] as usize]);
+                }
             }
         }
         Ok(())

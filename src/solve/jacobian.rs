@@ -1,0 +1,387 @@
+//! The Jacobian of the state derivatives, df/dx: its structural pattern,
+//! taken from the causal model, a column colouring that computes it with
+//! few directional derivatives, and its storage (dense or sparse).
+//!
+//! Pattern: a state derivative depends on a state when the state reaches it
+//! through the BLT blocks. The dependency sets are propagated once, block by
+//! block in evaluation order; a torn block's variables all depend on
+//! everything its equations read. Relations and `pre` are frozen between
+//! events, so a superset is found, never a subset (a missing entry would
+//! make a wrong Jacobian; an extra one costs only a zero). The diagonal is
+//! always in the pattern: it is the pattern of the Newton matrix I - c J.
+//!
+//! Colouring: columns that share no row are one colour, so one run of the
+//! tangent code with all their seeds set gives each of them (Curtis, Powell
+//! & Reid, "On the estimation of sparse Jacobian matrices", J. Inst. Maths
+//! Applics 13, 1974). The greedy colouring in natural order needs a few
+//! colours for banded patterns whatever their size, so a Jacobian of the
+//! N-inertia chain costs five tangent runs instead of 2N.
+
+use crate::flat::Node;
+use crate::structure::{Block, Causal, Role};
+use faer::Mat;
+use faer::sparse::SymbolicSparseColMat;
+use faer::sparse::linalg::solvers::SymbolicLu;
+use std::sync::{Arc, OnceLock};
+
+/// A dependency set with more states than this is taken as "all states":
+/// such rows are dense, and their sets would cost memory quadratic in the
+/// model's size.
+const MAX_TRACKED: usize = 256;
+
+/// The structural pattern of df/dx (n x n, compressed sparse columns, rows
+/// sorted, diagonal included) and its column colouring.
+#[derive(Debug)]
+pub struct JacobianPattern {
+    pub n: usize,
+    pub col_ptr: Vec<usize>,
+    pub row_idx: Vec<usize>,
+    /// Columns of one colour share no row.
+    pub colours: Vec<Vec<u32>>,
+    /// The symbolic sparse LU of I - c J, analysed once for the pattern
+    /// (`None` inside if the analysis failed: the dense path is used).
+    symbolic: OnceLock<Option<SymbolicLu<usize>>>,
+}
+
+/// The states a variable depends on.
+#[derive(Clone, Debug)]
+enum Deps {
+    Some(Vec<u32>),
+    All,
+}
+
+impl Deps {
+    fn union(sets: &[&Deps]) -> Deps {
+        let mut out: Vec<u32> = Vec::new();
+        for s in sets {
+            match s {
+                Deps::All => return Deps::All,
+                Deps::Some(v) => out.extend_from_slice(v),
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        if out.len() > MAX_TRACKED {
+            Deps::All
+        } else {
+            Deps::Some(out)
+        }
+    }
+}
+
+impl JacobianPattern {
+    /// The pattern of the model's state derivatives over its states.
+    pub fn of_model(c: &Causal) -> JacobianPattern {
+        let n = c.states.len();
+        let nv = c.vars.len();
+        let empty = Deps::Some(Vec::new());
+        let mut deps: Vec<Deps> = vec![empty.clone(); nv];
+        for (k, &s) in c.states.iter().enumerate() {
+            deps[s as usize] = Deps::Some(vec![k as u32]);
+        }
+        let alias_of: rustc_hash::FxHashMap<u32, u32> =
+            c.aliases.iter().map(|a| (a.var, a.of)).collect();
+        // The variable whose value a reference to `v` reads.
+        let target = |v: u32| alias_of.get(&v).copied().unwrap_or(v);
+        let read = |exprs: &[crate::flat::ExprId], deps: &Vec<Deps>| -> Deps {
+            let mut vars: Vec<u32> = Vec::new();
+            for id in c.arena.reachable(exprs) {
+                match c.arena.node(id) {
+                    Node::Var(v) => vars.push(target(v)),
+                    Node::Der(v) => {
+                        if let Some(d) = c.der.get(v as usize).copied().flatten() {
+                            vars.push(target(d));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            vars.sort_unstable();
+            vars.dedup();
+            let sets: Vec<&Deps> = vars
+                .iter()
+                .filter(|&&v| {
+                    matches!(
+                        c.roles.get(v as usize),
+                        Some(Role::State | Role::Algebraic | Role::Alias)
+                    )
+                })
+                .map(|&v| &deps[v as usize])
+                .collect();
+            Deps::union(&sets)
+        };
+        for b in &c.blocks {
+            let set = match b {
+                Block::Explicit { value, .. } => read(&[*value], &deps),
+                Block::Implicit { residual, .. } => read(&[*residual], &deps),
+                Block::Torn {
+                    inner, residuals, ..
+                } => {
+                    let roots: Vec<_> = inner
+                        .iter()
+                        .map(|x| x.1)
+                        .chain(residuals.iter().map(|x| x.0))
+                        .collect();
+                    read(&roots, &deps)
+                }
+            };
+            for v in b.vars() {
+                deps[v as usize] = set.clone();
+            }
+        }
+        // Columns: for each state j the rows i whose derivative reads it.
+        let mut cols: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (i, &d) in c.state_ders.iter().enumerate() {
+            match &deps[target(d) as usize] {
+                Deps::All => cols.iter_mut().for_each(|c| c.push(i)),
+                Deps::Some(v) => v.iter().for_each(|&j| cols[j as usize].push(i)),
+            }
+        }
+        for (j, col) in cols.iter_mut().enumerate() {
+            col.push(j);
+            col.sort_unstable();
+            col.dedup();
+        }
+        JacobianPattern::from_columns(n, cols)
+    }
+
+    /// A pattern from its columns' row lists (each sorted, without repeats).
+    pub fn from_columns(n: usize, cols: Vec<Vec<usize>>) -> JacobianPattern {
+        let mut col_ptr = Vec::with_capacity(n + 1);
+        col_ptr.push(0);
+        let mut row_idx = Vec::new();
+        for col in &cols {
+            row_idx.extend_from_slice(col);
+            col_ptr.push(row_idx.len());
+        }
+        let colours = colour_columns(n, &col_ptr, &row_idx);
+        JacobianPattern {
+            n,
+            col_ptr,
+            row_idx,
+            colours,
+            symbolic: OnceLock::new(),
+        }
+    }
+
+    pub fn nnz(&self) -> usize {
+        self.row_idx.len()
+    }
+
+    /// The positions `k` of column `j`'s entries in `row_idx` and values.
+    pub fn column(&self, j: usize) -> std::ops::Range<usize> {
+        self.col_ptr[j]..self.col_ptr[j + 1]
+    }
+
+    /// The symbolic LU of the pattern, analysed on first use.
+    pub fn symbolic_lu(&self) -> Option<&SymbolicLu<usize>> {
+        self.symbolic
+            .get_or_init(|| {
+                let sym = SymbolicSparseColMat::new_checked(
+                    self.n,
+                    self.n,
+                    self.col_ptr.clone(),
+                    None,
+                    self.row_idx.clone(),
+                );
+                SymbolicLu::try_new(sym.as_ref()).ok()
+            })
+            .as_ref()
+    }
+}
+
+/// Greedy colouring of the columns in natural order: each column takes the
+/// smallest colour no column sharing a row with it has. A pattern too dense
+/// for that to pay (its row-pair count beyond 1e8) gets one colour a column.
+fn colour_columns(n: usize, col_ptr: &[usize], row_idx: &[usize]) -> Vec<Vec<u32>> {
+    // Rows as lists of columns.
+    let mut row_len = vec![0usize; n];
+    for &i in row_idx {
+        row_len[i] += 1;
+    }
+    let pairs: usize = row_len.iter().map(|l| l * l).sum();
+    if pairs > 100_000_000 {
+        return (0..n as u32).map(|j| vec![j]).collect();
+    }
+    let mut row_ptr = vec![0usize; n + 1];
+    for i in 0..n {
+        row_ptr[i + 1] = row_ptr[i] + row_len[i];
+    }
+    let mut fill = row_ptr.clone();
+    let mut row_cols = vec![0u32; row_idx.len()];
+    for j in 0..n {
+        for &i in &row_idx[col_ptr[j]..col_ptr[j + 1]] {
+            row_cols[fill[i]] = j as u32;
+            fill[i] += 1;
+        }
+    }
+    let mut colour = vec![u32::MAX; n];
+    // forbidden[c] == j: colour c is taken by a neighbour of column j.
+    let mut forbidden: Vec<usize> = Vec::new();
+    let mut colours: Vec<Vec<u32>> = Vec::new();
+    for j in 0..n {
+        for &i in &row_idx[col_ptr[j]..col_ptr[j + 1]] {
+            for &other in &row_cols[row_ptr[i]..row_ptr[i + 1]] {
+                let c = colour[other as usize];
+                if c != u32::MAX {
+                    forbidden[c as usize] = j;
+                }
+            }
+        }
+        let c = (0..colours.len())
+            .find(|&c| forbidden[c] != j)
+            .unwrap_or(colours.len());
+        if c == colours.len() {
+            colours.push(Vec::new());
+            forbidden.push(usize::MAX);
+        }
+        colour[j] = c as u32;
+        colours[c].push(j as u32);
+    }
+    colours
+}
+
+/// The Newton matrix's solver: dense LU, or sparse LU on the pattern.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub enum LinearSolver {
+    /// Sparse above [`SPARSE_ABOVE`] states when the pattern is at most
+    /// [`SPARSE_DENSITY`] full; dense otherwise.
+    #[default]
+    Auto,
+    Dense,
+    Sparse,
+}
+
+/// Systems of at most this many states are solved dense in `Auto`.
+pub const SPARSE_ABOVE: usize = 48;
+/// The largest fill (nonzeros over n^2) for which `Auto` takes sparse LU.
+pub const SPARSE_DENSITY: f64 = 0.25;
+
+impl LinearSolver {
+    /// Whether to use sparse LU on a problem with this pattern.
+    pub fn sparse_for(self, pattern: Option<&JacobianPattern>) -> bool {
+        let Some(p) = pattern else {
+            return false;
+        };
+        match self {
+            LinearSolver::Dense => false,
+            LinearSolver::Sparse => true,
+            LinearSolver::Auto => {
+                p.n > SPARSE_ABOVE && (p.nnz() as f64) <= SPARSE_DENSITY * (p.n * p.n) as f64
+            }
+        }
+    }
+}
+
+/// Storage of df/dx.
+pub enum Jacobian {
+    Dense(Mat<f64>),
+    /// Values in the order of the pattern's entries.
+    Sparse {
+        pattern: Arc<JacobianPattern>,
+        values: Vec<f64>,
+    },
+}
+
+impl Jacobian {
+    /// Zero storage for an n-state problem: sparse on `pattern` if `sparse`.
+    pub fn new(n: usize, pattern: Option<Arc<JacobianPattern>>, sparse: bool) -> Jacobian {
+        match pattern {
+            Some(p) if sparse => Jacobian::Sparse {
+                values: vec![0.0; p.nnz()],
+                pattern: p,
+            },
+            _ => Jacobian::Dense(Mat::zeros(n, n)),
+        }
+    }
+
+    pub fn n(&self) -> usize {
+        match self {
+            Jacobian::Dense(m) => m.nrows(),
+            Jacobian::Sparse { pattern, .. } => pattern.n,
+        }
+    }
+
+    /// Sets every entry to zero.
+    pub fn clear(&mut self) {
+        match self {
+            Jacobian::Dense(m) => m.fill(0.0),
+            Jacobian::Sparse { values, .. } => values.fill(0.0),
+        }
+    }
+
+    /// Entry (i, j), which is `k`-th in the pattern. Dense storage ignores
+    /// `k`.
+    #[inline]
+    pub fn set_entry(&mut self, k: usize, i: usize, j: usize, v: f64) {
+        match self {
+            Jacobian::Dense(m) => m[(i, j)] = v,
+            Jacobian::Sparse { values, .. } => values[k] = v,
+        }
+    }
+
+    /// Entry (i, j) by position. On sparse storage an entry outside the
+    /// pattern must be zero: it is checked in debug builds and dropped.
+    pub fn set(&mut self, i: usize, j: usize, v: f64) {
+        match self {
+            Jacobian::Dense(m) => m[(i, j)] = v,
+            Jacobian::Sparse { pattern, values } => {
+                let col = pattern.column(j);
+                match pattern.row_idx[col.clone()].binary_search(&i) {
+                    Ok(pos) => values[col.start + pos] = v,
+                    Err(_) => debug_assert!(v == 0.0, "J[{i}, {j}] = {v} outside the pattern"),
+                }
+            }
+        }
+    }
+
+    /// Entry (i, j) (zero outside a sparse pattern).
+    pub fn get(&self, i: usize, j: usize) -> f64 {
+        match self {
+            Jacobian::Dense(m) => m[(i, j)],
+            Jacobian::Sparse { pattern, values } => {
+                let col = pattern.column(j);
+                match pattern.row_idx[col.clone()].binary_search(&i) {
+                    Ok(pos) => values[col.start + pos],
+                    Err(_) => 0.0,
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tridiagonal pattern needs three colours whatever its size, and
+    /// no two columns of one colour share a row.
+    #[test]
+    fn a_banded_pattern_takes_few_colours_that_share_no_row() {
+        let n = 1000;
+        let cols: Vec<Vec<usize>> = (0..n)
+            .map(|j: usize| (j.saturating_sub(1)..(j + 2).min(n)).collect())
+            .collect();
+        let p = JacobianPattern::from_columns(n, cols);
+        assert_eq!(p.colours.len(), 3);
+        for colour in &p.colours {
+            let mut seen = vec![false; n];
+            for &j in colour {
+                for k in p.column(j as usize) {
+                    let i = p.row_idx[k];
+                    assert!(!seen[i], "row {i} twice in one colour");
+                    seen[i] = true;
+                }
+            }
+        }
+        assert_eq!(p.colours.iter().map(Vec::len).sum::<usize>(), n);
+    }
+
+    #[test]
+    fn a_dense_pattern_takes_a_colour_per_column() {
+        let n = 20;
+        let p = JacobianPattern::from_columns(n, vec![(0..n).collect(); n]);
+        assert_eq!(p.colours.len(), n);
+        assert!(!LinearSolver::Auto.sparse_for(Some(&p)));
+    }
+}
