@@ -162,8 +162,6 @@ pub struct Bdf {
     jac: Jacobian,
     jac_current: bool,
     lu: Option<IterationMatrix>,
-    /// Scratch values of the sparse Newton matrix.
-    lu_values: Vec<f64>,
     /// Scratch vectors of length n, reused by every step.
     work: Vec<f64>,
     rhs: Vec<f64>,
@@ -296,7 +294,6 @@ impl Bdf {
             jac,
             jac_current: true,
             lu: None,
-            lu_values: Vec::new(),
             work: Vec::with_capacity(n),
             rhs: vec![0.0; n],
             f: vec![0.0; n],
@@ -354,7 +351,7 @@ impl Bdf {
     }
 
     fn factor(&mut self, c: f64) {
-        self.lu = IterationMatrix::factor(&self.jac, c, &mut self.lu_values);
+        self.lu = IterationMatrix::factor(&self.jac, c, self.lu.take());
         self.lu_c = c;
         self.stats.factorizations += 1;
     }
@@ -384,7 +381,7 @@ impl Bdf {
         for i in 0..self.n {
             dy[i] = c * f[i] - psi[i] - d[i];
         }
-        self.lu.as_ref()?.solve(dy, &mut self.work);
+        self.lu.as_mut()?.solve(dy, &mut self.work);
         if dy.iter().any(|x| !x.is_finite()) {
             return None;
         }
@@ -589,14 +586,17 @@ impl Bdf {
         self.h_abs = h_abs;
         self.jac_current = false;
         // D^{j+1} y_n = D^j y_n - D^j y_{n-1}, with d = D^{k+1} y_n.
-        for i in 0..n {
-            self.d[order + 2][i] = d[i] - self.d[order + 1][i];
-            self.d[order + 1][i] = d[i];
+        {
+            let (lo, hi) = self.d.split_at_mut(order + 2);
+            for ((next, cur), new) in hi[0].iter_mut().zip(lo[order + 1].iter_mut()).zip(&d) {
+                *next = new - *cur;
+                *cur = *new;
+            }
         }
         for k in (0..=order).rev() {
-            for i in 0..n {
-                let v = self.d[k + 1][i];
-                self.d[k][i] += v;
+            let (lo, hi) = self.d.split_at_mut(k + 1);
+            for (a, b) in lo[k].iter_mut().zip(&hi[0]) {
+                *a += b;
             }
         }
         if self.n_equal_steps < order + 1 {

@@ -20,8 +20,8 @@
 use crate::flat::Node;
 use crate::structure::{Block, Causal, Role};
 use faer::Mat;
-use faer::sparse::SymbolicSparseColMat;
-use faer::sparse::linalg::solvers::SymbolicLu;
+use faer::sparse::SymbolicSparseColMatRef;
+use faer::sparse::linalg::lu::{SymbolicLu, factorize_symbolic_lu};
 use std::sync::{Arc, OnceLock};
 
 /// A dependency set with more states than this is taken as "all states":
@@ -40,7 +40,7 @@ pub struct JacobianPattern {
     pub colours: Vec<Vec<u32>>,
     /// The symbolic sparse LU of I - c J, analysed once for the pattern
     /// (`None` inside if the analysis failed: the dense path is used).
-    symbolic: OnceLock<Option<SymbolicLu<usize>>>,
+    symbolic: OnceLock<Option<Arc<SymbolicLu<usize>>>>,
 }
 
 /// The states a variable depends on.
@@ -174,17 +174,19 @@ impl JacobianPattern {
     }
 
     /// The symbolic LU of the pattern, analysed on first use.
-    pub fn symbolic_lu(&self) -> Option<&SymbolicLu<usize>> {
+    pub fn symbolic_lu(&self) -> Option<&Arc<SymbolicLu<usize>>> {
         self.symbolic
             .get_or_init(|| {
-                let sym = SymbolicSparseColMat::new_checked(
+                let sym = SymbolicSparseColMatRef::new_checked(
                     self.n,
                     self.n,
-                    self.col_ptr.clone(),
+                    &self.col_ptr,
                     None,
-                    self.row_idx.clone(),
+                    &self.row_idx,
                 );
-                SymbolicLu::try_new(sym.as_ref()).ok()
+                factorize_symbolic_lu(sym, Default::default())
+                    .ok()
+                    .map(Arc::new)
             })
             .as_ref()
     }

@@ -5,11 +5,13 @@
 //! symbolic analysis is done once per pattern and kept with it; only the
 //! numeric factorization is repeated).
 
-use super::jacobian::Jacobian;
-use faer::Mat;
+use super::jacobian::{Jacobian, JacobianPattern};
+use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::solvers::{PartialPivLu, Solve};
-use faer::sparse::SparseColMatRef;
-use faer::sparse::linalg::solvers::Lu as SparseLu;
+use faer::sparse::linalg::lu::{LuRef, NumericLu, SymbolicLu};
+use faer::sparse::{SparseColMatRef, SymbolicSparseColMatRef};
+use faer::{Mat, Par};
+use std::sync::Arc;
 
 /// Below this size the hand-written LU is used.
 const SMALL: usize = 48;
@@ -105,57 +107,119 @@ impl Lu {
 /// The factors of the Newton matrix I - c J of an implicit step.
 pub enum IterationMatrix {
     Dense(Lu),
-    Sparse(SparseLu<usize, f64>),
+    Sparse(Box<SparseFactors>),
+}
+
+/// faer's sparse LU of I - c J on the Jacobian's pattern, with the
+/// workspaces kept between factorizations and solves (the per-call
+/// allocations of faer's convenience API were a tenth of a large model's
+/// run).
+#[derive(Default)]
+pub struct SparseFactors {
+    symbolic: Option<Arc<SymbolicLu<usize>>>,
+    numeric: Option<NumericLu<usize, f64>>,
+    values: Vec<f64>,
+    factor_work: Option<MemBuffer>,
+    solve_work: Option<MemBuffer>,
+}
+
+impl SparseFactors {
+    /// Factors I - c J into `self`; false if the matrix is singular or not
+    /// finite.
+    fn factor(&mut self, pattern: &JacobianPattern, jv: &[f64], c: f64) -> bool {
+        let Some(symbolic) = pattern.symbolic_lu() else {
+            return false;
+        };
+        if !self
+            .symbolic
+            .as_ref()
+            .is_some_and(|s| Arc::ptr_eq(s, symbolic))
+        {
+            let par = Par::Seq;
+            self.factor_work = Some(MemBuffer::new(
+                symbolic.factorize_numeric_lu_scratch::<f64>(par, Default::default()),
+            ));
+            self.solve_work = Some(MemBuffer::new(
+                symbolic.solve_in_place_scratch::<f64>(1, par),
+            ));
+            self.symbolic = Some(symbolic.clone());
+        }
+        self.values.clear();
+        for col in 0..pattern.n {
+            for k in pattern.column(col) {
+                let diag = if pattern.row_idx[k] == col { 1.0 } else { 0.0 };
+                self.values.push(diag - c * jv[k]);
+            }
+        }
+        if self.values.iter().any(|v| !v.is_finite()) {
+            return false;
+        }
+        let sym = SymbolicSparseColMatRef::new_checked(
+            pattern.n,
+            pattern.n,
+            &pattern.col_ptr,
+            None,
+            &pattern.row_idx,
+        );
+        let m = SparseColMatRef::new(sym, &self.values);
+        let numeric = self.numeric.get_or_insert_with(NumericLu::new);
+        let Some(work) = self.factor_work.as_mut() else {
+            return false;
+        };
+        symbolic
+            .factorize_numeric_lu(
+                numeric,
+                m,
+                Par::Seq,
+                MemStack::new(work),
+                Default::default(),
+            )
+            .is_ok()
+    }
+
+    fn solve(&mut self, b: &mut [f64]) {
+        let (Some(symbolic), Some(numeric), Some(work)) =
+            (&self.symbolic, &self.numeric, self.solve_work.as_mut())
+        else {
+            return;
+        };
+        let n = b.len();
+        let rhs = faer::MatMut::from_column_major_slice_mut(b, n, 1);
+        LuRef::new_unchecked(symbolic, numeric).solve_in_place_with_conj(
+            faer::Conj::No,
+            rhs,
+            Par::Seq,
+            MemStack::new(work),
+        );
+    }
 }
 
 impl IterationMatrix {
-    /// Factors I - c J. `None` if the matrix is singular or not finite.
-    pub fn factor(jac: &Jacobian, c: f64, values: &mut Vec<f64>) -> Option<IterationMatrix> {
+    /// Factors I - c J, reusing `old`'s storage where it has some. `None`
+    /// if the matrix is singular or not finite.
+    pub fn factor(jac: &Jacobian, c: f64, old: Option<IterationMatrix>) -> Option<IterationMatrix> {
         match jac {
             Jacobian::Dense(j) => {
                 let n = j.nrows();
                 let m = Mat::from_fn(n, n, |r, k| if r == k { 1.0 } else { 0.0 } - c * j[(r, k)]);
                 Lu::factor(&m).map(IterationMatrix::Dense)
             }
-            Jacobian::Sparse {
-                pattern,
-                values: jv,
-            } => {
-                let symbolic = pattern.symbolic_lu()?;
-                values.clear();
-                for col in 0..pattern.n {
-                    for k in pattern.column(col) {
-                        let diag = if pattern.row_idx[k] == col { 1.0 } else { 0.0 };
-                        values.push(diag - c * jv[k]);
-                    }
-                }
-                if values.iter().any(|v| !v.is_finite()) {
-                    return None;
-                }
-                let sym = faer::sparse::SymbolicSparseColMatRef::new_checked(
-                    pattern.n,
-                    pattern.n,
-                    &pattern.col_ptr,
-                    None,
-                    &pattern.row_idx,
-                );
-                let m = SparseColMatRef::new(sym, values);
-                SparseLu::try_new_with_symbolic(symbolic.clone(), m)
-                    .ok()
-                    .map(IterationMatrix::Sparse)
+            Jacobian::Sparse { pattern, values } => {
+                let mut f = match old {
+                    Some(IterationMatrix::Sparse(f)) => f,
+                    _ => Box::default(),
+                };
+                f.factor(pattern, values, c)
+                    .then_some(IterationMatrix::Sparse(f))
             }
         }
     }
 
     /// Solves `M x = b` in place.
-    pub fn solve(&self, b: &mut [f64], work: &mut Vec<f64>) {
+    pub fn solve(&mut self, b: &mut [f64], work: &mut Vec<f64>) {
         match self {
             IterationMatrix::Dense(lu) => lu.solve(b, work),
-            IterationMatrix::Sparse(lu) => {
-                let n = b.len();
-                let rhs = faer::MatMut::from_column_major_slice_mut(b, n, 1);
-                lu.solve_in_place(rhs);
-            }
+            IterationMatrix::Sparse(f) => f.solve(b),
         }
     }
 }
