@@ -127,6 +127,9 @@ struct SimulateArgs {
     /// Print solver statistics.
     #[arg(long)]
     stats: bool,
+    /// No progress bar (it is shown on a terminal for runs over a second).
+    #[arg(long, short = 'q')]
+    quiet: bool,
     /// Run the reference interpreter instead of compiled code.
     #[arg(long)]
     no_jit: bool,
@@ -404,6 +407,17 @@ const MAX_MOREAU_STEPS: f64 = 1e10;
 const SOLVERS: [&str; 3] = ["bdf", "moreau", "event-driven"];
 
 fn simulate(a: &SimulateArgs) -> ExitCode {
+    // Progress on a terminal; Ctrl-C stops the run at its next step (and
+    // a second one at once); during compilation, at its first step.
+    let progress = std::sync::Arc::new(rmoc::output::progress::TerminalProgress::new(a.quiet));
+    let on_signal = progress.clone();
+    // Without a handler (another one is installed) Ctrl-C ends the process
+    // as it always did.
+    let _ = ctrlc::set_handler(move || {
+        if on_signal.on_ctrl_c() {
+            std::process::exit(130);
+        }
+    });
     let (mut lib, loaded) = rmoc::load(&a.file);
     let loaded = match loaded {
         Ok(l) => l,
@@ -629,6 +643,7 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
             LinearSolverArg::Dense => rmoc::solve::jacobian::LinearSolver::Dense,
             LinearSolverArg::Sparse => rmoc::solve::jacobian::LinearSolver::Sparse,
         },
+        monitor: Some(rmoc::solve::monitor::MonitorHandle(progress.clone())),
     };
     let interp = rmoc::solve::model::Interpreter {
         program: &compiled.program,
@@ -656,7 +671,9 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
     };
     let compile_time = t_compile.elapsed();
     let t_sim = std::time::Instant::now();
-    let results = match rmoc::solve::simulate(c, &compiled.program, backend, &opts) {
+    let results = rmoc::solve::simulate(c, &compiled.program, backend, &opts);
+    rmoc::solve::monitor::Monitor::finish(&*progress);
+    let results = match results {
         Ok(r) => r,
         Err(d) => return report(&lib, &d),
     };
@@ -664,10 +681,13 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
     if !results.warnings.is_empty() {
         eprint!("{}", diag::render(&lib.sources, &results.warnings, color()));
     }
-    let out = a
+    let mut out = a
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("{}_res.csv", c.name.replace('.', "_"))));
+    if results.interrupted.is_some() {
+        out = rmoc::output::incomplete_path(&out);
+    }
     if let Err(e) = rmoc::output::write(&results, &out) {
         return report(
             &lib,
@@ -699,6 +719,13 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
             table.push_str(&format!("{n:<width$}  {v:.12e}\n"));
         }
         emit(&table);
+    }
+    if let Some(t) = results.interrupted {
+        eprintln!(
+            "interrupted at t = {t} of [{start}, {stop}]: the rows up to then were written to `{}`",
+            out.display()
+        );
+        return ExitCode::from(130);
     }
     if a.stats {
         eprintln!("{}", results.stats);

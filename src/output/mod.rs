@@ -5,6 +5,7 @@
 pub mod csv;
 pub mod mat;
 pub mod plot;
+pub mod progress;
 
 use crate::solve::Results;
 use std::path::Path;
@@ -20,6 +21,21 @@ pub fn write(results: &Results, path: &Path) -> std::io::Result<()> {
         "mat" => mat::write(results, tmp),
         _ => csv::write(results, tmp),
     })
+}
+
+/// Where the results of an interrupted run go: `out.csv` becomes
+/// `out.incomplete.csv` (`out` becomes `out.incomplete`), so that a file
+/// cut short never stands under the name of a complete one.
+pub fn incomplete_path(path: &Path) -> std::path::PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}.incomplete.{}", ext.to_string_lossy()),
+        None => format!("{stem}.incomplete"),
+    };
+    path.with_file_name(name)
 }
 
 /// Writes a file at `path` through `write`, so that a failure never

@@ -481,6 +481,7 @@ fn smooth_phase(
     };
     let mut dense = Dense::constant(t, t, x.to_vec());
     let event = loop {
+        held.run.poll(bdf.t)?;
         held.failure = None;
         if let Err(StepError::TooSmallStep {
             t, h, last_failure, ..

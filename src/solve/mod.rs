@@ -16,6 +16,7 @@ pub mod jacobian;
 pub mod lcp;
 pub mod linalg;
 pub mod model;
+pub mod monitor;
 pub mod moreau;
 
 use crate::diag::Diagnostic;
@@ -38,6 +39,8 @@ pub struct Options {
     pub solver: Solver,
     /// Dense or sparse LU for the BDF's Newton matrix (`--linear-solver`).
     pub linear_solver: jacobian::LinearSolver,
+    /// Hears of the run's progress and may stop it (`None`: nobody asks).
+    pub monitor: Option<monitor::MonitorHandle>,
 }
 
 /// The integrator of a run.
@@ -75,6 +78,9 @@ pub struct Results {
     pub stats: RunStats,
     /// Warning-level asserts that failed, each once, at its first failure.
     pub warnings: Vec<Diagnostic>,
+    /// The time a monitor stopped the run at: the rows end there and the
+    /// run did not reach its stop time.
+    pub interrupted: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
@@ -190,11 +196,27 @@ struct Run<'a> {
     warned: Vec<usize>,
     /// The variables the BLT blocks compute, in evaluation order.
     computed: Vec<u32>,
+    poll: monitor::Poll,
+    /// The run's interval, for progress reports.
+    span: (f64, f64),
+    /// Where a monitor stopped the run.
+    interrupted_at: Option<f64>,
 }
 
 impl<'a> Run<'a> {
     fn l(&self) -> &Layout {
         &self.p.layout
+    }
+
+    /// Once per step of every solver: reports progress to the monitor and
+    /// stops the run (an error that [`simulate`] turns into the results so
+    /// far, marked interrupted) when it asks.
+    fn poll(&mut self, t: f64) -> Result<(), Diagnostic> {
+        if self.poll.due(t, self.span.0, self.span.1, &self.stats) {
+            self.interrupted_at = Some(t);
+            return Err(Diagnostic::error_nospan(format!("interrupted at t = {t}")));
+        }
+        Ok(())
     }
 
     fn call(&mut self, e: Entry) -> Result<(), Diagnostic> {
@@ -912,6 +934,7 @@ pub fn initialize_only(
         max_events: 0,
         solver: Solver::Bdf,
         linear_solver: jacobian::LinearSolver::Auto,
+        monitor: None,
     };
     let l = p.layout.clone();
     let mut run = Run {
@@ -927,6 +950,9 @@ pub fn initialize_only(
         next_sample: Vec::new(),
         warned: Vec::new(),
         computed: c.blocks.iter().flat_map(|b| b.vars()).collect(),
+        poll: monitor::Poll::new(opts.monitor.clone()),
+        span: (opts.start, opts.stop),
+        interrupted_at: None,
     };
     run.buf[lower::TIME as usize] = start;
     // `check` runs no simulation, so its errors do not speak of one.
@@ -991,6 +1017,9 @@ fn simulate_inner(
         next_sample: Vec::new(),
         warned: Vec::new(),
         computed: c.blocks.iter().flat_map(|b| b.vars()).collect(),
+        poll: monitor::Poll::new(opts.monitor.clone()),
+        span: (opts.start, opts.stop),
+        interrupted_at: None,
     };
     for &(v, val) in &opts.overrides {
         run.buf[l.var(v) as usize] = val;
@@ -1045,7 +1074,7 @@ fn simulate_inner(
     }
     run.check_asserts()?;
     run.record(opts.start);
-    match opts.solver {
+    let outcome = match opts.solver {
         Solver::Bdf => {
             if let Some(k) = c.contacts.first() {
                 return Err(Diagnostic::error(
@@ -1058,15 +1087,22 @@ fn simulate_inner(
                 )
                 .with_note(STOPPED));
             }
-            integrate(&mut run, opts)?
+            integrate(&mut run, opts)
         }
         Solver::Moreau { step } => {
-            run.stats.contacts = Some(moreau::integrate(&mut run, opts, step)?);
+            moreau::integrate(&mut run, opts, step).map(|s| run.stats.contacts = Some(s))
         }
         Solver::EventDriven => {
-            run.stats.contacts = Some(event_driven::integrate(&mut run, opts)?);
+            event_driven::integrate(&mut run, opts).map(|s| run.stats.contacts = Some(s))
         }
+    };
+    if let Some(t) = run.interrupted_at {
+        let mut results = std::mem::take(&mut run.results);
+        results.stats = run.stats;
+        results.interrupted = Some(t);
+        return Ok(results);
     }
+    outcome?;
     // terminal()
     run.buf[lower::TERMINAL as usize] = 1.0;
     let _ = run.event_iteration(false);
@@ -1125,6 +1161,7 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
     let debug_steps = std::env::var_os("RMOC_DEBUG_STEPS").is_some();
     let mut dense_buf = Dense::constant(opts.start, opts.start, Vec::new());
     while t < opts.stop {
+        run.poll(t)?;
         let t_time_event = run.next_time_event(opts.stop).max(t);
         let x0 = run.states();
         // Advance: one BDF step, or for a model without states a jump to the

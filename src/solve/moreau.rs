@@ -183,6 +183,7 @@ pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<Contact
     // earlier on a sample instant.
     let mut j: u64 = 1;
     while opts.stop - t > snap {
+        run.poll(t)?;
         let t_sample = run.next_time_event(f64::INFINITY);
         let mut t_next = opts.start + j as f64 * h;
         if t_next <= t_sample + snap {

@@ -165,6 +165,7 @@ pub fn options(c: &rmoc::Compiled, run: &Run) -> solve::Options {
         max_events: 1_000_000,
         solver: solve::Solver::Bdf,
         linear_solver: Default::default(),
+        monitor: None,
     }
 }
 
