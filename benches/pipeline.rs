@@ -408,6 +408,7 @@ fn gearbox() {
                 max_events: 1_000_000,
                 solver: rmoc::solve::Solver::Bdf,
                 linear_solver: Default::default(),
+                atol: None,
                 monitor: None,
             };
             let t1 = Instant::now();

@@ -124,6 +124,10 @@ struct SimulateArgs {
     /// states when the pattern is at most a quarter full).
     #[arg(long, value_enum, default_value_t = LinearSolverArg::Auto)]
     linear_solver: LinearSolverArg,
+    /// Absolute tolerance of every state (default: the relative tolerance
+    /// times the state's nominal value, 1 unless the model gives one).
+    #[arg(long)]
+    atol: Option<f64>,
     /// Print solver statistics.
     #[arg(long)]
     stats: bool,
@@ -400,12 +404,6 @@ fn analyze(file: &std::path::Path, model: Option<&str>) -> ExitCode {
     }
 }
 
-/// Moreau-Jean steps a run may take: a few hours even for a tiny model.
-const MAX_MOREAU_STEPS: f64 = 1e10;
-
-/// The integrators `--solver` (and the experiment's `__rmoc_solver`) name.
-const SOLVERS: [&str; 3] = ["bdf", "moreau", "event-driven"];
-
 fn simulate(a: &SimulateArgs) -> ExitCode {
     // Progress on a terminal; Ctrl-C stops the run at its next step (and
     // a second one at once); during compilation, at its first step.
@@ -427,33 +425,23 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
         Ok(m) => m,
         Err(d) => return report(&lib, &[d]),
     };
-    if let Some(s) = a.solver.as_deref()
-        && !SOLVERS.contains(&s)
-    {
-        return report(
-            &lib,
-            &[Diagnostic::error_nospan(format!("unknown solver `{s}`"))
-                .with_hint(format!("the available solvers are: {}", SOLVERS.join(", ")))],
-        );
-    }
-    if a.step.is_some() && a.solver.as_deref().is_some_and(|s| s != "moreau") {
-        return report(
-            &lib,
-            &[
-                Diagnostic::error_nospan("`--step` sets the Moreau time-stepper's step")
-                    .with_hint("use `--solver moreau --step H`, or leave `--step` out"),
-            ],
-        );
-    }
-    if let Some(h) = a.step
-        && !(h.is_finite() && h > 0.0)
-    {
-        return report(
-            &lib,
-            &[Diagnostic::error_nospan(format!(
-                "invalid run settings: the step must be positive, not {h}"
-            ))],
-        );
+    let request = rmoc::solve::settings::RunRequest {
+        start_time: a.start_time,
+        stop_time: a.stop_time,
+        tolerance: a.tolerance,
+        atol: a.atol,
+        interval: a.interval,
+        params: a.params.clone(),
+        solver: a.solver.clone(),
+        step: a.step,
+        linear_solver: match a.linear_solver {
+            LinearSolverArg::Auto => rmoc::solve::jacobian::LinearSolver::Auto,
+            LinearSolverArg::Dense => rmoc::solve::jacobian::LinearSolver::Dense,
+            LinearSolverArg::Sparse => rmoc::solve::jacobian::LinearSolver::Sparse,
+        },
+    };
+    if let Err(d) = request.check() {
+        return report(&lib, &[d]);
     }
     let t_compile = std::time::Instant::now();
     let compiled = match rmoc::compile(&mut lib, m) {
@@ -461,190 +449,12 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
         Err(d) => return report(&lib, &d),
     };
     let c = &compiled.causal;
-    let e = &c.experiment;
-    let start = a.start_time.or(e.start_time).unwrap_or(0.0);
-    let stop = a.stop_time.or(e.stop_time).unwrap_or(1.0);
-    let tolerance = a.tolerance.or(e.tolerance).unwrap_or(1e-6);
-    let interval = a.interval.or(e.interval).unwrap_or((stop - start) / 500.0);
-    let finite = [start, stop, tolerance, interval]
-        .iter()
-        .all(|x| x.is_finite());
-    let valid = finite && stop >= start && tolerance > 0.0 && (interval > 0.0 || stop == start);
-    if !valid {
-        return report(
-            &lib,
-            &[Diagnostic::error_nospan(format!(
-                "invalid run settings: start {start}, stop {stop}, tolerance {tolerance}, interval {interval}"
-            ))
-            .with_hint("the stop time must not precede the start time; tolerance and output interval must be positive")],
-        );
-    }
-    // A run that could not end in any reasonable time, or whose result
-    // would not fit on a disk, is refused before it starts.
-    let rows = (stop - start) / interval;
-    let max_rows = rmoc::solve::MAX_OUTPUT_ROWS as f64;
-    if rows > max_rows {
-        return report(
-            &lib,
-            &[Diagnostic::error_nospan(format!(
-                "invalid run settings: an output interval of {interval:e} s gives {rows:.3e} \
-                 rows over [{start}, {stop}], more than {max_rows:e}"
-            ))
-            .with_hint("use a larger `--interval` (or the experiment's `Interval`)")],
-        );
-    }
-    let mut overrides = Vec::new();
-    for p in &a.params {
-        let Some((name, raw)) = p.split_once('=') else {
-            return report(
-                &lib,
-                &[Diagnostic::error_nospan(format!(
-                    "`-p {p}`: expected NAME=VALUE"
-                ))],
-            );
-        };
-        let raw = raw.trim();
-        let Ok(value) = raw.parse::<f64>() else {
-            return report(
-                &lib,
-                &[Diagnostic::error_nospan(format!(
-                    "`-p {p}`: `{raw}` is not a number"
-                ))],
-            );
-        };
-        let name = name.trim();
-        let Some(v) = c.vars.iter().position(|v| v.name == name) else {
-            return report(
-                &lib,
-                &[Diagnostic::error_nospan(format!(
-                    "`-p {p}`: the model has no parameter `{name}`"
-                ))],
-            );
-        };
-        let var = &c.vars[v];
-        if !var.is_parameter() {
-            return report(
-                &lib,
-                &[Diagnostic::error(
-                    var.span,
-                    format!("`{name}` is not a parameter and cannot be set with -p"),
-                )
-                .with_hint(
-                    "only parameters can be changed between runs; use a start value or a modifier",
-                )],
-            );
-        }
-        if var.structural {
-            return report(&lib, &[Diagnostic::error(var.span, format!("`{name}` is a structural parameter (it sets an array size, a range or a branch) and cannot be changed with -p")).with_hint("change its value in the model (a modifier) instead")]);
-        }
-        let contact_force = c.contacts.iter().any(|k| k.force as usize == v)
-            || c.frictions.iter().any(|f| f.force as usize == v);
-        if contact_force {
-            return report(
-                &lib,
-                &[Diagnostic::error(
-                    var.span,
-                    format!("`{name}` is the force of a contact and cannot be set with -p"),
-                )
-                .with_hint("the contact solver computes it at every step")],
-            );
-        }
-        use rmoc::flat::ScalarType;
-        let (fits, what) = match var.ty {
-            ScalarType::Real => (value.is_finite(), "a finite number"),
-            ScalarType::Integer => (
-                value.is_finite() && value.fract() == 0.0 && value.abs() < 2f64.powi(53),
-                "a whole number below 2^53",
-            ),
-            ScalarType::Boolean => (value == 0.0 || value == 1.0, "0 (false) or 1 (true)"),
-        };
-        if !fits {
-            return report(
-                &lib,
-                &[Diagnostic::error(
-                    var.span,
-                    format!("`-p {p}`: `{name}` takes {what}, not {raw}"),
-                )],
-            );
-        }
-        overrides.push((v as u32, value));
-    }
-    // The command line's solver, else the model's (`__rmoc_solver`); a
-    // model with unilateral contacts runs on the Moreau time-stepper
-    // unless another is asked for (the BDF then says why it cannot).
-    let chosen = a.solver.as_deref().or(e.solver.as_deref());
-    if a.step.is_some() && chosen.is_some_and(|s| s != "moreau") {
-        return report(
-            &lib,
-            &[Diagnostic::error_nospan(format!(
-                "`--step` sets the Moreau time-stepper's step, and this run uses `{}`",
-                chosen.unwrap_or_default()
-            ))
-            .with_hint("add `--solver moreau`, or leave `--step` out")],
-        );
-    }
-    let solver = match chosen {
-        Some("moreau") => None,
-        Some("event-driven") => Some(rmoc::solve::Solver::EventDriven),
-        Some("bdf") => Some(rmoc::solve::Solver::Bdf),
-        Some(other) => {
-            return report(
-                &lib,
-                &[Diagnostic::error_nospan(format!(
-                    "unknown solver `{other}` in the experiment annotation"
-                ))
-                .with_hint(format!("`__rmoc_solver` is one of: {}", SOLVERS.join(", ")))],
-            );
-        }
-        None if c.contacts.is_empty() => {
-            if a.step.is_some() {
-                return report(
-                    &lib,
-                    &[Diagnostic::error_nospan(
-                        "`--step` sets the Moreau time-stepper's step, and this model (it has no \
-                         contacts) runs on the BDF, which chooses its own steps",
-                    )
-                    .with_hint("add `--solver moreau` for fixed steps, or leave `--step` out")],
-                );
-            }
-            Some(rmoc::solve::Solver::Bdf)
-        }
-        None => None,
-    }
-    .unwrap_or(rmoc::solve::Solver::Moreau {
-        step: a
-            .step
-            .or(e.step.filter(|h| h.is_finite() && *h > 0.0))
-            .unwrap_or((stop - start) / 10_000.0),
-    });
-    if let rmoc::solve::Solver::Moreau { step } = solver
-        && (stop - start) / step > MAX_MOREAU_STEPS
-    {
-        return report(
-            &lib,
-            &[Diagnostic::error_nospan(format!(
-                "invalid run settings: a step of {step:e} s needs {:.3e} Moreau-Jean steps \
-                 over [{start}, {stop}], more than {MAX_MOREAU_STEPS:e}",
-                (stop - start) / step
-            ))
-            .with_hint("use a larger `--step` (or the experiment's `__rmoc_step`)")],
-        );
-    }
-    let opts = rmoc::solve::Options {
-        start,
-        stop,
-        tolerance,
-        interval,
-        overrides,
-        max_events: 1_000_000,
-        solver,
-        linear_solver: match a.linear_solver {
-            LinearSolverArg::Auto => rmoc::solve::jacobian::LinearSolver::Auto,
-            LinearSolverArg::Dense => rmoc::solve::jacobian::LinearSolver::Dense,
-            LinearSolverArg::Sparse => rmoc::solve::jacobian::LinearSolver::Sparse,
-        },
-        monitor: Some(rmoc::solve::monitor::MonitorHandle(progress.clone())),
+    let mut opts = match request.resolve(c) {
+        Ok(o) => o,
+        Err(d) => return report(&lib, &[d]),
     };
+    opts.monitor = Some(rmoc::solve::monitor::MonitorHandle(progress.clone()));
+    let (start, stop) = (opts.start, opts.stop);
     let interp = rmoc::solve::model::Interpreter {
         program: &compiled.program,
     };

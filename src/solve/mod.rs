@@ -18,6 +18,7 @@ pub mod linalg;
 pub mod model;
 pub mod monitor;
 pub mod moreau;
+pub mod settings;
 
 use crate::diag::Diagnostic;
 use crate::jit::ir::status;
@@ -31,7 +32,10 @@ use model::{Backend, Entry, ModelOde};
 pub struct Options {
     pub start: f64,
     pub stop: f64,
+    /// Relative tolerance.
     pub tolerance: f64,
+    /// Absolute tolerance of every state; `None`: tolerance x nominal.
+    pub atol: Option<f64>,
     pub interval: f64,
     /// Parameter values set on the command line: (variable, value).
     pub overrides: Vec<(u32, f64)>,
@@ -929,6 +933,7 @@ pub fn initialize_only(
         start,
         stop: start,
         tolerance: 1e-6,
+        atol: None,
         interval: 1.0,
         overrides: Vec::new(),
         max_events: 0,
@@ -1151,7 +1156,7 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
                 .and_then(|e| run.c.arena.as_const(e))
                 .map(f64::abs)
                 .unwrap_or(1.0);
-            opts.tolerance * nominal
+            opts.atol.unwrap_or(opts.tolerance * nominal)
         })
         .collect();
     let mut t = opts.start;

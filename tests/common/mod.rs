@@ -137,36 +137,18 @@ pub struct Run {
 }
 
 pub fn options(c: &rmoc::Compiled, run: &Run) -> solve::Options {
-    let e = &c.causal.experiment;
-    let start = e.start_time.unwrap_or(0.0);
-    let stop = run.stop.or(e.stop_time).unwrap_or(1.0);
-    let overrides = run
-        .params
-        .iter()
-        .map(|(n, v)| {
-            let k = c
-                .causal
-                .vars
-                .iter()
-                .position(|x| x.name == *n)
-                .unwrap_or_else(|| panic!("no parameter {n}"));
-            (k as u32, *v)
-        })
-        .collect();
-    solve::Options {
-        start,
-        stop,
-        tolerance: run.tolerance.or(e.tolerance).unwrap_or(1e-6),
-        interval: run
-            .interval
-            .or(e.interval)
-            .unwrap_or((stop - start) / 500.0),
-        overrides,
-        max_events: 1_000_000,
-        solver: solve::Solver::Bdf,
-        linear_solver: Default::default(),
-        monitor: None,
-    }
+    // The command line's resolution (solve::settings), with the BDF.
+    let request = solve::settings::RunRequest {
+        stop_time: run.stop,
+        tolerance: run.tolerance,
+        interval: run.interval,
+        params: run.params.iter().map(|(n, v)| format!("{n}={v}")).collect(),
+        solver: Some("bdf".into()),
+        ..Default::default()
+    };
+    request
+        .resolve(&c.causal)
+        .unwrap_or_else(|d| panic!("run settings: {}", d.message))
 }
 
 /// Simulates with the JIT; panics with the diagnostics on failure.

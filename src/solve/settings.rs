@@ -1,0 +1,225 @@
+//! Run settings: what the user asks (the command line, or a caller of the
+//! library) resolved against the model's `experiment` annotation into the
+//! [`Options`] of one run, with every value checked where it is given.
+//!
+//! Order: the request's value, else the annotation's (`StartTime`,
+//! `StopTime`, `Tolerance`, `Interval`, `__rmoc_solver`, `__rmoc_step`),
+//! else the default (0, 1, 1e-6, 500 intervals; the BDF, or Moreau-Jean
+//! with (stop - start) / 10 000 for a model with unilateral contacts).
+
+use super::jacobian::LinearSolver;
+use super::{Options, Solver};
+use crate::diag::Diagnostic;
+use crate::structure::Causal;
+
+/// Moreau-Jean steps a run may take: a few hours even for a tiny model.
+pub const MAX_MOREAU_STEPS: f64 = 1e10;
+
+/// The integrators `--solver` (and the experiment's `__rmoc_solver`) name.
+pub const SOLVERS: [&str; 3] = ["bdf", "moreau", "event-driven"];
+
+/// What a user asks of a run; `None` takes the model's annotation or the
+/// default.
+#[derive(Clone, Debug, Default)]
+pub struct RunRequest {
+    pub start_time: Option<f64>,
+    pub stop_time: Option<f64>,
+    /// Relative tolerance.
+    pub tolerance: Option<f64>,
+    /// Absolute tolerance of every state (default: tolerance x nominal).
+    pub atol: Option<f64>,
+    pub interval: Option<f64>,
+    /// Parameter values as `NAME=VALUE`.
+    pub params: Vec<String>,
+    /// `bdf`, `moreau` or `event-driven`.
+    pub solver: Option<String>,
+    /// The Moreau-Jean step.
+    pub step: Option<f64>,
+    pub linear_solver: LinearSolver,
+}
+
+impl RunRequest {
+    /// The checks that need no model (made before compiling it).
+    pub fn check(&self) -> Result<(), Diagnostic> {
+        if let Some(s) = self.solver.as_deref()
+            && !SOLVERS.contains(&s)
+        {
+            return Err(Diagnostic::error_nospan(format!("unknown solver `{s}`"))
+                .with_hint(format!("the available solvers are: {}", SOLVERS.join(", "))));
+        }
+        if self.step.is_some() && self.solver.as_deref().is_some_and(|s| s != "moreau") {
+            return Err(
+                Diagnostic::error_nospan("`--step` sets the Moreau time-stepper's step")
+                    .with_hint("use `--solver moreau --step H`, or leave `--step` out"),
+            );
+        }
+        if let Some(h) = self.step
+            && !(h.is_finite() && h > 0.0)
+        {
+            return Err(Diagnostic::error_nospan(format!(
+                "invalid run settings: the step must be positive, not {h}"
+            )));
+        }
+        if let Some(a) = self.atol
+            && !(a.is_finite() && a > 0.0)
+        {
+            return Err(Diagnostic::error_nospan(format!(
+                "invalid run settings: the absolute tolerance must be positive, not {a}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The options of a run of `c`.
+    pub fn resolve(&self, c: &Causal) -> Result<Options, Diagnostic> {
+        self.check()?;
+        let e = &c.experiment;
+        let start = self.start_time.or(e.start_time).unwrap_or(0.0);
+        let stop = self.stop_time.or(e.stop_time).unwrap_or(1.0);
+        let tolerance = self.tolerance.or(e.tolerance).unwrap_or(1e-6);
+        let interval = self
+            .interval
+            .or(e.interval)
+            .unwrap_or((stop - start) / 500.0);
+        let finite = [start, stop, tolerance, interval]
+            .iter()
+            .all(|x| x.is_finite());
+        let valid = finite && stop >= start && tolerance > 0.0 && (interval > 0.0 || stop == start);
+        if !valid {
+            return Err(Diagnostic::error_nospan(format!(
+                "invalid run settings: start {start}, stop {stop}, tolerance {tolerance}, interval {interval}"
+            ))
+            .with_hint("the stop time must not precede the start time; tolerance and output interval must be positive"));
+        }
+        // A run that could not end in any reasonable time, or whose result
+        // would not fit on a disk, is refused before it starts.
+        let rows = (stop - start) / interval;
+        let max_rows = crate::solve::MAX_OUTPUT_ROWS as f64;
+        if rows > max_rows {
+            return Err(Diagnostic::error_nospan(format!(
+                "invalid run settings: an output interval of {interval:e} s gives {rows:.3e} \
+                 rows over [{start}, {stop}], more than {max_rows:e}"
+            ))
+            .with_hint("use a larger `--interval` (or the experiment's `Interval`)"));
+        }
+        let mut overrides = Vec::new();
+        for p in &self.params {
+            let Some((name, raw)) = p.split_once('=') else {
+                return Err(Diagnostic::error_nospan(format!(
+                    "`-p {p}`: expected NAME=VALUE"
+                )));
+            };
+            let raw = raw.trim();
+            let Ok(value) = raw.parse::<f64>() else {
+                return Err(Diagnostic::error_nospan(format!(
+                    "`-p {p}`: `{raw}` is not a number"
+                )));
+            };
+            let name = name.trim();
+            let Some(v) = c.vars.iter().position(|v| v.name == name) else {
+                return Err(Diagnostic::error_nospan(format!(
+                    "`-p {p}`: the model has no parameter `{name}`"
+                )));
+            };
+            let var = &c.vars[v];
+            if !var.is_parameter() {
+                return Err(Diagnostic::error(
+                    var.span,
+                    format!("`{name}` is not a parameter and cannot be set with -p"),
+                )
+                .with_hint(
+                    "only parameters can be changed between runs; use a start value or a modifier",
+                ));
+            }
+            if var.structural {
+                return Err(Diagnostic::error(var.span, format!("`{name}` is a structural parameter (it sets an array size, a range or a branch) and cannot be changed with -p")).with_hint("change its value in the model (a modifier) instead"));
+            }
+            let contact_force = c.contacts.iter().any(|k| k.force as usize == v)
+                || c.frictions.iter().any(|f| f.force as usize == v);
+            if contact_force {
+                return Err(Diagnostic::error(
+                    var.span,
+                    format!("`{name}` is the force of a contact and cannot be set with -p"),
+                )
+                .with_hint("the contact solver computes it at every step"));
+            }
+            use crate::flat::ScalarType;
+            let (fits, what) = match var.ty {
+                ScalarType::Real => (value.is_finite(), "a finite number"),
+                ScalarType::Integer => (
+                    value.is_finite() && value.fract() == 0.0 && value.abs() < 2f64.powi(53),
+                    "a whole number below 2^53",
+                ),
+                ScalarType::Boolean => (value == 0.0 || value == 1.0, "0 (false) or 1 (true)"),
+            };
+            if !fits {
+                return Err(Diagnostic::error(
+                    var.span,
+                    format!("`-p {p}`: `{name}` takes {what}, not {raw}"),
+                ));
+            }
+            overrides.push((v as u32, value));
+        }
+        // The command line's solver, else the model's (`__rmoc_solver`); a
+        // model with unilateral contacts runs on the Moreau time-stepper
+        // unless another is asked for (the BDF then says why it cannot).
+        let chosen = self.solver.as_deref().or(e.solver.as_deref());
+        if self.step.is_some() && chosen.is_some_and(|s| s != "moreau") {
+            return Err(Diagnostic::error_nospan(format!(
+                "`--step` sets the Moreau time-stepper's step, and this run uses `{}`",
+                chosen.unwrap_or_default()
+            ))
+            .with_hint("add `--solver moreau`, or leave `--step` out"));
+        }
+        let solver = match chosen {
+            Some("moreau") => None,
+            Some("event-driven") => Some(Solver::EventDriven),
+            Some("bdf") => Some(Solver::Bdf),
+            Some(other) => {
+                return Err(Diagnostic::error_nospan(format!(
+                    "unknown solver `{other}` in the experiment annotation"
+                ))
+                .with_hint(format!("`__rmoc_solver` is one of: {}", SOLVERS.join(", "))));
+            }
+            None if c.contacts.is_empty() => {
+                if self.step.is_some() {
+                    return Err(Diagnostic::error_nospan(
+                        "`--step` sets the Moreau time-stepper's step, and this model (it has no \
+                         contacts) runs on the BDF, which chooses its own steps",
+                    )
+                    .with_hint("add `--solver moreau` for fixed steps, or leave `--step` out"));
+                }
+                Some(Solver::Bdf)
+            }
+            None => None,
+        }
+        .unwrap_or(Solver::Moreau {
+            step: self
+                .step
+                .or(e.step.filter(|h| h.is_finite() && *h > 0.0))
+                .unwrap_or((stop - start) / 10_000.0),
+        });
+        if let Solver::Moreau { step } = solver
+            && (stop - start) / step > MAX_MOREAU_STEPS
+        {
+            return Err(Diagnostic::error_nospan(format!(
+                "invalid run settings: a step of {step:e} s needs {:.3e} Moreau-Jean steps \
+                 over [{start}, {stop}], more than {MAX_MOREAU_STEPS:e}",
+                (stop - start) / step
+            ))
+            .with_hint("use a larger `--step` (or the experiment's `__rmoc_step`)"));
+        }
+        Ok(Options {
+            start,
+            stop,
+            tolerance,
+            atol: self.atol,
+            interval,
+            overrides,
+            max_events: 1_000_000,
+            solver,
+            linear_solver: self.linear_solver,
+            monitor: None,
+        })
+    }
+}
