@@ -178,3 +178,78 @@ fn a_program_lowered_for_check_is_not_simulated() {
     };
     assert!(format!("{e:?}").contains("lowered for `check`"), "{e:?}");
 }
+
+/// The benchmark chain of 10 inertias (`../shared/bench/p2_chain.py 10`,
+/// copied to tests/models/reference/chain10.rmo) at the peers' tolerances,
+/// rtol 1e-6 and atol 1e-8: every final angle within 1e-4 relative of an
+/// independent reference, SciPy's DOP853 at rtol 1e-12, atol 1e-14
+/// (`benches/ida/chain_scipy.py 10`; SUNDIALS IDA at the same tolerances
+/// agrees with it to 5.6e-9 relative, `bash benches/ida/chain.sh
+/// --reference 10`). With atol = rtol x nominal = 1e-6 the angles, about
+/// 5e-4, are only held to 2e-3.
+#[test]
+fn the_chain_of_ten_matches_an_independent_reference_to_1e_4() {
+    let reference = [
+        5.623213952351040e-4,
+        5.522080428193528e-4,
+        5.291311464189626e-4,
+        4.936729862248147e-4,
+        4.466935743120482e-4,
+        3.893112613568253e-4,
+        3.228775710555372e-4,
+        2.489468339511827e-4,
+        1.692413066945396e-4,
+        8.561256028211319e-5,
+    ];
+    let c = common::compile_file(&common::project("tests/models/reference/chain10.rmo"), None);
+    let jit = rmoc::jit::codegen::compile(&c.program).expect("jit");
+    let mut opts = common::options(&c, &Run::default());
+    assert_eq!(opts.tolerance, 1e-6);
+    opts.atol = Some(1e-8);
+    let r = rmoc::solve::simulate(&c.causal, &c.program, &jit, &opts).expect("runs");
+    assert_eq!(r.times.last(), Some(&1.0));
+    for (i, want) in reference.iter().enumerate() {
+        let got = common::last(&r, &format!("phi[{}]", i + 1));
+        assert!(
+            ((got - want) / want).abs() < 1e-4,
+            "phi[{}] = {got}, reference {want} (relative {:e})",
+            i + 1,
+            (got - want) / want
+        );
+    }
+}
+
+/// A ball dropped from 1 m (e = 0.8) at rtol 1e-6: its first 20 impact
+/// times within 1e-10 of the closed form t_n = t1 (1 + 2 e (1 - e^(n-1)) /
+/// (1 - e)), t1 = sqrt(2/g). Free fall is a quadratic, which the BDF
+/// integrates exactly from order 2, and every restart (the start and each
+/// impact) begins at order 2 from the Taylor polynomial; the impacts are
+/// located to machine precision on the dense output.
+#[test]
+fn twenty_impacts_of_a_bouncing_ball_at_the_closed_form_times() {
+    let src = std::fs::read_to_string(common::project("tests/models/reference/bouncing_ball.rmo"))
+        .expect("ball")
+        .replace(
+            "annotation(experiment(StopTime = 3.6, Tolerance = 1e-10));",
+            "annotation(experiment(StopTime = 4.02, Tolerance = 1e-6));",
+        );
+    assert!(src.contains("StopTime = 4.02"));
+    let r = common::simulate(&src, None, &Run::default());
+    let k = r.column("bounces").expect("bounces");
+    let impacts: Vec<f64> = (1..r.times.len())
+        .filter(|&i| r.rows[i][k] != r.rows[i - 1][k])
+        .map(|i| r.times[i])
+        .collect();
+    assert!(impacts.len() >= 20, "{} impacts", impacts.len());
+    let (g, e) = (9.81f64, 0.8f64);
+    let t1 = (2.0 / g).sqrt();
+    for (n, got) in impacts.iter().take(20).enumerate() {
+        let want = t1 * (1.0 + 2.0 * e * (1.0 - e.powi(n as i32)) / (1.0 - e));
+        assert!(
+            (got - want).abs() < 1e-10,
+            "impact {}: {got}, closed form {want} (difference {:e})",
+            n + 1,
+            got - want
+        );
+    }
+}

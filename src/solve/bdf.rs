@@ -60,6 +60,9 @@ pub struct Settings {
     pub first_step: Option<f64>,
     /// Dense or sparse LU for the Newton matrix.
     pub linear_solver: LinearSolver,
+    /// Start at order 2 from the Taylor polynomial of the solution (needs
+    /// df/dt, taken by a difference in t: only for problems smooth in t).
+    pub taylor_start: bool,
 }
 
 /// Why a right-hand side evaluation failed: the status code of the model code.
@@ -249,6 +252,7 @@ impl Bdf {
             max_step,
             first_step,
             linear_solver,
+            taylor_start,
         } = settings;
         let n = y0.len();
         let mut stats = Stats::default();
@@ -270,16 +274,46 @@ impl Bdf {
                 select_initial_step(p, t0, y0, t_bound, max_step, &f0, rtol, &atol, &mut stats)?
             }
         };
-        let mut d = vec![vec![0.0; n]; MAX_ORDER + 3];
-        d[0].copy_from_slice(y0);
-        for i in 0..n {
-            d[1][i] = f0[i] * h_abs;
+        // (Probed before the Jacobian: the problem's last evaluation stays
+        // the one at (t0, y0).)
+        let mut autonomous = false;
+        if taylor_start && n > 0 {
+            let dt = f64::EPSILON.sqrt() * t0.abs().max((t_bound - t0).abs()).max(1.0);
+            let mut f1 = vec![0.0; n];
+            autonomous = p.rhs(t0 + dt, y0, &mut f1).is_ok() && f1 == f0;
+            stats.rhs_evaluations += 1;
         }
         let pattern = p.pattern();
         let sparse = linear_solver.sparse_for(pattern.as_deref());
         let mut jac = Jacobian::new(n, pattern, sparse);
         p.jacobian(t0, y0, &mut jac)?;
         stats.jacobians += 1;
+        // Order 2 from the start for an autonomous problem (f does not
+        // depend on t): the history behind t0 is the Taylor polynomial
+        // y0 + s f0 + s^2/2 y0'' with y0'' = J f0, so a quadratic solution
+        // (free fall between impacts) is exact from the first step, as after
+        // every restart at an event. Backward differences at step h:
+        // D1 = h f0 - h^2/2 y'', D2 = h^2 y''. A problem that depends on t
+        // starts at order 1 (df/dt by a difference would need a time scale
+        // the problem does not give).
+        let mut d = vec![vec![0.0; n]; MAX_ORDER + 3];
+        d[0].copy_from_slice(y0);
+        let mut order = 1;
+        let mut ydd = vec![0.0; n];
+        if autonomous {
+            jac.mul_vec(&f0, &mut ydd);
+        }
+        if autonomous && ydd.iter().all(|v| v.is_finite()) {
+            for i in 0..n {
+                d[1][i] = h_abs * f0[i] - 0.5 * h_abs * h_abs * ydd[i];
+                d[2][i] = h_abs * h_abs * ydd[i];
+            }
+            order = 2;
+        } else {
+            for i in 0..n {
+                d[1][i] = f0[i] * h_abs;
+            }
+        }
         let eps = f64::EPSILON;
         Ok(Bdf {
             n,
@@ -288,7 +322,7 @@ impl Bdf {
             t_old: t0,
             t_bound,
             h_abs,
-            order: 1,
+            order,
             d,
             n_equal_steps: 0,
             jac,
@@ -728,6 +762,7 @@ mod tests {
             max_step: f64::INFINITY,
             first_step: None,
             linear_solver: LinearSolver::Auto,
+            taylor_start: true,
         };
         let mut b = Bdf::new(&mut p, 0.0, &[1.0, 0.0, 0.0], 40.0, settings).expect("start");
         while b.t < 40.0 {

@@ -337,6 +337,27 @@ impl Jacobian {
         }
     }
 
+    /// out = J x.
+    pub fn mul_vec(&self, x: &[f64], out: &mut [f64]) {
+        out.fill(0.0);
+        match self {
+            Jacobian::Dense(m) => {
+                for j in 0..m.ncols() {
+                    for (i, o) in out.iter_mut().enumerate() {
+                        *o += m[(i, j)] * x[j];
+                    }
+                }
+            }
+            Jacobian::Sparse { pattern, values } => {
+                for (j, xj) in x.iter().enumerate() {
+                    for k in pattern.column(j) {
+                        out[pattern.row_idx[k]] += values[k] * xj;
+                    }
+                }
+            }
+        }
+    }
+
     /// Entry (i, j) (zero outside a sparse pattern).
     pub fn get(&self, i: usize, j: usize) -> f64 {
         match self {

@@ -1206,6 +1206,7 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
                     max_step,
                     first_step: None,
                     linear_solver: opts.linear_solver,
+                    taylor_start: true,
                 };
                 let b = Bdf::new(&mut ode, t, &x0, t_time_event, settings);
                 run.stats.model_evaluations += ode.evaluations;
