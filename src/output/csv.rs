@@ -13,14 +13,32 @@ pub fn write(r: &Results, path: &Path) -> std::io::Result<()> {
         write!(w, ",\"{}\"", n.replace('"', "\"\""))?;
     }
     writeln!(w)?;
+    // ryu: the shortest text that reads back to the same f64, several times
+    // faster than `{:?}` (a tenth of writing a large model's result).
+    let mut text = ryu::Buffer::new();
     for (t, row) in r.times.iter().zip(&r.rows) {
-        write!(w, "{t:?}")?;
+        w.write_all(number(&mut text, *t).as_bytes())?;
         for v in row {
-            write!(w, ",{v:?}")?;
+            w.write_all(b",")?;
+            w.write_all(number(&mut text, *v).as_bytes())?;
         }
-        writeln!(w)?;
+        w.write_all(b"\n")?;
     }
     w.flush()
+}
+
+/// `v` as the shortest text that reads back to it (`NaN`, `inf` and
+/// `-inf` as Rust writes them).
+fn number(text: &mut ryu::Buffer, v: f64) -> &str {
+    if v.is_finite() {
+        text.format_finite(v)
+    } else if v.is_nan() {
+        "NaN"
+    } else if v > 0.0 {
+        "inf"
+    } else {
+        "-inf"
+    }
 }
 
 /// Reads a CSV result written by [`write`] (for `rmoc plot` and tests).
