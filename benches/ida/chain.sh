@@ -24,7 +24,7 @@ RUNS_BIG=${RUNS_BIG:-3} # hyperfine runs for N >= 1000
 WARMUP=${WARMUP:-1}
 # rmoc's final phi[1] and IDA's must agree to this relative difference (N < 1000)
 AGREE_RTOL=${AGREE_RTOL:-1e-4}
-GEN=${GEN:-/work/shared/bench/p2_chain.py}
+GEN=${GEN:-$root/../shared/bench/p2_chain.py}
 REF_RTOL=${REF_RTOL:-1e-12} # tolerances of the reference build
 REF_ATOL=${REF_ATOL:-1e-14}
 

@@ -1,0 +1,95 @@
+//! Keeps docs/architecture.md honest: every source file and every
+//! environment variable the code reads is described there.
+
+mod common;
+
+use std::path::Path;
+
+fn architecture() -> String {
+    std::fs::read_to_string(common::project("docs/architecture.md")).expect("architecture.md")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("src") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Every file of `src/` is named in the code map: `mod.rs` by its folder
+/// (`src/solve/`), the others by their file name (`bdf.rs`) or path.
+#[test]
+fn every_source_file_is_in_the_code_map() {
+    let doc = architecture();
+    let src = common::project("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut missing = Vec::new();
+    for f in &files {
+        let rel = f
+            .strip_prefix(common::project(""))
+            .expect("in project")
+            .to_string_lossy()
+            .replace('\\', "/");
+        let name = f.file_name().expect("name").to_string_lossy().to_string();
+        let named = if name == "mod.rs" {
+            let folder = rel.trim_end_matches("mod.rs");
+            doc.contains(folder)
+        } else {
+            doc.contains(&format!("`{name}`")) || doc.contains(&rel)
+        };
+        if !named {
+            missing.push(rel);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/architecture.md does not describe: {missing:?}"
+    );
+    assert!(files.len() > 40, "only {} files found", files.len());
+}
+
+/// Every `RMOC_*` environment variable read in `src/` is in the table of
+/// environment variables, and the table names none that the code does not
+/// read.
+#[test]
+fn every_environment_variable_is_documented() {
+    let doc = architecture();
+    let src = common::project("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut read: Vec<String> = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("source");
+        for (at, _) in text.match_indices("\"RMOC_") {
+            let name: String = text[at + 1..]
+                .chars()
+                .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                .collect();
+            read.push(name);
+        }
+    }
+    read.sort();
+    read.dedup();
+    assert!(read.len() >= 5, "{read:?}");
+    for name in &read {
+        assert!(
+            doc.contains(&format!("| `{name}")),
+            "{name} is read in src/ but not in the environment table of docs/architecture.md"
+        );
+    }
+    for line in doc.lines().filter(|l| l.starts_with("| `RMOC_")) {
+        let name: String = line[3..]
+            .chars()
+            .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+            .collect();
+        assert!(
+            read.contains(&name),
+            "docs/architecture.md documents {name}, which src/ does not read"
+        );
+    }
+}
