@@ -5,38 +5,24 @@
 
 mod common;
 
-use rmoc::jit::lower;
+use rmoc::jit::frame::Frame;
 use rmoc::solve::bdf::OdeProblem;
 use rmoc::solve::jacobian::{Jacobian, JacobianPattern};
-use rmoc::solve::model::{Backend, Entry, ModelOde};
+use rmoc::solve::model::{Backend, Entry, ModelOde, StateSlots};
 use std::sync::Arc;
 
 /// df/dx at the start values (after the parameters and start values are
 /// evaluated), with `pattern`, dense.
 fn jacobian_at_start(c: &rmoc::Compiled, pattern: Arc<JacobianPattern>) -> Vec<Vec<f64>> {
     let jit = rmoc::jit::codegen::compile(&c.program).expect("jit");
-    let l = &c.program.layout;
-    let mut buf = vec![0.0; l.len as usize];
-    assert_eq!(jit.run(Entry::Parameters, &mut buf), 0);
-    assert_eq!(jit.run(Entry::Starts, &mut buf), 0);
-    let ss: Vec<u32> = c.causal.states.iter().map(|&s| l.var(s)).collect();
-    let ds: Vec<u32> = c.causal.state_ders.iter().map(|&s| l.var(s)).collect();
-    let ts: Vec<u32> = c.causal.states.iter().map(|&s| l.tan(s)).collect();
-    let tds: Vec<u32> = c.causal.state_ders.iter().map(|&s| l.tan(s)).collect();
-    let x: Vec<f64> = ss.iter().map(|&s| buf[s as usize]).collect();
+    let mut frame = Frame::new(&c.program.layout);
+    assert_eq!(jit.run(Entry::Parameters, frame.values()), 0);
+    assert_eq!(jit.run(Entry::Starts, frame.values()), 0);
+    let slots = StateSlots::of(&c.causal, &c.program.layout);
+    let x: Vec<f64> = c.causal.states.iter().map(|&s| frame.var(s)).collect();
     let n = x.len();
-    let t = buf[lower::TIME as usize];
-    let mut ode = ModelOde {
-        backend: &jit,
-        layout: l,
-        buf: &mut buf,
-        state_slots: &ss,
-        der_slots: &ds,
-        tangent_state_slots: &ts,
-        tangent_der_slots: &tds,
-        pattern: &pattern,
-        evaluations: 0,
-    };
+    let t = frame.time();
+    let mut ode = ModelOde::new(&jit, &mut frame, &slots, &pattern);
     let mut jac = Jacobian::new(n, Some(pattern.clone()), true);
     ode.jacobian(t, &x, &mut jac).expect("jacobian");
     (0..n)

@@ -24,51 +24,9 @@ use crate::structure::{Block, Causal, Role};
 use crate::symbolic::{self, DiffRules};
 use std::collections::HashMap;
 
-/// Fixed slots at the start of the buffer.
-pub const TIME: u32 = 0;
-pub const MODE: u32 = 1;
-pub const INITIAL: u32 = 2;
-pub const TERMINAL: u32 = 3;
-pub const TERMINATE: u32 = 4;
-const HEADER: u32 = 8;
-
-/// Where each kind of value lives in the model buffer.
-#[derive(Clone, Debug, Default, serde::Serialize)]
-pub struct Layout {
-    pub n_vars: u32,
-    pub vars: u32,
-    pub pre: u32,
-    pub tangent: u32,
-    pub rel: u32,
-    pub n_rel: u32,
-    pub zc: u32,
-    pub cond: u32,
-    pub active: u32,
-    pub n_branches: u32,
-    pub sample: u32,
-    pub sample_param: u32,
-    pub n_samples: u32,
-    pub override_flag: u32,
-    pub residual: u32,
-    pub n_residuals: u32,
-    pub init_res: u32,
-    pub n_init_res: u32,
-    pub assert: u32,
-    pub n_asserts: u32,
-    pub len: u32,
-}
-
-impl Layout {
-    pub fn var(&self, v: VarId) -> u32 {
-        self.vars + v
-    }
-    pub fn pre(&self, v: VarId) -> u32 {
-        self.pre + v
-    }
-    pub fn tan(&self, v: VarId) -> u32 {
-        self.tangent + v
-    }
-}
+// The buffer's layout and fixed slots live with the rest of the compiled
+// model's interface.
+pub use super::frame::{HEADER, INITIAL, Layout, MODE, TERMINAL, TERMINATE, TIME};
 
 /// An event relation: its truth value is frozen between events.
 #[derive(Clone, Debug, serde::Serialize)]

@@ -2,6 +2,7 @@
 //! reference interpreter or compiled to machine code by cranelift.
 
 pub mod codegen;
+pub mod frame;
 pub mod interp;
 pub mod ir;
 pub mod lower;

@@ -16,7 +16,6 @@ use super::model::Entry;
 use super::{Options, Run};
 use crate::diag::Diagnostic;
 use crate::jit::interp::solve_dense;
-use crate::jit::lower;
 use crate::structure::Role;
 
 struct InitSystem {
@@ -28,15 +27,15 @@ struct InitSystem {
 fn residuals(run: &mut Run, sys: &InitSystem, x: &[f64]) -> Result<Vec<f64>, Diagnostic> {
     let l = run.p.layout.clone();
     for (&s, &v) in sys.free.iter().zip(x) {
-        run.buf[l.var(s) as usize] = v;
+        run.frame.set_var(s, v);
     }
     run.call(Entry::Ode)?;
     run.call(Entry::InitialResiduals)?;
     let mut r: Vec<f64> = (0..l.n_init_res)
-        .map(|k| run.buf[(l.init_res + k) as usize])
+        .map(|k| run.frame.initial_residual(k as usize))
         .collect();
     for &(v, s) in &sys.fixed_algebraic {
-        r.push(run.buf[l.var(v) as usize] - s);
+        r.push(run.frame.var(v) - s);
     }
     Ok(r)
 }
@@ -48,12 +47,10 @@ fn norm_inf(v: &[f64]) -> f64 {
 pub(super) fn initialize(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
     let l = run.p.layout.clone();
     let c = run.c;
-    run.buf[lower::TIME as usize] = opts.start;
-    run.buf[lower::INITIAL as usize] = 1.0;
-    run.buf[lower::MODE as usize] = 1.0;
-    for v in 0..l.n_vars {
-        run.buf[l.pre(v) as usize] = run.buf[l.var(v) as usize];
-    }
+    run.frame.set_time(opts.start);
+    run.frame.set_initial(true);
+    run.frame.set_event_mode(true);
+    run.frame.keep_all_pre();
     let free: Vec<u32> = c
         .states
         .iter()
@@ -65,7 +62,7 @@ pub(super) fn initialize(run: &mut Run, opts: &Options) -> Result<(), Diagnostic
             let var = &c.vars[v as usize];
             c.roles[v as usize] == Role::Algebraic && var.fixed == Some(true) && var.start.is_some()
         })
-        .map(|v| (v, run.buf[l.var(v) as usize]))
+        .map(|v| (v, run.frame.var(v)))
         .collect();
     let mut sys = InitSystem {
         free,
@@ -78,7 +75,7 @@ pub(super) fn initialize(run: &mut Run, opts: &Options) -> Result<(), Diagnostic
         run.call(Entry::Ode)?;
     }
     run.event_iteration(true)?;
-    run.buf[lower::INITIAL as usize] = 0.0;
+    run.frame.set_initial(false);
     // Conditions true at the start are not events; their rise is.
     run.settle_conditions()?;
     run.call(Entry::Ode)?;
@@ -91,14 +88,9 @@ pub(super) fn initialize(run: &mut Run, opts: &Options) -> Result<(), Diagnostic
 /// velocities fixed, although a constraint ties them); the residuals are
 /// checked at the end, so an inconsistent set is reported by name.
 fn solve_initial(run: &mut Run, sys: &mut InitSystem, n_res: usize) -> Result<(), Diagnostic> {
-    let l = run.p.layout.clone();
     let c = run.c;
     let n = sys.free.len();
-    let mut x: Vec<f64> = sys
-        .free
-        .iter()
-        .map(|&s| run.buf[l.var(s) as usize])
-        .collect();
+    let mut x: Vec<f64> = sys.free.iter().map(|&s| run.frame.var(s)).collect();
     let mut r = residuals(run, sys, &x)?;
     let scale = |x: &[f64]| x.iter().fold(1.0f64, |a, v| a.max(v.abs()));
     let mut damping = 1e-12;

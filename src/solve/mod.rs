@@ -21,8 +21,9 @@ pub mod moreau;
 pub mod settings;
 
 use crate::diag::Diagnostic;
+use crate::jit::frame::{Frame, Layout};
 use crate::jit::ir::status;
-use crate::jit::lower::{self, Layout, Program};
+use crate::jit::lower::{self, Program};
 use crate::structure::{Block, Causal, Role};
 use bdf::{Bdf, Dense, EvalFail, StepError};
 use model::{Backend, Entry, ModelOde};
@@ -188,7 +189,7 @@ struct Run<'a> {
     c: &'a Causal,
     p: &'a Program,
     backend: &'a dyn Backend,
-    buf: Vec<f64>,
+    frame: Frame,
     columns: Vec<(String, Source, usize)>,
     results: Results,
     cond_pre: Vec<bool>,
@@ -225,7 +226,7 @@ impl<'a> Run<'a> {
 
     fn call(&mut self, e: Entry) -> Result<(), Diagnostic> {
         self.stats.model_evaluations += 1;
-        let code = self.backend.run(e, &mut self.buf);
+        let code = self.backend.run(e, self.frame.values());
         if code == status::OK {
             Ok(())
         } else {
@@ -235,17 +236,18 @@ impl<'a> Run<'a> {
 
     /// A diagnostic for a failure code of the generated code.
     fn status_error(&self, code: i32, e: Entry) -> Diagnostic {
-        let t = self.buf[lower::TIME as usize];
+        let t = self.frame.time();
         status_diagnostic(self.c, self.p, code, e, t)
     }
 
     fn record(&mut self, t: f64) {
+        let values = self.frame.slots();
         let row: Vec<f64> = self
             .columns
             .iter()
             .map(|(_, s, _)| match s {
-                Source::Slot(k) => self.buf[*k as usize],
-                Source::Negated(k) => -self.buf[*k as usize],
+                Source::Slot(k) => values[*k as usize],
+                Source::Negated(k) => -values[*k as usize],
             })
             .collect();
         // Two rows at one time (an event's left and right limits) are kept;
@@ -260,36 +262,21 @@ impl<'a> Run<'a> {
         self.results.rows.push(row);
     }
 
-    fn state_slots(&self) -> (Vec<u32>, Vec<u32>, Vec<u32>, Vec<u32>) {
-        let l = self.l();
-        (
-            self.c.states.iter().map(|&s| l.var(s)).collect(),
-            self.c.state_ders.iter().map(|&s| l.var(s)).collect(),
-            self.c.states.iter().map(|&s| l.tan(s)).collect(),
-            self.c.state_ders.iter().map(|&s| l.tan(s)).collect(),
-        )
-    }
-
     fn states(&self) -> Vec<f64> {
-        self.c
-            .states
-            .iter()
-            .map(|&s| self.buf[self.l().var(s) as usize])
-            .collect()
+        self.c.states.iter().map(|&s| self.frame.var(s)).collect()
     }
 
     fn set_states(&mut self, t: f64, x: &[f64]) {
-        self.buf[lower::TIME as usize] = t;
-        let layout = &self.p.layout;
+        self.frame.set_time(t);
         for (&s, v) in self.c.states.iter().zip(x) {
-            self.buf[layout.var(s) as usize] = *v;
+            self.frame.set_var(s, *v);
         }
     }
 
     /// Values at (t, x) with frozen relations, for output.
     fn evaluate_at(&mut self, t: f64, x: &[f64]) -> Result<(), Diagnostic> {
         self.set_states(t, x);
-        self.buf[lower::MODE as usize] = 0.0;
+        self.frame.set_event_mode(false);
         self.call(Entry::Ode)
     }
 
@@ -332,11 +319,10 @@ impl<'a> Run<'a> {
     /// The first variable, in evaluation order, that is NaN or infinite at
     /// the buffer's point.
     fn first_non_finite(&self) -> Option<u32> {
-        let l = self.l();
         self.computed
             .iter()
             .copied()
-            .find(|&v| !self.buf[l.var(v) as usize].is_finite())
+            .find(|&v| !self.frame.var(v).is_finite())
     }
 
     /// A model value that becomes NaN or infinite (`sqrt` or `log` of a
@@ -353,7 +339,7 @@ impl<'a> Run<'a> {
         self.evaluate_at(b, &x)?;
         let culprit = self.first_non_finite().unwrap_or(v);
         let name = &self.c.vars[culprit as usize].name;
-        let value = self.buf[self.l().var(culprit) as usize];
+        let value = self.frame.var(culprit);
         let message = format!("`{name}` became {value} at t = {b}");
         let d = match self.defining_span(culprit) {
             Some(span) => {
@@ -373,16 +359,15 @@ impl<'a> Run<'a> {
         if self.evaluate_at(t, x).is_err() {
             return d;
         }
-        let l = self.l().clone();
         let rate = |k: usize| {
-            let v = self.buf[l.var(self.c.state_ders[k]) as usize];
+            let v = self.frame.var(self.c.state_ders[k]);
             v.abs() / x[k].abs().max(1e-300)
         };
         let Some(k) = (0..x.len()).max_by(|&a, &b| rate(a).total_cmp(&rate(b))) else {
             return d;
         };
         let name = &self.c.vars[self.c.states[k] as usize].name;
-        let der = self.buf[l.var(self.c.state_ders[k]) as usize];
+        let der = self.frame.var(self.c.state_ders[k]);
         let note = format!(
             "fastest changing state: `{name}` = {:e} with der({name}) = {der:e}",
             x[k]
@@ -401,7 +386,7 @@ impl<'a> Run<'a> {
     /// Checks the asserts at the buffer's point (after evaluating the model
     /// there).
     fn check_asserts(&mut self) -> Result<(), Diagnostic> {
-        let t = self.buf[lower::TIME as usize];
+        let t = self.frame.time();
         let (error, warnings) = self.failed_asserts()?;
         for k in warnings {
             self.warn(k, t);
@@ -419,10 +404,9 @@ impl<'a> Run<'a> {
             return Ok((None, Vec::new()));
         }
         self.call(Entry::Asserts)?;
-        let base = self.l().assert as usize;
         let mut warnings = Vec::new();
         for (k, a) in self.c.asserts.iter().enumerate() {
-            if self.buf[base + k] != 0.0 {
+            if self.frame.assert_holds(k) {
                 continue;
             }
             if a.level == crate::flat::AssertLevel::Error {
@@ -484,10 +468,9 @@ impl<'a> Run<'a> {
     /// Bisection for the first time in (t_old, t] at which assert `k` fails,
     /// given that it holds at t_old and fails at `t`.
     fn first_failure(&mut self, dense: &Dense, k: usize, t: f64) -> Result<f64, Diagnostic> {
-        let slot = self.l().assert as usize + k;
         self.first_time_in_step(dense, t, |run| {
             run.call(Entry::Asserts)?;
-            Ok(run.buf[slot] == 0.0)
+            Ok(!run.frame.assert_holds(k))
         })
     }
 
@@ -524,15 +507,13 @@ impl<'a> Run<'a> {
             return Ok(vec![]);
         }
         self.call(Entry::ZeroCrossings)?;
-        let l = self.l().clone();
         let mut out = Vec::new();
         for (k, r) in self.p.relations.iter().enumerate() {
             if !r.crossing {
                 continue;
             }
-            let g = self.buf[(l.zc + k as u32) as usize];
-            let live = r.op.apply(g, 0.0);
-            let frozen = self.buf[(l.rel + k as u32) as usize] != 0.0;
+            let live = r.op.apply(self.frame.zero_crossing(k), 0.0);
+            let frozen = self.frame.relation(k);
             if live != frozen {
                 out.push(k);
             }
@@ -543,16 +524,15 @@ impl<'a> Run<'a> {
     /// Finds the first time in (a, b] at which relation `k` differs from its
     /// frozen value, on the dense output.
     fn locate(&mut self, dense: &Dense, k: usize) -> Result<f64, Diagnostic> {
-        let l = self.l().clone();
         let op = self.p.relations[k].op;
-        let frozen = self.buf[(l.rel + k as u32) as usize] != 0.0;
+        let frozen = self.frame.relation(k);
         let n = self.c.states.len();
         let mut x = vec![0.0; n];
         let mut g_at = |run: &mut Self, t: f64| -> Result<f64, Diagnostic> {
             dense.eval(t, &mut x);
             run.evaluate_at(t, &x)?;
             run.call(Entry::ZeroCrossings)?;
-            Ok(run.buf[(l.zc + k as u32) as usize])
+            Ok(run.frame.zero_crossing(k))
         };
         let (mut a, mut b) = (dense.t_old, dense.t);
         let mut ga = g_at(self, a)?;
@@ -596,12 +576,10 @@ impl<'a> Run<'a> {
     /// when-clauses, until the discrete variables settle. Returns whether a
     /// state was reinitialized.
     fn event_iteration(&mut self, initial: bool) -> Result<bool, Diagnostic> {
-        let l = self.l().clone();
-        self.buf[lower::MODE as usize] = 1.0;
+        let n_vars = self.l().n_vars;
+        self.frame.set_event_mode(true);
         // pre(v) is the left limit for every variable.
-        for v in 0..l.n_vars {
-            self.buf[l.pre(v) as usize] = self.buf[l.var(v) as usize];
-        }
+        self.frame.keep_all_pre();
         let mut reinit = false;
         let mut last_changed: Vec<u32> = Vec::new();
         for iter in 0..100 {
@@ -609,9 +587,7 @@ impl<'a> Run<'a> {
             self.call(Entry::Ode)?;
             self.call(Entry::Conditions)?;
             let nb = self.p.branches.len();
-            let cond: Vec<bool> = (0..nb)
-                .map(|b| self.buf[(l.cond + b as u32) as usize] != 0.0)
-                .collect();
+            let cond: Vec<bool> = (0..nb).map(|b| self.frame.condition(b)).collect();
             // The first branch of each when-clause whose condition became true.
             let mut any = false;
             let mut fired_clause = vec![false; self.c.whens.len()];
@@ -625,7 +601,7 @@ impl<'a> Run<'a> {
                     cond[b] && !self.cond_pre[b]
                 };
                 let fires = rising && !fired_clause[br.clause];
-                self.buf[(l.active + b as u32) as usize] = if fires { 1.0 } else { 0.0 };
+                self.frame.set_active(b, fires);
                 if fires {
                     fired_clause[br.clause] = true;
                     any = true;
@@ -639,19 +615,19 @@ impl<'a> Run<'a> {
                 // An assignment or reinit that made a variable not a number
                 // (`reinit(v, 0/0)`) would otherwise go on silently, or
                 // keep the iteration from settling (NaN != NaN).
-                if let Some(v) = (0..l.n_vars).find(|&v| {
-                    self.buf[l.var(v) as usize].is_nan() && !self.buf[l.pre(v) as usize].is_nan()
-                }) {
+                if let Some(v) =
+                    (0..n_vars).find(|&v| self.frame.var(v).is_nan() && !self.frame.pre(v).is_nan())
+                {
                     let clause = self
                         .p
                         .branches
                         .iter()
                         .enumerate()
-                        .find(|&(b, _)| self.buf[(l.active + b as u32) as usize] != 0.0)
+                        .find(|&(b, _)| self.frame.active(b))
                         .map(|(_, br)| self.c.whens[br.clause].span);
                     let message = format!(
                         "at the event at t = {}, `{}` became NaN (not a number)",
-                        self.buf[lower::TIME as usize],
+                        self.frame.time(),
                         self.c.vars[v as usize].name
                     );
                     let d = match clause {
@@ -663,7 +639,7 @@ impl<'a> Run<'a> {
                         .with_hint("check the assignments and reinits of the when-clause (a 0/0, a sqrt of a negative number)")
                         .with_note(STOPPED));
                 }
-                if self.buf[lower::TERMINATE as usize] != 0.0 {
+                if self.frame.terminate() != 0 {
                     self.cond_pre = cond;
                     return Ok(reinit);
                 }
@@ -674,14 +650,14 @@ impl<'a> Run<'a> {
                 .discrete
                 .iter()
                 .copied()
-                .filter(|&v| self.buf[l.var(v) as usize] != self.buf[l.pre(v) as usize])
+                .filter(|&v| self.frame.var(v) != self.frame.pre(v))
                 .collect();
             for &v in &self.discrete {
-                self.buf[l.pre(v) as usize] = self.buf[l.var(v) as usize];
+                self.frame.keep_pre(v);
             }
             if !any && changed.is_empty() {
                 self.call(Entry::Ode)?;
-                self.buf[lower::MODE as usize] = 0.0;
+                self.frame.set_event_mode(false);
                 return Ok(reinit);
             }
             last_changed = changed;
@@ -691,7 +667,7 @@ impl<'a> Run<'a> {
             .take(5)
             .map(|&v| format!("`{}`", self.c.vars[v as usize].name))
             .collect();
-        let t = self.buf[lower::TIME as usize];
+        let t = self.frame.time();
         let span = last_changed
             .first()
             .and_then(|&v| self.defining_span(v))
@@ -705,8 +681,8 @@ impl<'a> Run<'a> {
     /// Whether `terminate(msg)` ended the run: a successful end, then
     /// reported to the user with its message, place and time.
     fn terminated(&mut self) -> bool {
-        let b = self.buf[lower::TERMINATE as usize] as usize;
-        let t = self.buf[lower::TIME as usize];
+        let b = self.frame.terminate();
+        let t = self.frame.time();
         let Some(br) = b.checked_sub(1).and_then(|b| self.p.branches.get(b)) else {
             return false;
         };
@@ -726,15 +702,14 @@ impl<'a> Run<'a> {
     /// The time event at `t`: the samples due fire (their `sample()` is true
     /// for this event iteration only) and are rescheduled.
     fn sample_event(&mut self, t: f64) -> Result<(), Diagnostic> {
-        let l = self.l().clone();
         for k in 0..self.next_sample.len() {
             let hit = self.next_sample[k] <= t;
-            self.buf[(l.sample + k as u32) as usize] = if hit { 1.0 } else { 0.0 };
+            self.frame.set_sample_due(k, hit);
         }
         self.event_iteration(false)?;
         for k in 0..self.next_sample.len() {
-            if self.buf[(l.sample + k as u32) as usize] != 0.0 {
-                let interval = self.buf[(l.sample_param + 2 * k as u32 + 1) as usize];
+            if self.frame.sample_due(k) {
+                let (_, interval) = self.frame.sample_timing(k);
                 // (A period too short to advance start + j period was
                 // refused before the run: `simulate_inner`.)
                 self.next_sample[k] = if interval > 0.0 {
@@ -743,7 +718,7 @@ impl<'a> Run<'a> {
                     f64::INFINITY
                 };
             }
-            self.buf[(l.sample + k as u32) as usize] = 0.0;
+            self.frame.set_sample_due(k, false);
         }
         // Conditions like sample() are false again right after the event.
         self.settle_conditions()
@@ -752,11 +727,11 @@ impl<'a> Run<'a> {
     /// Takes the current when-conditions as the left limits for the next
     /// event's rising-edge test (after initialization or a time event).
     fn settle_conditions(&mut self) -> Result<(), Diagnostic> {
-        self.buf[lower::MODE as usize] = 1.0;
+        self.frame.set_event_mode(true);
         self.call(Entry::Ode)?;
         self.call(Entry::Conditions)?;
         self.keep_conditions();
-        self.buf[lower::MODE as usize] = 0.0;
+        self.frame.set_event_mode(false);
         Ok(())
     }
 
@@ -764,18 +739,15 @@ impl<'a> Run<'a> {
     /// one is true that was false in `cond_pre` (a rising edge, an event).
     /// The contact solvers check this at step ends and contact events.
     fn conditions_rise(&mut self) -> Result<bool, Diagnostic> {
-        let l = self.l().clone();
         self.call(Entry::Conditions)?;
-        Ok((0..self.p.branches.len())
-            .any(|b| self.buf[(l.cond + b as u32) as usize] != 0.0 && !self.cond_pre[b]))
+        Ok((0..self.p.branches.len()).any(|b| self.frame.condition(b) && !self.cond_pre[b]))
     }
 
     /// Takes the conditions last evaluated (held in the buffer) as the left
     /// limits of the next rising-edge test.
     fn keep_conditions(&mut self) {
-        let cond = self.l().cond;
         self.cond_pre = (0..self.p.branches.len())
-            .map(|b| self.buf[(cond + b as u32) as usize] != 0.0)
+            .map(|b| self.frame.condition(b))
             .collect();
     }
 
@@ -946,7 +918,7 @@ pub fn initialize_only(
         c,
         p,
         backend,
-        buf: vec![0.0; l.len as usize],
+        frame: Frame::new(&l),
         columns: Vec::new(),
         results: Results::default(),
         cond_pre: vec![false; p.branches.len()],
@@ -959,7 +931,7 @@ pub fn initialize_only(
         span: (opts.start, opts.stop),
         interrupted_at: None,
     };
-    run.buf[lower::TIME as usize] = start;
+    run.frame.set_time(start);
     // `check` runs no simulation, so its errors do not speak of one.
     let without_run_note = |mut d: Diagnostic| {
         d.notes.retain(|n| n != STOPPED);
@@ -1005,7 +977,7 @@ fn simulate_inner(
         c,
         p,
         backend,
-        buf: vec![0.0; l.len as usize],
+        frame: Frame::new(&l),
         results: Results {
             names: columns.iter().map(|x| x.0.clone()).collect(),
             units: columns.iter().map(|x| c.vars[x.2].unit.clone()).collect(),
@@ -1027,10 +999,9 @@ fn simulate_inner(
         interrupted_at: None,
     };
     for &(v, val) in &opts.overrides {
-        run.buf[l.var(v) as usize] = val;
-        run.buf[(l.override_flag + v) as usize] = 1.0;
+        run.frame.set_override(v, val);
     }
-    run.buf[lower::TIME as usize] = opts.start;
+    run.frame.set_time(opts.start);
     run.call(Entry::Parameters)?;
     run.call(Entry::Starts)?;
     let shown: Vec<usize> = (0..c.vars.len())
@@ -1043,7 +1014,7 @@ fn simulate_inner(
         .collect();
     run.results.parameters = shown
         .iter()
-        .map(|&v| (c.vars[v].name.clone(), run.buf[l.var(v as u32) as usize]))
+        .map(|&v| (c.vars[v].name.clone(), run.frame.var(v as u32)))
         .collect();
     run.results.parameter_texts = shown
         .iter()
@@ -1053,8 +1024,7 @@ fn simulate_inner(
     // Sample times.
     run.next_sample = (0..l.n_samples)
         .map(|k| {
-            let start = run.buf[(l.sample_param + 2 * k) as usize];
-            let interval = run.buf[(l.sample_param + 2 * k + 1) as usize];
+            let (start, interval) = run.frame.sample_timing(k as usize);
             let mut t = start;
             if interval > 0.0 && t < opts.start {
                 t += ((opts.start - t) / interval).ceil() * interval;
@@ -1066,7 +1036,7 @@ fn simulate_inner(
     // sample instants (or takes 1e300 events to cross it).
     let resolution = 4.0 * f64::EPSILON * opts.start.abs().max(opts.stop.abs());
     for k in 0..l.n_samples {
-        let interval = run.buf[(l.sample_param + 2 * k + 1) as usize];
+        let (_, interval) = run.frame.sample_timing(k as usize);
         if interval > 0.0 && interval < resolution {
             return Err(Diagnostic::error_nospan(format!(
                 "a sample period of {interval:e} s is below the time resolution of the run \
@@ -1109,7 +1079,7 @@ fn simulate_inner(
     }
     outcome?;
     // terminal()
-    run.buf[lower::TERMINAL as usize] = 1.0;
+    run.frame.set_terminal(true);
     let _ = run.event_iteration(false);
     let mut results = std::mem::take(&mut run.results);
     results.stats = run.stats;
@@ -1144,7 +1114,7 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
     let grid = output_grid(opts);
     let mut next_out = 0usize;
     let n = run.c.states.len();
-    let (ss, ds, ts, tds) = run.state_slots();
+    let slots = model::StateSlots::of(run.c, run.l());
     let pattern = std::sync::Arc::new(jacobian::JacobianPattern::of_model(run.c));
     let atol: Vec<f64> = run
         .c
@@ -1186,20 +1156,7 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
             dense_buf = Dense::constant(t, t, x0.clone());
         } else {
             if bdf.is_none() {
-                let buf = std::mem::take(&mut run.buf);
-                let mut buf = buf;
-                let mut ode = ModelOde {
-                    backend: run.backend,
-                    layout: &run.p.layout,
-                    buf: &mut buf,
-                    state_slots: &ss,
-                    der_slots: &ds,
-                    tangent_state_slots: &ts,
-                    tangent_der_slots: &tds,
-                    pattern: &pattern,
-                    evaluations: 0,
-                };
-                ode.buf[lower::MODE as usize] = 0.0;
+                let mut ode = ModelOde::new(run.backend, &mut run.frame, &slots, &pattern);
                 let settings = bdf::Settings {
                     rtol: opts.tolerance,
                     atol: atol.clone(),
@@ -1210,7 +1167,6 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
                 };
                 let b = Bdf::new(&mut ode, t, &x0, t_time_event, settings);
                 run.stats.model_evaluations += ode.evaluations;
-                run.buf = buf;
                 match b {
                     Ok(mut b) => {
                         run.stats.integrator.add(&b.stats);
@@ -1222,26 +1178,13 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
             }
             let b = bdf.as_mut().expect("started");
             b.t_bound = t_time_event;
-            let mut buf = std::mem::take(&mut run.buf);
-            let mut ode = ModelOde {
-                backend: run.backend,
-                layout: &run.p.layout,
-                buf: &mut buf,
-                state_slots: &ss,
-                der_slots: &ds,
-                tangent_state_slots: &ts,
-                tangent_der_slots: &tds,
-                pattern: &pattern,
-                evaluations: 0,
-            };
-            ode.buf[lower::MODE as usize] = 0.0;
+            let mut ode = ModelOde::new(run.backend, &mut run.frame, &slots, &pattern);
             let r = b.step(&mut ode);
             run.stats.model_evaluations += ode.evaluations;
             run.stats.integrator.add(&b.stats);
             b.stats = bdf::Stats::default();
-            run.buf = buf;
             if let Err(StepError::TooSmallStep { t, h, last_failure }) = r {
-                run.buf[lower::TIME as usize] = t;
+                run.frame.set_time(t);
                 let mut d = match last_failure {
                     Some(EvalFail(code)) => run.status_error(code, Entry::Ode),
                     None => Diagnostic::error_nospan(format!(
@@ -1332,7 +1275,7 @@ fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
             t = t_new;
         }
         if t_event.is_none() && !time_event {
-            if run.buf[lower::TIME as usize] != t {
+            if run.frame.time() != t {
                 // Outputs inside the step moved the buffer off its end.
                 dense.eval(t, &mut x);
                 run.evaluate_at(t, &x)?;

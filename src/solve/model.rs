@@ -2,44 +2,17 @@
 
 use super::bdf::{EvalFail, OdeProblem};
 use super::jacobian::{Jacobian, JacobianPattern};
+use crate::jit::frame::{Frame, status};
 use crate::jit::interp;
-use crate::jit::ir::{Func, status};
-use crate::jit::lower::{self, Layout, Program};
+use crate::jit::lower::Program;
 use std::sync::Arc;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Entry {
-    Parameters,
-    Starts,
-    Ode,
-    Tangent,
-    ZeroCrossings,
-    Conditions,
-    Actions,
-    InitialResiduals,
-    Asserts,
-    Residuals,
-}
+pub use crate::jit::frame::Entry;
 
 /// Something that runs the model's entry points on a buffer: the JIT, or the
 /// reference interpreter.
 pub trait Backend {
     fn run(&self, entry: Entry, buf: &mut [f64]) -> i32;
-}
-
-pub fn entry_func(p: &Program, e: Entry) -> &Func {
-    match e {
-        Entry::Parameters => &p.parameters,
-        Entry::Starts => &p.starts,
-        Entry::Ode => &p.ode,
-        Entry::Tangent => &p.tangent,
-        Entry::ZeroCrossings => &p.zero_crossings,
-        Entry::Conditions => &p.conditions,
-        Entry::Actions => &p.actions,
-        Entry::InitialResiduals => &p.initial_residuals,
-        Entry::Asserts => &p.asserts,
-        Entry::Residuals => &p.residuals,
-    }
 }
 
 /// The IR interpreter as a backend.
@@ -49,30 +22,63 @@ pub struct Interpreter<'p> {
 
 impl Backend for Interpreter<'_> {
     fn run(&self, entry: Entry, buf: &mut [f64]) -> i32 {
-        interp::run(entry_func(self.program, entry), buf, &self.program.user)
+        interp::run(entry.func(self.program), buf, &self.program.user)
+    }
+}
+
+/// Where the states, their derivatives and both tangents live in the frame.
+#[derive(Clone, Debug)]
+pub struct StateSlots {
+    pub states: Vec<u32>,
+    pub ders: Vec<u32>,
+    pub tangent_states: Vec<u32>,
+    pub tangent_ders: Vec<u32>,
+}
+
+impl StateSlots {
+    pub fn of(c: &crate::structure::Causal, l: &crate::jit::frame::Layout) -> StateSlots {
+        StateSlots {
+            states: c.states.iter().map(|&s| l.var(s)).collect(),
+            ders: c.state_ders.iter().map(|&s| l.var(s)).collect(),
+            tangent_states: c.states.iter().map(|&s| l.tan(s)).collect(),
+            tangent_ders: c.state_ders.iter().map(|&s| l.tan(s)).collect(),
+        }
     }
 }
 
 /// The model's continuous part as an ODE in its states, for the BDF.
 pub struct ModelOde<'a> {
     pub backend: &'a dyn Backend,
-    pub layout: &'a Layout,
-    pub buf: &'a mut Vec<f64>,
-    /// Buffer slots of the states and of their derivatives.
-    pub state_slots: &'a [u32],
-    pub der_slots: &'a [u32],
-    pub tangent_state_slots: &'a [u32],
-    pub tangent_der_slots: &'a [u32],
+    pub frame: &'a mut Frame,
+    pub slots: &'a StateSlots,
     /// The pattern of df/dx and its column colouring.
     pub pattern: &'a Arc<JacobianPattern>,
     pub evaluations: u64,
 }
 
-impl ModelOde<'_> {
+impl<'a> ModelOde<'a> {
+    /// Evaluations in frozen mode (relations keep their stored values).
+    pub fn new(
+        backend: &'a dyn Backend,
+        frame: &'a mut Frame,
+        slots: &'a StateSlots,
+        pattern: &'a Arc<JacobianPattern>,
+    ) -> ModelOde<'a> {
+        frame.set_event_mode(false);
+        ModelOde {
+            backend,
+            frame,
+            slots,
+            pattern,
+            evaluations: 0,
+        }
+    }
+
     pub fn load(&mut self, t: f64, x: &[f64]) {
-        self.buf[lower::TIME as usize] = t;
-        for (&s, &v) in self.state_slots.iter().zip(x) {
-            self.buf[s as usize] = v;
+        self.frame.set_time(t);
+        let values = self.frame.values();
+        for (&s, &v) in self.slots.states.iter().zip(x) {
+            values[s as usize] = v;
         }
     }
 
@@ -80,7 +86,7 @@ impl ModelOde<'_> {
     pub fn eval(&mut self, t: f64, x: &[f64]) -> Result<(), EvalFail> {
         self.load(t, x);
         self.evaluations += 1;
-        let code = self.backend.run(Entry::Ode, self.buf);
+        let code = self.backend.run(Entry::Ode, self.frame.values());
         if code != status::OK {
             return Err(EvalFail(code));
         }
@@ -90,13 +96,14 @@ impl ModelOde<'_> {
 
 impl OdeProblem for ModelOde<'_> {
     fn n(&self) -> usize {
-        self.state_slots.len()
+        self.slots.states.len()
     }
 
     fn rhs(&mut self, t: f64, x: &[f64], dx: &mut [f64]) -> Result<(), EvalFail> {
         self.eval(t, x)?;
-        for (d, &s) in dx.iter_mut().zip(self.der_slots) {
-            *d = self.buf[s as usize];
+        let values = self.frame.slots();
+        for (d, &s) in dx.iter_mut().zip(&self.slots.ders) {
+            *d = values[s as usize];
         }
         Ok(())
     }
@@ -111,20 +118,17 @@ impl OdeProblem for ModelOde<'_> {
     /// the one column that reaches it.
     fn jacobian(&mut self, t: f64, x: &[f64], jac: &mut Jacobian) -> Result<(), EvalFail> {
         self.eval(t, x)?;
-        let t0 = self.layout.tangent as usize;
-        let n = self.layout.n_vars as usize;
-        for v in &mut self.buf[t0..t0 + n] {
-            *v = 0.0;
-        }
+        self.frame.clear_tangents();
         jac.clear();
         let pattern = self.pattern.clone();
         for colour in &pattern.colours {
+            let values = self.frame.values();
             for &j in colour {
-                self.buf[self.tangent_state_slots[j as usize] as usize] = 1.0;
+                values[self.slots.tangent_states[j as usize] as usize] = 1.0;
             }
-            let code = self.backend.run(Entry::Tangent, self.buf);
+            let code = self.backend.run(Entry::Tangent, values);
             for &j in colour {
-                self.buf[self.tangent_state_slots[j as usize] as usize] = 0.0;
+                values[self.slots.tangent_states[j as usize] as usize] = 0.0;
             }
             if code != status::OK {
                 return Err(EvalFail(code));
@@ -133,7 +137,7 @@ impl OdeProblem for ModelOde<'_> {
                 let j = j as usize;
                 for k in pattern.column(j) {
                     let i = pattern.row_idx[k];
-                    jac.set_entry(k, i, j, self.buf[self.tangent_der_slots[i] as usize]);
+                    jac.set_entry(k, i, j, values[self.slots.tangent_ders[i] as usize]);
                 }
             }
         }
@@ -144,25 +148,9 @@ impl OdeProblem for ModelOde<'_> {
 /// Compiled code as a backend.
 impl Backend for crate::jit::codegen::Jit {
     fn run(&self, entry: Entry, buf: &mut [f64]) -> i32 {
-        self.run_index(entry_index(entry), buf)
+        self.run_index(entry.index(), buf)
     }
 }
-
-/// The entries the solver calls at every step or event; the others run a
-/// handful of times (parameters, start values, initialization), where the
-/// interpreter is cheaper than compiling them.
-pub const HOT_ENTRIES: [bool; 10] = [
-    false, // parameters
-    false, // starts
-    true,  // ode
-    true,  // tangent
-    true,  // zero crossings
-    true,  // conditions
-    true,  // actions
-    false, // initial residuals
-    true,  // asserts
-    false, // residuals (tests and tools; not used by the BDF)
-];
 
 /// Compiled code for the hot entries, the interpreter for the rest: what
 /// `rmoc simulate` runs. Both work on the same buffer layout.
@@ -173,33 +161,17 @@ pub struct Hybrid<'p> {
 
 impl<'p> Hybrid<'p> {
     pub fn compile(program: &'p Program) -> Result<Hybrid<'p>, String> {
-        let jit = crate::jit::codegen::compile_entries(program, &HOT_ENTRIES)?;
+        let jit = crate::jit::codegen::compile_entries(program, &Entry::ALL.map(Entry::hot))?;
         Ok(Hybrid { jit, program })
     }
 }
 
 impl Backend for Hybrid<'_> {
     fn run(&self, entry: Entry, buf: &mut [f64]) -> i32 {
-        if self.jit.has(entry_index(entry)) {
-            self.jit.run_index(entry_index(entry), buf)
+        if self.jit.has(entry.index()) {
+            self.jit.run_index(entry.index(), buf)
         } else {
-            interp::run(entry_func(self.program, entry), buf, &self.program.user)
+            interp::run(entry.func(self.program), buf, &self.program.user)
         }
-    }
-}
-
-/// The position of `entry` in [`Program::entries`].
-fn entry_index(entry: Entry) -> usize {
-    match entry {
-        Entry::Parameters => 0,
-        Entry::Starts => 1,
-        Entry::Ode => 2,
-        Entry::Tangent => 3,
-        Entry::ZeroCrossings => 4,
-        Entry::Conditions => 5,
-        Entry::Actions => 6,
-        Entry::InitialResiduals => 7,
-        Entry::Asserts => 8,
-        Entry::Residuals => 9,
     }
 }

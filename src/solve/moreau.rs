@@ -32,7 +32,6 @@ use super::lcp;
 use super::model::Entry;
 use super::{Options, Run, STOPPED};
 use crate::diag::Diagnostic;
-use crate::jit::lower;
 use crate::structure::Role;
 
 /// Counters of a Moreau run.
@@ -252,7 +251,7 @@ pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<Contact
 /// and runs the event iteration (which fires the when-clauses and applies
 /// reinit). The buffer holds the model at the step's end.
 fn when_event(run: &mut Run, sample_due: bool, opts: &Options) -> Result<bool, Diagnostic> {
-    let t = run.buf[lower::TIME as usize];
+    let t = run.frame.time();
     if !sample_due {
         if !run.conditions_rise()? {
             run.keep_conditions();
@@ -341,7 +340,7 @@ impl Stepper {
             .map(|c| c.force)
             .chain(frictions.iter().map(|f| f.force))
             .collect();
-        let (_, der_slots, _, _) = run.state_slots();
+        let der_slots = super::model::StateSlots::of(run.c, run.l()).ders;
         Ok(Stepper {
             closed_before: vec![false; contacts.len()],
             is_velocity: vec![false; der_slots.len()],
@@ -375,15 +374,15 @@ impl Stepper {
         forces: &[f64],
     ) -> Result<Vec<f64>, Diagnostic> {
         for (&slot, f) in self.force_slots.iter().zip(forces) {
-            run.buf[slot] = *f;
+            run.frame.values()[slot] = *f;
         }
         run.set_states(t, x);
-        run.buf[lower::MODE as usize] = 1.0;
+        run.frame.set_event_mode(true);
         run.call(Entry::Ode)?;
         Ok(self
             .der_slots
             .iter()
-            .map(|&s| run.buf[s as usize])
+            .map(|&s| run.frame.slots()[s as usize])
             .collect())
     }
 
@@ -444,7 +443,10 @@ impl Stepper {
     }
 
     pub(super) fn gaps(&self, run: &Run) -> Vec<f64> {
-        self.contacts.iter().map(|c| c.gap.read(&run.buf)).collect()
+        self.contacts
+            .iter()
+            .map(|c| c.gap.read(run.frame.slots()))
+            .collect()
     }
 
     /// Gaps, gap rates and slips of every contact, as the buffer holds them.
@@ -452,12 +454,12 @@ impl Stepper {
         let rates = self
             .contacts
             .iter()
-            .map(|c| c.gap_rate.read(&run.buf))
+            .map(|c| c.gap_rate.read(run.frame.slots()))
             .collect();
         let slips = self
             .frictions
             .iter()
-            .map(|f| f.slip.read(&run.buf))
+            .map(|f| f.slip.read(run.frame.slots()))
             .collect();
         (self.gaps(run), rates, slips)
     }
@@ -633,11 +635,11 @@ impl Stepper {
         self.smooth(run, t, x)?;
         Ok(normals
             .iter()
-            .map(|&j| self.contacts[j].gap_rate.read(&run.buf))
+            .map(|&j| self.contacts[j].gap_rate.read(run.frame.slots()))
             .chain(
                 frictions
                     .iter()
-                    .map(|&s| self.frictions[s].slip.read(&run.buf)),
+                    .map(|&s| self.frictions[s].slip.read(run.frame.slots())),
             )
             .collect())
     }
@@ -664,7 +666,7 @@ impl Stepper {
             .with_note(STOPPED))
         };
         for &j in active {
-            let e = run.buf[self.contacts[j].restitution];
+            let e = run.frame.slots()[self.contacts[j].restitution];
             if !(0.0..=1.0).contains(&e) {
                 return bad(
                     run.c.contacts[j].span,
@@ -676,8 +678,8 @@ impl Stepper {
         }
         for &s in friction {
             let (mu, e) = (
-                run.buf[self.frictions[s].mu],
-                run.buf[self.frictions[s].restitution],
+                run.frame.slots()[self.frictions[s].mu],
+                run.frame.slots()[self.frictions[s].restitution],
             );
             let span = run.c.frictions[s].span;
             if !(mu.is_finite() && mu >= 0.0) {
@@ -824,7 +826,7 @@ impl Stepper {
         let mut q_plastic = vec![0.0; size];
         let mut impacting = vec![false; na];
         for (r, &j) in active.iter().enumerate() {
-            let e = run.buf[self.contacts[j].restitution];
+            let e = run.frame.slots()[self.contacts[j].restitution];
             // Restitution acts on an approach faster than what the smooth
             // forces build up within the step; a slower one is a resting
             // contact.
@@ -839,7 +841,7 @@ impl Stepper {
             let e_t = if self.closed_before[f.contact] {
                 0.0
             } else {
-                run.buf[f.restitution]
+                run.frame.slots()[f.restitution]
             };
             let qt = u_free[na + s] + e_t * slips_before[fs];
             q[na + s] = qt;
@@ -871,7 +873,7 @@ impl Stepper {
             let f = &self.frictions[fs];
             let r = na + 2 * nf + s;
             let normal_col = active.iter().position(|&j| j == f.contact).unwrap_or(0);
-            mat[r * size + normal_col] = run.buf[f.mu];
+            mat[r * size + normal_col] = run.frame.slots()[f.mu];
             mat[r * size + na + s] = -1.0;
             mat[r * size + na + nf + s] = -1.0;
         }
@@ -1064,7 +1066,8 @@ impl Stepper {
                 let moved: Vec<f64> = x.iter().zip(d).map(|(a, b)| a + s * b).collect();
                 self.smooth(run, t, &moved)?;
                 for (r, &j) in violated.iter().enumerate() {
-                    g_matrix[r * nv + c] = (self.contacts[j].gap.read(&run.buf) - gaps[j]) / s;
+                    g_matrix[r * nv + c] =
+                        (self.contacts[j].gap.read(run.frame.slots()) - gaps[j]) / s;
                 }
             }
             let q: Vec<f64> = violated.iter().map(|&j| gaps[j]).collect();
