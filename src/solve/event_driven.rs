@@ -344,7 +344,7 @@ pub(super) fn integrate(run: &mut Run, opts: &Options) -> Result<ContactStats, D
     let mut x = run.states();
     st.check_start_gaps(run, t, &x)?;
     st.probe_velocities(run, t, &x)?;
-    let grid = super::output_grid(opts);
+    let grid = super::hybrid::output_grid(opts);
     let mut next_out = 0usize;
     let mut recent: Vec<f64> = Vec::new();
     // The contact state at the start: closed contacts that approach are

@@ -11,7 +11,9 @@
 
 pub mod bdf;
 pub mod event_driven;
+pub mod hybrid;
 pub mod init;
+pub mod integrator;
 pub mod jacobian;
 pub mod lcp;
 pub mod linalg;
@@ -25,8 +27,9 @@ use crate::jit::frame::{Frame, Layout};
 use crate::jit::ir::status;
 use crate::jit::lower::{self, Program};
 use crate::structure::{Block, Causal, Role};
-use bdf::{Bdf, Dense, EvalFail, StepError};
-use model::{Backend, Entry, ModelOde};
+pub use hybrid::MAX_OUTPUT_ROWS;
+use integrator::DenseOutput;
+use model::{Backend, Entry};
 
 /// Run settings (defaults come from the `experiment` annotation).
 #[derive(Clone, Debug)]
@@ -329,7 +332,7 @@ impl<'a> Run<'a> {
     /// negative number, a division by zero) ends the run with the first such
     /// variable, the equation computing it and the time, found by bisection
     /// on the step's dense output.
-    fn check_finite_over(&mut self, dense: &Dense, t: f64) -> Result<(), Diagnostic> {
+    fn check_finite_over(&mut self, dense: &dyn DenseOutput, t: f64) -> Result<(), Diagnostic> {
         let Some(v) = self.first_non_finite() else {
             return Ok(());
         };
@@ -446,7 +449,7 @@ impl<'a> Run<'a> {
     /// is reported at the first time it fails within the step, found by
     /// bisection on the step's dense output, so the reported time does not
     /// depend on how long the step was.
-    fn check_asserts_over(&mut self, dense: &Dense, t: f64) -> Result<(), Diagnostic> {
+    fn check_asserts_over(&mut self, dense: &dyn DenseOutput, t: f64) -> Result<(), Diagnostic> {
         if self.c.asserts.is_empty() {
             return Ok(());
         }
@@ -467,7 +470,12 @@ impl<'a> Run<'a> {
 
     /// Bisection for the first time in (t_old, t] at which assert `k` fails,
     /// given that it holds at t_old and fails at `t`.
-    fn first_failure(&mut self, dense: &Dense, k: usize, t: f64) -> Result<f64, Diagnostic> {
+    fn first_failure(
+        &mut self,
+        dense: &dyn DenseOutput,
+        k: usize,
+        t: f64,
+    ) -> Result<f64, Diagnostic> {
         self.first_time_in_step(dense, t, |run| {
             run.call(Entry::Asserts)?;
             Ok(!run.frame.assert_holds(k))
@@ -479,12 +487,12 @@ impl<'a> Run<'a> {
     /// given that it does not at t_old and does at `t`.
     fn first_time_in_step(
         &mut self,
-        dense: &Dense,
+        dense: &dyn DenseOutput,
         t: f64,
         mut fails: impl FnMut(&mut Self) -> Result<bool, Diagnostic>,
     ) -> Result<f64, Diagnostic> {
         let mut x = vec![0.0; self.c.states.len()];
-        let (mut a, mut b) = (dense.t_old, t);
+        let (mut a, mut b) = (dense.span().0, t);
         for _ in 0..64 {
             let m = 0.5 * (a + b);
             if m <= a || m >= b {
@@ -523,7 +531,7 @@ impl<'a> Run<'a> {
 
     /// Finds the first time in (a, b] at which relation `k` differs from its
     /// frozen value, on the dense output.
-    fn locate(&mut self, dense: &Dense, k: usize) -> Result<f64, Diagnostic> {
+    fn locate(&mut self, dense: &dyn DenseOutput, k: usize) -> Result<f64, Diagnostic> {
         let op = self.p.relations[k].op;
         let frozen = self.frame.relation(k);
         let n = self.c.states.len();
@@ -534,7 +542,7 @@ impl<'a> Run<'a> {
             run.call(Entry::ZeroCrossings)?;
             Ok(run.frame.zero_crossing(k))
         };
-        let (mut a, mut b) = (dense.t_old, dense.t);
+        let (mut a, mut b) = dense.span();
         let mut ga = g_at(self, a)?;
         let mut gb = g_at(self, b)?;
         let tol = 4.0 * f64::EPSILON * a.abs().max(b.abs()).max(1.0);
@@ -1062,7 +1070,12 @@ fn simulate_inner(
                 )
                 .with_note(STOPPED));
             }
-            integrate(&mut run, opts)
+            match integrator::for_solver(&run, opts) {
+                Some(mut i) => hybrid::integrate(&mut run, opts, &mut *i),
+                None => Err(Diagnostic::error_nospan(
+                    "internal error: no integrator for this solver",
+                )),
+            }
         }
         Solver::Moreau { step } => {
             moreau::integrate(&mut run, opts, step).map(|s| run.stats.contacts = Some(s))
@@ -1084,210 +1097,4 @@ fn simulate_inner(
     let mut results = std::mem::take(&mut run.results);
     results.stats = run.stats;
     Ok(results)
-}
-
-/// Output rows a run may write: 10 million rows of a few columns are
-/// gigabytes of CSV. The command line refuses an interval that would give
-/// more; the output grid never holds more.
-pub const MAX_OUTPUT_ROWS: usize = 10_000_000;
-
-fn output_grid(opts: &Options) -> Vec<f64> {
-    let span = opts.stop - opts.start;
-    let n = if opts.interval > 0.0 {
-        (span / opts.interval).round().max(1.0) as usize
-    } else {
-        500
-    };
-    let n = n.min(MAX_OUTPUT_ROWS);
-    (1..=n)
-        .map(|k| {
-            if k == n {
-                opts.stop
-            } else {
-                opts.start + span * k as f64 / n as f64
-            }
-        })
-        .collect()
-}
-
-fn integrate(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
-    let grid = output_grid(opts);
-    let mut next_out = 0usize;
-    let n = run.c.states.len();
-    let slots = model::StateSlots::of(run.c, run.l());
-    let pattern = std::sync::Arc::new(jacobian::JacobianPattern::of_model(run.c));
-    let atol: Vec<f64> = run
-        .c
-        .states
-        .iter()
-        .map(|&s| {
-            let nominal = run.c.vars[s as usize]
-                .nominal
-                .and_then(|e| run.c.arena.as_const(e))
-                .map(f64::abs)
-                .unwrap_or(1.0);
-            opts.atol.unwrap_or(opts.tolerance * nominal)
-        })
-        .collect();
-    let mut t = opts.start;
-    let mut recent_events: Vec<f64> = Vec::new();
-    let mut bdf: Option<Bdf> = None;
-    let max_step = (opts.stop - opts.start).abs().max(f64::MIN_POSITIVE);
-    let debug_steps = std::env::var_os("RMOC_DEBUG_STEPS").is_some();
-    let mut dense_buf = Dense::constant(opts.start, opts.start, Vec::new());
-    while t < opts.stop {
-        run.poll(t)?;
-        let t_time_event = run.next_time_event(opts.stop).max(t);
-        let x0 = run.states();
-        // Advance: one BDF step, or for a model without states a jump to the
-        // next output time.
-        if n == 0 {
-            let target = grid
-                .get(next_out)
-                .copied()
-                .unwrap_or(opts.stop)
-                .min(t_time_event)
-                .max(t);
-            let target = if target <= t { t_time_event } else { target };
-            dense_buf = Dense::constant(t, target, Vec::new());
-        } else if t_time_event <= t {
-            // A sample due now (`sample(t0, dt)` at the start time): handle
-            // the time event before any step, which would have zero length.
-            dense_buf = Dense::constant(t, t, x0.clone());
-        } else {
-            if bdf.is_none() {
-                let mut ode = ModelOde::new(run.backend, &mut run.frame, &slots, &pattern);
-                let settings = bdf::Settings {
-                    rtol: opts.tolerance,
-                    atol: atol.clone(),
-                    max_step,
-                    first_step: None,
-                    linear_solver: opts.linear_solver,
-                    taylor_start: true,
-                };
-                let b = Bdf::new(&mut ode, t, &x0, t_time_event, settings);
-                run.stats.model_evaluations += ode.evaluations;
-                match b {
-                    Ok(mut b) => {
-                        run.stats.integrator.add(&b.stats);
-                        b.stats = bdf::Stats::default();
-                        bdf = Some(b)
-                    }
-                    Err(EvalFail(code)) => return Err(run.status_error(code, Entry::Ode)),
-                }
-            }
-            let b = bdf.as_mut().expect("started");
-            b.t_bound = t_time_event;
-            let mut ode = ModelOde::new(run.backend, &mut run.frame, &slots, &pattern);
-            let r = b.step(&mut ode);
-            run.stats.model_evaluations += ode.evaluations;
-            run.stats.integrator.add(&b.stats);
-            b.stats = bdf::Stats::default();
-            if let Err(StepError::TooSmallStep { t, h, last_failure }) = r {
-                run.frame.set_time(t);
-                let mut d = match last_failure {
-                    Some(EvalFail(code)) => run.status_error(code, Entry::Ode),
-                    None => Diagnostic::error_nospan(format!(
-                        "the step size fell to {h:e} at t = {t}: the integrator cannot proceed"
-                    )),
-                };
-                d = d.with_note(format!("step size {h:e} at t = {t}"));
-                if last_failure.is_none() {
-                    let y = b.y.clone();
-                    d = run.fastest_state(t, &y, d);
-                }
-                return Err(d.with_hint("the solution may escape to infinity here (x' = x^2 does at a finite time), or the model is singular or stiffer than the tolerance allows; try --tolerance"));
-            }
-            if debug_steps {
-                eprintln!(
-                    "step t={:.9} h={:.3e} order={}",
-                    b.t,
-                    b.step_size(),
-                    b.order()
-                );
-            }
-            b.dense_into(&mut dense_buf);
-        }
-        let dense = &dense_buf;
-        let t_new = dense.t;
-        // State events.
-        let mut x = vec![0.0; n];
-        dense.eval(t_new, &mut x);
-        run.evaluate_at(t_new, &x)?;
-        let crossed = run.crossed()?;
-        let mut t_event = None;
-        for k in crossed {
-            let te = run.locate(dense, k)?;
-            t_event = Some(t_event.map_or(te, |a: f64| a.min(te)));
-        }
-        let t_end = t_event.unwrap_or(t_new);
-        // Outputs up to the end of this step (or the event).
-        while next_out < grid.len() && grid[next_out] <= t_end {
-            let to = grid[next_out];
-            if !(t_event.is_some() && to == t_end) {
-                dense.eval(to, &mut x);
-                run.evaluate_at(to, &x)?;
-                run.record(to);
-            }
-            next_out += 1;
-        }
-        let time_event = t_event.is_none() && t_new >= t_time_event && run.sample_due(t_new);
-        if let Some(te) = t_event {
-            run.stats.state_events += 1;
-            dense.eval(te, &mut x);
-            run.evaluate_at(te, &x)?;
-            run.record(te);
-            run.event_iteration(false)?;
-            run.record(te);
-            t = te;
-            bdf = None;
-            run.stats.restarts += 1;
-            // Chattering: many events in a vanishing time span.
-            recent_events.push(te);
-            if recent_events.len() > 50 {
-                recent_events.remove(0);
-                let span = te - recent_events[0];
-                if span <= 1e-9 * (1.0 + te.abs()) {
-                    return Err(Diagnostic::error_nospan(format!(
-                        "chattering: 50 events within {span:e} s at t = {te}"
-                    ))
-                    .with_hint("a relation switches back and forth without time passing; add hysteresis or use noEvent where no event is needed"));
-                }
-            }
-            if run.stats.state_events as usize > opts.max_events {
-                return Err(Diagnostic::error_nospan(format!(
-                    "more than {} events; stopping at t = {te}",
-                    opts.max_events
-                )));
-            }
-        } else if time_event {
-            run.stats.time_events += 1;
-            // Output points inside the step moved the buffer off its end.
-            dense.eval(t_new, &mut x);
-            run.evaluate_at(t_new, &x)?;
-            run.record(t_new);
-            run.sample_event(t_new)?;
-            run.record(t_new);
-            t = t_new;
-            bdf = None;
-            run.stats.restarts += 1;
-        } else {
-            t = t_new;
-        }
-        if t_event.is_none() && !time_event {
-            if run.frame.time() != t {
-                // Outputs inside the step moved the buffer off its end.
-                dense.eval(t, &mut x);
-                run.evaluate_at(t, &x)?;
-            }
-            run.check_finite_over(dense, t)?;
-            run.check_asserts_over(dense, t)?;
-        } else {
-            run.check_asserts()?;
-        }
-        if run.terminated() {
-            break;
-        }
-    }
-    Ok(())
 }
