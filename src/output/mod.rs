@@ -27,6 +27,11 @@ pub fn write(results: &Results, path: &Path) -> std::io::Result<()> {
 /// `out.incomplete.csv` (`out` becomes `out.incomplete`), so that a file
 /// cut short never stands under the name of a complete one.
 pub fn incomplete_path(path: &Path) -> std::path::PathBuf {
+    // A device or FIFO (`-o /dev/stdout`) is written as it is: it was
+    // never a file that could look complete.
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        return path.to_path_buf();
+    }
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -79,4 +84,27 @@ fn temp_path(path: &Path) -> std::path::PathBuf {
         .map(|n| n.to_string_lossy().to_string())
         .unwrap_or_else(|| "result".into());
     path.with_file_name(format!(".{name}.{}.partial", std::process::id()))
+}
+
+#[cfg(test)]
+mod incomplete_tests {
+    use super::incomplete_path;
+    use std::path::Path;
+
+    #[test]
+    fn an_interrupted_run_writes_under_a_marked_name_except_to_a_device() {
+        assert_eq!(
+            incomplete_path(Path::new("runs/out.csv")),
+            Path::new("runs/out.incomplete.csv")
+        );
+        assert_eq!(
+            incomplete_path(Path::new("runs/out")),
+            Path::new("runs/out.incomplete")
+        );
+        // A device stays what it is.
+        assert_eq!(
+            incomplete_path(Path::new("/dev/null")),
+            Path::new("/dev/null")
+        );
+    }
 }

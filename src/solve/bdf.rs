@@ -439,8 +439,9 @@ impl Bdf {
         let mut f = std::mem::take(&mut self.f);
         let mut dy = std::mem::take(&mut self.rhs);
         let mut dy_norm_old: Option<f64> = None;
-        // The correction of a matrix factored with another c (IDA's
-        // 2 / (1 + cj_ratio), with cj = 1 / c).
+        // With a matrix factored for another c the corrections are not
+        // scaled (IDA's 2 / (1 + cj_ratio) cost iterations on the chain);
+        // the 25% limit and the refactor on a slow rate keep them converging.
         let mut k = 0;
         let result = loop {
             if k >= NEWTON_MAXITER {

@@ -478,7 +478,7 @@ fn smooth_phase(
     };
     let settings = Settings {
         rtol: opts.tolerance,
-        atol: vec![opts.tolerance; x.len()],
+        atol: vec![opts.atol.unwrap_or(opts.tolerance); x.len()],
         max_step: (opts.stop - opts.start).abs(),
         first_step: None,
         linear_solver: opts.linear_solver,

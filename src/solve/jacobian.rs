@@ -272,17 +272,19 @@ pub const SPARSE_DENSITY: f64 = 0.25;
 
 impl LinearSolver {
     /// Whether to use sparse LU on a problem with this pattern.
+    /// A pattern whose symbolic analysis failed is solved dense.
     pub fn sparse_for(self, pattern: Option<&JacobianPattern>) -> bool {
         let Some(p) = pattern else {
             return false;
         };
-        match self {
+        let wanted = match self {
             LinearSolver::Dense => false,
             LinearSolver::Sparse => true,
             LinearSolver::Auto => {
                 p.n > SPARSE_ABOVE && (p.nnz() as f64) <= SPARSE_DENSITY * (p.n * p.n) as f64
             }
-        }
+        };
+        wanted && p.symbolic_lu().is_some()
     }
 }
 

@@ -58,7 +58,7 @@ impl Monitor for StopFlag {
 pub(super) struct Poll {
     pub monitor: Option<MonitorHandle>,
     last: Instant,
-    /// Steps since the clock was last read (reading it every step of a
+    /// Steps until the clock is read again (reading it every step of a
     /// small model would cost more than the step).
     countdown: u32,
 }
@@ -77,14 +77,15 @@ impl Poll {
         let Some(m) = &self.monitor else {
             return false;
         };
+        // Every step: an interruption stops the run at its next step.
+        if m.0.interrupted() {
+            return true;
+        }
         if self.countdown > 0 {
             self.countdown -= 1;
             return false;
         }
         self.countdown = 16;
-        if m.0.interrupted() {
-            return true;
-        }
         if self.last.elapsed() >= POLL_INTERVAL {
             self.last = Instant::now();
             m.0.progress(t, start, stop, stats);
