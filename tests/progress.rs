@@ -102,3 +102,56 @@ fn no_progress_output_when_not_on_a_terminal() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+/// Stops a run at its `after`-th step.
+struct StopAfter {
+    after: usize,
+    polls: std::sync::atomic::AtomicUsize,
+}
+
+impl rmoc::solve::monitor::Monitor for StopAfter {
+    fn interrupted(&self) -> bool {
+        self.polls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= self.after
+    }
+}
+
+/// Every solver stops where the monitor asks, returning the rows so far
+/// (marked interrupted) with its statistics up to then.
+#[test]
+fn each_solver_returns_its_rows_and_counts_when_stopped() {
+    use rmoc::solve::Solver;
+    for (file, solver) in [
+        ("tests/models/chain.rmo", Solver::Bdf),
+        (
+            "tests/models/contacts/ball.rmo",
+            Solver::Moreau { step: 1e-4 },
+        ),
+        ("tests/models/contacts/ball.rmo", Solver::EventDriven),
+    ] {
+        let c = common::compile_file(&common::project(file), None);
+        let jit = rmoc::jit::codegen::compile(&c.program).expect("jit");
+        let mut opts = common::options(&c, &common::Run::default());
+        opts.solver = solver;
+        opts.monitor = Some(rmoc::solve::monitor::MonitorHandle(std::sync::Arc::new(
+            StopAfter {
+                after: 40,
+                polls: Default::default(),
+            },
+        )));
+        let r = rmoc::solve::simulate(&c.causal, &c.program, &jit, &opts).expect("runs");
+        let t = r
+            .interrupted
+            .unwrap_or_else(|| panic!("{file} {solver:?}: not interrupted"));
+        assert!(
+            t > opts.start && t < opts.stop,
+            "{file} {solver:?}: stopped at {t}"
+        );
+        let last = *r.times.last().expect("rows");
+        assert!(
+            last <= t,
+            "{file} {solver:?}: a row at {last} after the stop at {t}"
+        );
+        let steps = r.stats.integrator.steps + r.stats.contacts.map_or(0, |s| s.steps);
+        assert!(steps >= 30, "{file} {solver:?}: {} steps counted", steps);
+    }
+}

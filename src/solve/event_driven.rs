@@ -371,7 +371,13 @@ pub(super) fn integrate(run: &mut Run, opts: &Options) -> Result<ContactStats, D
         if t >= opts.stop {
             break;
         }
-        let (event, dense) = smooth_phase(&st, run, t, &x, &closed, opts, &grid, &mut next_out)?;
+        let phase = smooth_phase(&st, run, t, &x, &closed, opts, &grid, &mut next_out);
+        let (event, dense) = match phase {
+            Ok(p) => p,
+            // Interrupted: the results so far, with the counters.
+            Err(_) if run.interrupted_at.is_some() => return Ok(st.stats),
+            Err(e) => return Err(e),
+        };
         let Some((te, end)) = event else {
             break;
         };
@@ -493,7 +499,10 @@ fn smooth_phase(
     };
     let mut dense = Dense::constant(t, t, x.to_vec());
     let event = loop {
-        held.run.poll(bdf.t)?;
+        if let Err(stop) = held.run.poll(bdf.t) {
+            held.run.stats.integrator.add(&bdf.stats);
+            return Err(stop);
+        }
         held.failure = None;
         if let Err(StepError::TooSmallStep {
             t, h, last_failure, ..

@@ -182,7 +182,11 @@ pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<Contact
     // earlier on a sample instant.
     let mut j: u64 = 1;
     while opts.stop - t > snap {
-        run.poll(t)?;
+        // The counters so far, for progress reports and an interrupted run.
+        run.stats.contacts = Some(st.stats);
+        if run.poll(t).is_err() {
+            return Ok(st.stats);
+        }
         let t_sample = run.next_time_event(f64::INFINITY);
         let mut t_next = opts.start + j as f64 * h;
         if t_next <= t_sample + snap {
