@@ -410,6 +410,7 @@ fn gearbox() {
                 linear_solver: Default::default(),
                 atol: None,
                 monitor: None,
+                rows: None,
             };
             let t1 = Instant::now();
             let r = rmoc::solve::simulate(&c.causal, &c.program, &jit, &opts).expect("runs");

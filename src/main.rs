@@ -480,6 +480,36 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
         &jit
     };
     let compile_time = t_compile.elapsed();
+    let mut out = a
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{}_res.csv", c.name.replace('.', "_"))));
+    // A CSV result streams to a temporary file while the run goes (the
+    // rows are not held in memory) and is renamed when it ends.
+    let stream = if rmoc::output::can_stream(&out) {
+        let names: Vec<String> = rmoc::solve::output_columns(c, &compiled.program.layout)
+            .into_iter()
+            .map(|x| x.0)
+            .collect();
+        match rmoc::output::csv::CsvStream::create(&out, &names) {
+            Ok(s) => Some(std::sync::Arc::new(std::sync::Mutex::new(s))),
+            Err(e) => {
+                return report(
+                    &lib,
+                    &[Diagnostic::error_nospan(format!(
+                        "cannot write `{}`: {e}",
+                        out.display()
+                    ))],
+                );
+            }
+        }
+    } else {
+        None
+    };
+    if let Some(s) = &stream {
+        let sink: std::sync::Arc<std::sync::Mutex<dyn rmoc::solve::RowSink>> = s.clone();
+        opts.rows = Some(rmoc::solve::RowSinkHandle(sink));
+    }
     let t_sim = std::time::Instant::now();
     let results = rmoc::solve::simulate(c, &compiled.program, backend, &opts);
     rmoc::solve::monitor::Monitor::finish(&*progress);
@@ -491,14 +521,17 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
     if !results.warnings.is_empty() {
         eprint!("{}", diag::render(&lib.sources, &results.warnings, color()));
     }
-    let mut out = a
-        .output
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("{}_res.csv", c.name.replace('.', "_"))));
     if results.interrupted.is_some() {
         out = rmoc::output::incomplete_path(&out);
     }
-    if let Err(e) = rmoc::output::write(&results, &out) {
+    let written = match &stream {
+        Some(s) => match s.lock() {
+            Ok(mut s) => s.finish(&results, &out),
+            Err(_) => Err(std::io::Error::other("the result stream is poisoned")),
+        },
+        None => rmoc::output::write(&results, &out),
+    };
+    if let Err(e) = written {
         return report(
             &lib,
             &[Diagnostic::error_nospan(format!(

@@ -254,3 +254,54 @@ fn twenty_impacts_of_a_bouncing_ball_at_the_closed_form_times() {
         );
     }
 }
+
+/// A CSV streamed while the run goes (`Options::rows`, what `rmoc
+/// simulate` does) is byte for byte the file written from the results at
+/// the end, on a model with events (two rows at each impact, the first
+/// compared with the second).
+#[test]
+fn a_streamed_csv_equals_the_one_written_at_the_end() {
+    let path = common::project("tests/models/reference/bouncing_ball.rmo");
+    let c = common::compile_file(&path, None);
+    let jit = rmoc::jit::codegen::compile(&c.program).expect("jit");
+    let dir = std::env::temp_dir().join(format!("rmoc-stream-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let (whole, streamed) = (dir.join("whole.csv"), dir.join("streamed.csv"));
+    let opts = common::options(&c, &common::Run::default());
+    let r = rmoc::solve::simulate(&c.causal, &c.program, &jit, &opts).expect("runs");
+    rmoc::output::write(&r, &whole).expect("write");
+    let names: Vec<String> = rmoc::solve::output_columns(&c.causal, &c.program.layout)
+        .into_iter()
+        .map(|x| x.0)
+        .collect();
+    let stream = std::sync::Arc::new(std::sync::Mutex::new(
+        rmoc::output::csv::CsvStream::create(&streamed, &names).expect("stream"),
+    ));
+    let sink: std::sync::Arc<std::sync::Mutex<dyn rmoc::solve::RowSink>> = stream.clone();
+    let mut opts = opts;
+    opts.rows = Some(rmoc::solve::RowSinkHandle(sink));
+    let s = rmoc::solve::simulate(&c.causal, &c.program, &jit, &opts).expect("runs");
+    assert!(s.streamed > 100, "{} rows streamed", s.streamed);
+    assert_eq!(s.rows.len(), 1, "only the last row is held");
+    assert!(
+        !streamed.exists(),
+        "the streamed file appears only when finished"
+    );
+    stream
+        .lock()
+        .expect("lock")
+        .finish(&s, &streamed)
+        .expect("finish");
+    let (a, b) = (
+        std::fs::read(&whole).expect("whole"),
+        std::fs::read(&streamed).expect("streamed"),
+    );
+    assert!(a == b, "the streamed CSV differs from the written one");
+    // Nothing else is left in the folder (the temporary file was renamed).
+    let mut left: Vec<String> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["streamed.csv", "whole.csv"]);
+}

@@ -8,23 +8,96 @@ use std::path::Path;
 pub fn write(r: &Results, path: &Path) -> std::io::Result<()> {
     let f = std::fs::File::create(path)?;
     let mut w = std::io::BufWriter::new(f);
-    write!(w, "\"time\"")?;
-    for n in &r.names {
-        write!(w, ",\"{}\"", n.replace('"', "\"\""))?;
-    }
-    writeln!(w)?;
+    header(&mut w, &r.names)?;
     // ryu: the shortest text that reads back to the same f64, several times
     // faster than `{:?}` (a tenth of writing a large model's result).
     let mut text = ryu::Buffer::new();
     for (t, row) in r.times.iter().zip(&r.rows) {
-        w.write_all(number(&mut text, *t).as_bytes())?;
-        for v in row {
-            w.write_all(b",")?;
-            w.write_all(number(&mut text, *v).as_bytes())?;
-        }
-        w.write_all(b"\n")?;
+        row_line(&mut w, &mut text, *t, row)?;
     }
     w.flush()
+}
+
+fn header(w: &mut impl Write, names: &[String]) -> std::io::Result<()> {
+    write!(w, "\"time\"")?;
+    for n in names {
+        write!(w, ",\"{}\"", n.replace('"', "\"\""))?;
+    }
+    writeln!(w)
+}
+
+fn row_line(
+    w: &mut impl Write,
+    text: &mut ryu::Buffer,
+    t: f64,
+    row: &[f64],
+) -> std::io::Result<()> {
+    w.write_all(number(text, t).as_bytes())?;
+    for v in row {
+        w.write_all(b",")?;
+        w.write_all(number(text, *v).as_bytes())?;
+    }
+    w.write_all(b"\n")
+}
+
+/// A CSV result written while the run goes (`solve::Options::rows`): into
+/// a temporary file beside the target, renamed by [`CsvStream::finish`]
+/// once the run is over; dropped unfinished (a failed run), the temporary
+/// file is removed, so a file that looks complete never appears.
+pub struct CsvStream {
+    w: Option<std::io::BufWriter<std::fs::File>>,
+    tmp: std::path::PathBuf,
+    text: ryu::Buffer,
+}
+
+impl CsvStream {
+    /// Starts the file for a run whose columns are `names`, beside `target`
+    /// (a regular file or a new one).
+    pub fn create(target: &Path, names: &[String]) -> std::io::Result<CsvStream> {
+        let tmp = super::temp_path(target);
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        if let Err(e) = header(&mut w, names) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+        Ok(CsvStream {
+            w: Some(w),
+            tmp,
+            text: ryu::Buffer::new(),
+        })
+    }
+
+    /// Writes the rows `r` still holds and renames the file to `target`.
+    pub fn finish(&mut self, r: &Results, target: &Path) -> std::io::Result<()> {
+        let Some(mut w) = self.w.take() else {
+            return Err(std::io::Error::other(
+                "the result stream was already closed",
+            ));
+        };
+        for (t, row) in r.times.iter().zip(&r.rows) {
+            row_line(&mut w, &mut self.text, *t, row)?;
+        }
+        w.flush()?;
+        drop(w);
+        std::fs::rename(&self.tmp, target)
+    }
+}
+
+impl crate::solve::RowSink for CsvStream {
+    fn row(&mut self, t: f64, values: &[f64]) -> std::io::Result<()> {
+        match self.w.as_mut() {
+            Some(w) => row_line(w, &mut self.text, t, values),
+            None => Err(std::io::Error::other("the result stream is closed")),
+        }
+    }
+}
+
+impl Drop for CsvStream {
+    fn drop(&mut self) {
+        if self.w.is_some() || self.tmp.exists() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
 }
 
 /// `v` as the shortest text that reads back to it (`NaN`, `inf` and

@@ -23,6 +23,21 @@ pub fn write(results: &Results, path: &Path) -> std::io::Result<()> {
     })
 }
 
+/// Whether results for `path` can stream ([`csv::CsvStream`]): a CSV
+/// file that is a regular file or does not exist yet (a device, a FIFO or
+/// a link are written at the end through [`replace_file`]).
+pub fn can_stream(path: &Path) -> bool {
+    let csv = !path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("mat"));
+    let regular = match std::fs::symlink_metadata(path) {
+        Err(_) => true,
+        Ok(m) => m.is_file(),
+    };
+    csv && regular
+}
+
 /// Where the results of an interrupted run go: `out.csv` becomes
 /// `out.incomplete.csv` (`out` becomes `out.incomplete`), so that a file
 /// cut short never stands under the name of a complete one.
@@ -78,7 +93,7 @@ pub fn replace_file(
     })
 }
 
-fn temp_path(path: &Path) -> std::path::PathBuf {
+pub(crate) fn temp_path(path: &Path) -> std::path::PathBuf {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().to_string())

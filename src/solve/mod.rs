@@ -49,6 +49,24 @@ pub struct Options {
     pub linear_solver: jacobian::LinearSolver,
     /// Hears of the run's progress and may stop it (`None`: nobody asks).
     pub monitor: Option<monitor::MonitorHandle>,
+    /// Takes the rows as the run records them, all but the last (which
+    /// stays in `Results`): results stream to a file instead of being held.
+    pub rows: Option<RowSinkHandle>,
+}
+
+/// Where a run's rows go as it records them.
+pub trait RowSink: Send {
+    fn row(&mut self, t: f64, values: &[f64]) -> std::io::Result<()>;
+}
+
+/// A row sink shared with the run: `Options` stays `Clone` and `Debug`.
+#[derive(Clone)]
+pub struct RowSinkHandle(pub std::sync::Arc<std::sync::Mutex<dyn RowSink>>);
+
+impl std::fmt::Debug for RowSinkHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RowSinkHandle")
+    }
 }
 
 /// The integrator of a run.
@@ -89,6 +107,8 @@ pub struct Results {
     /// The time a monitor stopped the run at: the rows end there and the
     /// run did not reach its stop time.
     pub interrupted: Option<f64>,
+    /// Rows handed to `Options::rows` before the ones in `times`/`rows`.
+    pub streamed: usize,
 }
 
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
@@ -205,6 +225,9 @@ struct Run<'a> {
     /// The variables the BLT blocks compute, in evaluation order.
     computed: Vec<u32>,
     poll: monitor::Poll,
+    /// `Options::rows`, and the first failure writing to it.
+    sink: Option<RowSinkHandle>,
+    sink_error: Option<std::io::Error>,
     /// The run's interval, for progress reports.
     span: (f64, f64),
     /// Where a monitor stopped the run.
@@ -263,6 +286,30 @@ impl<'a> Run<'a> {
         }
         self.results.times.push(t);
         self.results.rows.push(row);
+        // Streaming: all but the last row (an event's left limit may still
+        // be compared with, or replaced) go to the sink.
+        if let Some(sink) = &self.sink
+            && self.results.rows.len() > 1
+            && self.sink_error.is_none()
+        {
+            let n = self.results.rows.len() - 1;
+            let Ok(mut sink) = sink.0.lock() else {
+                self.sink_error = Some(std::io::Error::other("the row sink is poisoned"));
+                return;
+            };
+            for (t, row) in self
+                .results
+                .times
+                .drain(..n)
+                .zip(self.results.rows.drain(..n))
+            {
+                if let Err(e) = sink.row(t, &row) {
+                    self.sink_error = Some(e);
+                    break;
+                }
+            }
+            self.results.streamed += n;
+        }
     }
 
     fn states(&self) -> Vec<f64> {
@@ -920,6 +967,7 @@ pub fn initialize_only(
         solver: Solver::Bdf,
         linear_solver: jacobian::LinearSolver::Auto,
         monitor: None,
+        rows: None,
     };
     let l = p.layout.clone();
     let mut run = Run {
@@ -936,6 +984,8 @@ pub fn initialize_only(
         warned: Vec::new(),
         computed: c.blocks.iter().flat_map(|b| b.vars()).collect(),
         poll: monitor::Poll::new(opts.monitor.clone()),
+        sink: opts.rows.clone(),
+        sink_error: None,
         span: (opts.start, opts.stop),
         interrupted_at: None,
     };
@@ -1003,6 +1053,8 @@ fn simulate_inner(
         warned: Vec::new(),
         computed: c.blocks.iter().flat_map(|b| b.vars()).collect(),
         poll: monitor::Poll::new(opts.monitor.clone()),
+        sink: opts.rows.clone(),
+        sink_error: None,
         span: (opts.start, opts.stop),
         interrupted_at: None,
     };
@@ -1084,6 +1136,12 @@ fn simulate_inner(
             event_driven::integrate(&mut run, opts).map(|s| run.stats.contacts = Some(s))
         }
     };
+    if let Some(e) = run.sink_error.take() {
+        return Err(
+            Diagnostic::error_nospan(format!("cannot write the result rows: {e}"))
+                .with_note(STOPPED),
+        );
+    }
     if let Some(t) = run.interrupted_at {
         let mut results = std::mem::take(&mut run.results);
         results.stats = run.stats;

@@ -220,6 +220,7 @@ impl RunRequest {
             solver,
             linear_solver: self.linear_solver,
             monitor: None,
+            rows: None,
         })
     }
 }
