@@ -17,8 +17,7 @@
 //! colours for banded patterns whatever their size, so a Jacobian of the
 //! N-inertia chain costs five tangent runs instead of 2N.
 
-use crate::flat::Node;
-use crate::structure::{Block, Causal, Role};
+use crate::structure::{Block, Causal};
 use faer::Mat;
 use faer::sparse::SymbolicSparseColMatRef;
 use faer::sparse::linalg::SupernodalThreshold;
@@ -79,8 +78,9 @@ impl JacobianPattern {
     pub fn of_model(c: &Causal) -> JacobianPattern {
         let n = c.states.len();
         let nv = c.vars.len();
-        let empty = Deps::Some(Vec::new());
-        let mut deps: Vec<Deps> = vec![empty.clone(); nv];
+        // Variables no block computes (parameters, discrete ones) depend on
+        // no state.
+        let mut deps: Vec<Deps> = vec![Deps::Some(Vec::new()); nv];
         for (k, &s) in c.states.iter().enumerate() {
             deps[s as usize] = Deps::Some(vec![k as u32]);
         }
@@ -88,30 +88,13 @@ impl JacobianPattern {
             c.aliases.iter().map(|a| (a.var, a.of)).collect();
         // The variable whose value a reference to `v` reads.
         let target = |v: u32| alias_of.get(&v).copied().unwrap_or(v);
+        // (The causal model's expressions hold no `der` nodes: structure
+        // replaced them by the derivative variables.)
         let read = |exprs: &[crate::flat::ExprId], deps: &Vec<Deps>| -> Deps {
-            let mut vars: Vec<u32> = Vec::new();
-            for id in c.arena.reachable(exprs) {
-                match c.arena.node(id) {
-                    Node::Var(v) => vars.push(target(v)),
-                    Node::Der(v) => {
-                        if let Some(d) = c.der.get(v as usize).copied().flatten() {
-                            vars.push(target(d));
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            vars.sort_unstable();
-            vars.dedup();
-            let sets: Vec<&Deps> = vars
+            let sets: Vec<&Deps> = exprs
                 .iter()
-                .filter(|&&v| {
-                    matches!(
-                        c.roles.get(v as usize),
-                        Some(Role::State | Role::Algebraic | Role::Alias)
-                    )
-                })
-                .map(|&v| &deps[v as usize])
+                .flat_map(|&e| c.arena.vars_of(e))
+                .map(|v| &deps[target(v) as usize])
                 .collect();
             Deps::union(&sets)
         };
