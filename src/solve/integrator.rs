@@ -7,12 +7,13 @@
 //! events, asserts, progress). To add one: write a file in `src/solve/`
 //! with a type implementing `Integrator` (it reads the model through
 //! `run` and `ModelOde`, and reports failures as located diagnostics), add
-//! a variant to [`super::Solver`] and a line to [`for_solver`].
+//! a variant to [`super::Solver`] and its arm in `simulate`, which hands it
+//! to the hybrid loop.
 
 use super::bdf::{self, Bdf, Dense, EvalFail, StepError};
 use super::jacobian::JacobianPattern;
 use super::model::{Entry, ModelOde, StateSlots};
-use super::{Options, Run, Solver};
+use super::{Options, Run};
 use crate::diag::Diagnostic;
 use std::sync::Arc;
 
@@ -58,14 +59,6 @@ pub(super) trait Integrator {
     /// Forgets the history: the next step starts afresh from the point it
     /// is given (after an event changed the state or the equations).
     fn restart(&mut self);
-}
-
-/// The integrator a run of a smooth model uses.
-pub(super) fn for_solver(run: &Run, opts: &Options) -> Option<Box<dyn Integrator>> {
-    match opts.solver {
-        Solver::Bdf => Some(Box::new(BdfIntegrator::new(run, opts))),
-        Solver::Moreau { .. } | Solver::EventDriven => None,
-    }
 }
 
 /// [`Bdf`] on the model's states, with the sparse Jacobian of

@@ -228,13 +228,34 @@ struct Run<'a> {
     /// `Options::rows`, and the first failure writing to it.
     sink: Option<RowSinkHandle>,
     sink_error: Option<std::io::Error>,
-    /// The run's interval, for progress reports.
-    span: (f64, f64),
     /// Where a monitor stopped the run.
     interrupted_at: Option<f64>,
 }
 
 impl<'a> Run<'a> {
+    /// A run of `c` with a zeroed frame, no output columns and no discrete
+    /// variables to iterate (`simulate` sets those).
+    fn new(c: &'a Causal, p: &'a Program, backend: &'a dyn Backend, opts: &Options) -> Run<'a> {
+        Run {
+            c,
+            p,
+            backend,
+            frame: Frame::new(&p.layout),
+            columns: Vec::new(),
+            results: Results::default(),
+            cond_pre: vec![false; p.branches.len()],
+            discrete: Vec::new(),
+            stats: RunStats::default(),
+            next_sample: Vec::new(),
+            warned: Vec::new(),
+            computed: c.blocks.iter().flat_map(|b| b.vars()).collect(),
+            poll: monitor::Poll::new(opts.monitor.clone(), opts.start, opts.stop),
+            sink: opts.rows.clone(),
+            sink_error: None,
+            interrupted_at: None,
+        }
+    }
+
     fn l(&self) -> &Layout {
         &self.p.layout
     }
@@ -243,7 +264,7 @@ impl<'a> Run<'a> {
     /// stops the run (an error that [`simulate`] turns into the results so
     /// far, marked interrupted) when it asks.
     fn poll(&mut self, t: f64) -> Result<(), Diagnostic> {
-        if self.poll.due(t, self.span.0, self.span.1, &self.stats) {
+        if self.poll.due(t, &self.stats) {
             self.interrupted_at = Some(t);
             return Err(Diagnostic::error_nospan(format!("interrupted at t = {t}")));
         }
@@ -969,26 +990,7 @@ pub fn initialize_only(
         monitor: None,
         rows: None,
     };
-    let l = p.layout.clone();
-    let mut run = Run {
-        c,
-        p,
-        backend,
-        frame: Frame::new(&l),
-        columns: Vec::new(),
-        results: Results::default(),
-        cond_pre: vec![false; p.branches.len()],
-        discrete: Vec::new(),
-        stats: RunStats::default(),
-        next_sample: Vec::new(),
-        warned: Vec::new(),
-        computed: c.blocks.iter().flat_map(|b| b.vars()).collect(),
-        poll: monitor::Poll::new(opts.monitor.clone()),
-        sink: opts.rows.clone(),
-        sink_error: None,
-        span: (opts.start, opts.stop),
-        interrupted_at: None,
-    };
+    let mut run = Run::new(c, p, backend, &opts);
     run.frame.set_time(start);
     // `check` runs no simulation, so its errors do not speak of one.
     let without_run_note = |mut d: Diagnostic| {
@@ -1031,33 +1033,18 @@ fn simulate_inner(
                     && var.ty != crate::flat::ScalarType::Real)
         })
         .collect();
-    let mut run = Run {
-        c,
-        p,
-        backend,
-        frame: Frame::new(&l),
-        results: Results {
-            names: columns.iter().map(|x| x.0.clone()).collect(),
-            units: columns.iter().map(|x| c.vars[x.2].unit.clone()).collect(),
-            descriptions: columns
-                .iter()
-                .map(|x| c.vars[x.2].description.clone())
-                .collect(),
-            ..Results::default()
-        },
-        columns,
-        cond_pre: vec![false; p.branches.len()],
-        discrete,
-        stats: RunStats::default(),
-        next_sample: Vec::new(),
-        warned: Vec::new(),
-        computed: c.blocks.iter().flat_map(|b| b.vars()).collect(),
-        poll: monitor::Poll::new(opts.monitor.clone()),
-        sink: opts.rows.clone(),
-        sink_error: None,
-        span: (opts.start, opts.stop),
-        interrupted_at: None,
+    let mut run = Run::new(c, p, backend, opts);
+    run.results = Results {
+        names: columns.iter().map(|x| x.0.clone()).collect(),
+        units: columns.iter().map(|x| c.vars[x.2].unit.clone()).collect(),
+        descriptions: columns
+            .iter()
+            .map(|x| c.vars[x.2].description.clone())
+            .collect(),
+        ..Results::default()
     };
+    run.columns = columns;
+    run.discrete = discrete;
     for &(v, val) in &opts.overrides {
         run.frame.set_override(v, val);
     }
@@ -1122,12 +1109,8 @@ fn simulate_inner(
                 )
                 .with_note(STOPPED));
             }
-            match integrator::for_solver(&run, opts) {
-                Some(mut i) => hybrid::integrate(&mut run, opts, &mut *i),
-                None => Err(Diagnostic::error_nospan(
-                    "internal error: no integrator for this solver",
-                )),
-            }
+            let mut bdf = integrator::BdfIntegrator::new(&run, opts);
+            hybrid::integrate(&mut run, opts, &mut bdf)
         }
         Solver::Moreau { step } => {
             moreau::integrate(&mut run, opts, step).map(|s| run.stats.contacts = Some(s))

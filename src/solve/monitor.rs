@@ -57,6 +57,9 @@ impl Monitor for StopFlag {
 /// The polling state a run keeps.
 pub(super) struct Poll {
     pub monitor: Option<MonitorHandle>,
+    /// The run's interval, for progress reports.
+    start: f64,
+    stop: f64,
     last: Instant,
     /// Steps until the clock is read again (reading it every step of a
     /// small model would cost more than the step).
@@ -64,16 +67,18 @@ pub(super) struct Poll {
 }
 
 impl Poll {
-    pub fn new(monitor: Option<MonitorHandle>) -> Poll {
+    pub fn new(monitor: Option<MonitorHandle>, start: f64, stop: f64) -> Poll {
         Poll {
             monitor,
+            start,
+            stop,
             last: Instant::now(),
             countdown: 0,
         }
     }
 
     /// Reports progress when it is time; whether the run must stop.
-    pub fn due(&mut self, t: f64, start: f64, stop: f64, stats: &RunStats) -> bool {
+    pub fn due(&mut self, t: f64, stats: &RunStats) -> bool {
         let Some(m) = &self.monitor else {
             return false;
         };
@@ -88,7 +93,7 @@ impl Poll {
         self.countdown = 16;
         if self.last.elapsed() >= POLL_INTERVAL {
             self.last = Instant::now();
-            m.0.progress(t, start, stop, stats);
+            m.0.progress(t, self.start, self.stop, stats);
         }
         false
     }
