@@ -487,11 +487,7 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
     // A CSV result streams to a temporary file while the run goes (the
     // rows are not held in memory) and is renamed when it ends.
     let stream = if rmoc::output::can_stream(&out) {
-        let names: Vec<String> = rmoc::solve::output_columns(c, &compiled.program.layout)
-            .into_iter()
-            .map(|x| x.0)
-            .collect();
-        match rmoc::output::csv::CsvStream::create(&out, &names) {
+        match rmoc::output::csv::CsvStream::create(&out) {
             Ok(s) => Some(std::sync::Arc::new(std::sync::Mutex::new(s))),
             Err(e) => {
                 return report(

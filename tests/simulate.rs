@@ -270,12 +270,8 @@ fn a_streamed_csv_equals_the_one_written_at_the_end() {
     let opts = common::options(&c, &common::Run::default());
     let r = rmoc::solve::simulate(&c.causal, &c.program, &jit, &opts).expect("runs");
     rmoc::output::write(&r, &whole).expect("write");
-    let names: Vec<String> = rmoc::solve::output_columns(&c.causal, &c.program.layout)
-        .into_iter()
-        .map(|x| x.0)
-        .collect();
     let stream = std::sync::Arc::new(std::sync::Mutex::new(
-        rmoc::output::csv::CsvStream::create(&streamed, &names).expect("stream"),
+        rmoc::output::csv::CsvStream::create(&streamed).expect("stream"),
     ));
     let sink: std::sync::Arc<std::sync::Mutex<dyn rmoc::solve::RowSink>> = stream.clone();
     let mut opts = opts;

@@ -51,15 +51,11 @@ pub struct CsvStream {
 }
 
 impl CsvStream {
-    /// Starts the file for a run whose columns are `names`, beside `target`
-    /// (a regular file or a new one).
-    pub fn create(target: &Path, names: &[String]) -> std::io::Result<CsvStream> {
+    /// Opens the temporary file beside `target` (a regular file or a new
+    /// one); the run writes the header when it knows its columns.
+    pub fn create(target: &Path) -> std::io::Result<CsvStream> {
         let tmp = super::temp_path(target);
-        let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-        if let Err(e) = header(&mut w, names) {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(e);
-        }
+        let w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
         Ok(CsvStream {
             w: Some(w),
             tmp,
@@ -84,6 +80,13 @@ impl CsvStream {
 }
 
 impl crate::solve::RowSink for CsvStream {
+    fn begin(&mut self, names: &[String]) -> std::io::Result<()> {
+        match self.w.as_mut() {
+            Some(w) => header(w, names),
+            None => Err(std::io::Error::other("the result stream is closed")),
+        }
+    }
+
     fn row(&mut self, t: f64, values: &[f64]) -> std::io::Result<()> {
         match self.w.as_mut() {
             Some(w) => row_line(w, &mut self.text, t, values),
@@ -94,7 +97,8 @@ impl crate::solve::RowSink for CsvStream {
 
 impl Drop for CsvStream {
     fn drop(&mut self) {
-        if self.w.is_some() || self.tmp.exists() {
+        // Unfinished, or the rename failed: the file must not stay.
+        if self.tmp.exists() {
             let _ = std::fs::remove_file(&self.tmp);
         }
     }

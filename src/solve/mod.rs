@@ -56,6 +56,8 @@ pub struct Options {
 
 /// Where a run's rows go as it records them.
 pub trait RowSink: Send {
+    /// The columns, once, before any row.
+    fn begin(&mut self, names: &[String]) -> std::io::Result<()>;
     fn row(&mut self, t: f64, values: &[f64]) -> std::io::Result<()>;
 }
 
@@ -1045,6 +1047,18 @@ fn simulate_inner(
     };
     run.columns = columns;
     run.discrete = discrete;
+    if let Some(sink) = &run.sink {
+        let begun = match sink.0.lock() {
+            Ok(mut s) => s.begin(&run.results.names),
+            Err(_) => Err(std::io::Error::other("the row sink is poisoned")),
+        };
+        if let Err(e) = begun {
+            return Err(
+                Diagnostic::error_nospan(format!("cannot write the result rows: {e}"))
+                    .with_note(STOPPED),
+            );
+        }
+    }
     for &(v, val) in &opts.overrides {
         run.frame.set_override(v, val);
     }
