@@ -60,8 +60,8 @@ pub struct Settings {
     pub first_step: Option<f64>,
     /// Dense or sparse LU for the Newton matrix.
     pub linear_solver: LinearSolver,
-    /// Start at order 2 from the Taylor polynomial of the solution (needs
-    /// df/dt, taken by a difference in t: only for problems smooth in t).
+    /// Start an autonomous problem (f independent of t, probed at the
+    /// start) at order 2 from the Taylor polynomial of its solution.
     pub taylor_start: bool,
 }
 
@@ -565,8 +565,9 @@ impl Bdf {
                 }
                 self.stats.newton_failures += 1;
                 if self.lu_c != c {
-                    // An older matrix: refactor before anything else.
-                    self.lu = None;
+                    // An older matrix: refactor before anything else (its
+                    // storage is reused).
+                    self.factor(c);
                     continue;
                 }
                 if jac_current {
