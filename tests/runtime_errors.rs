@@ -13,7 +13,12 @@ fn dir() -> PathBuf {
 /// Runs `rmoc simulate FILE ARGS -o <fresh path>` in `tests/runtime/` and
 /// renders the exit status, the output, and whether a result file exists.
 fn check(file: &str, args: &[&str]) -> String {
-    let out_dir = std::env::temp_dir().join(format!("rmoc-runtime-{}-{file}", std::process::id()));
+    // One folder per call: tests that run one file with different
+    // arguments run in parallel.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let out_dir =
+        std::env::temp_dir().join(format!("rmoc-runtime-{}-{call}-{file}", std::process::id()));
     std::fs::create_dir_all(&out_dir).expect("temp dir");
     let result = out_dir.join("result.csv");
     let _ = std::fs::remove_file(&result);

@@ -1,5 +1,6 @@
 //! Keeps docs/architecture.md honest: every source file and every
-//! environment variable the code reads is described there.
+//! environment variable the code reads is described there, and the layering
+//! it states holds.
 
 mod common;
 
@@ -92,4 +93,48 @@ fn every_environment_variable_is_documented() {
             "docs/architecture.md documents {name}, which src/ does not read"
         );
     }
+}
+
+/// The hybrid loop is written once (issue 15): in `src/solve/`, only
+/// `hybrid.rs` writes result rows, walks the output grid, scans the sample
+/// instants and runs the event iteration; `mod.rs` defines them (and
+/// writes the start row and runs `terminal()`), `init.rs` runs the initial
+/// event iteration. An integrator that called one of them would have
+/// grown a loop of its own.
+#[test]
+fn only_the_hybrid_loop_drives_events_and_outputs() {
+    let services = [
+        ".record(",
+        "output_grid(",
+        "sample_due(",
+        "next_time_event(",
+        "sample_event(",
+        "event_iteration(",
+        "conditions_rise(",
+    ];
+    let mut files = Vec::new();
+    rust_files(&common::project("src/solve"), &mut files);
+    let mut offenders = Vec::new();
+    for f in &files {
+        let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if matches!(name, "hybrid.rs" | "mod.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(f).expect("readable");
+        for (i, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for s in services {
+                let allowed = name == "init.rs" && s == "event_iteration(";
+                if code.contains(s) && !allowed {
+                    offenders.push(format!("{}:{}: {}", f.display(), i + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "only src/solve/hybrid.rs may drive outputs and events:\n{}",
+        offenders.join("\n")
+    );
+    assert!(files.len() >= 10, "src/solve/ not found");
 }

@@ -32,19 +32,15 @@
 //! time-stepper.
 
 use super::bdf::{Bdf, Dense, EvalFail, OdeProblem, Settings, StepError};
+use super::integrator::{Behaviour, DenseOutput, Integrator, Outputs, Relations, StopReason};
 use super::jacobian::Jacobian;
 use super::lcp;
-use super::model::Entry;
-use super::moreau::{ContactStats, Stepper};
+use super::moreau::Stepper;
 use super::{Options, Run, STOPPED};
 use crate::diag::Diagnostic;
 
 /// A rebound shorter than this (relative to 1 + |t|) closes the contact.
 const MIN_FLIGHT: f64 = 1e-9;
-
-/// Events within this span (relative to 1 + |t|), 1 000 in a row, are a
-/// chattering contact the event-driven scheme cannot resolve.
-const CHATTER_SPAN: f64 = 1e-9;
 
 /// The smooth motion with the closed contacts held: the problem the BDF
 /// integrates between events.
@@ -300,16 +296,6 @@ fn solve_dense(a: &[f64], b: &[f64], k: usize) -> Option<Vec<f64>> {
     Some(x)
 }
 
-/// What ends a smooth phase.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum PhaseEnd {
-    Contact(ContactEvent),
-    /// A when-condition became true (located on the dense output).
-    When,
-    /// A sample instant (the integration stops on it).
-    Sample,
-}
-
 /// A change of the contact state.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum ContactEvent {
@@ -323,190 +309,120 @@ enum ContactEvent {
     ComesToRest(usize),
 }
 
-/// Integrates from the initialized state to `opts.stop`.
+/// The event-driven contact solver as an [`Integrator`]: BDF steps of the
+/// motion with the closed contacts held; a contact event inside a step ends
+/// it ([`StopReason::RootFound`]) at the located instant.
 ///
-/// When-clauses and samples are events like the contact ones: a rising
-/// when-condition is located on the dense output by bisection, a sample
-/// instant bounds the integration; at either, the event iteration runs and
-/// the contacts are settled again (a `reinit` may drive one into its wall).
-pub(super) fn integrate(run: &mut Run, opts: &Options) -> Result<ContactStats, Diagnostic> {
-    if let Some(fr) = run.c.frictions.first() {
-        return Err(Diagnostic::error(
-            fr.span,
-            "the event-driven contact solver does not handle friction",
-        )
-        .with_label("Coulomb friction")
-        .with_hint("simulate it with `--solver moreau` (the default for models with contacts)"));
-    }
-    let mut st = Stepper::new(run)?;
-    st.stats.event_driven = true;
-    let mut t = opts.start;
-    let mut x = run.states();
-    st.check_start_gaps(run, t, &x)?;
-    st.probe_velocities(run, t, &x)?;
-    let grid = super::hybrid::output_grid(opts);
-    let mut next_out = 0usize;
-    let mut recent: Vec<f64> = Vec::new();
-    // The contact state at the start: closed contacts that approach are
-    // an impact now.
-    let mut closed = settle(&mut st, run, t, &mut x, opts, None)?;
-    // The start row was written before the contact forces were known.
-    if run.results.times.last() == Some(&t) {
-        run.results.times.pop();
-        run.results.rows.pop();
-    }
-    record(&st, run, t, &x, &closed)?;
-    run.call(Entry::Conditions)?;
-    run.keep_conditions();
-    loop {
-        // Samples due now: at the start, at the end of a phase bounded by
-        // one, or at another event that fell on a sample instant.
-        if run.sample_due(t) {
-            run.stats.time_events += 1;
-            run.sample_event(t)?;
-            if after_discrete_event(&mut st, run, t, &mut x, &mut closed, opts)? {
-                break;
-            }
-        }
-        if t >= opts.stop {
-            break;
-        }
-        let phase = smooth_phase(&st, run, t, &x, &closed, opts, &grid, &mut next_out);
-        let (event, dense) = match phase {
-            Ok(p) => p,
-            // Interrupted: the results so far, with the counters.
-            Err(_) if run.interrupted_at.is_some() => return Ok(st.stats),
-            Err(e) => return Err(e),
-        };
-        let Some((te, end)) = event else {
-            break;
-        };
-        run.stats.restarts += 1;
-        let mut y = vec![0.0; x.len()];
-        dense.eval(te, &mut y);
-        x = y;
-        t = te;
-        record(&st, run, t, &x, &closed)?;
-        match end {
-            // Fired at the top of the loop.
-            PhaseEnd::Sample => continue,
-            PhaseEnd::When => {
-                run.stats.state_events += 1;
-                run.event_iteration(false)?;
-                if after_discrete_event(&mut st, run, t, &mut x, &mut closed, opts)? {
-                    break;
-                }
-            }
-            PhaseEnd::Contact(what) => {
-                run.stats.state_events += 1;
-                // The when-conditions' reference for this event is their
-                // left limit: a condition that fell during the phase (a
-                // rebound's `v > 0` at the apex) was seen at no step end
-                // when one step spans the whole flight.
-                if !run.c.whens.is_empty() {
-                    run.call(Entry::Conditions)?;
-                    run.keep_conditions();
-                }
-                match what {
-                    ContactEvent::LiftOff(j) => {
-                        st.stats.lift_offs += 1;
-                        closed.retain(|&k| k != j);
-                        // The remaining closed contacts may now pull: settle them.
-                        closed = hold_pushing(&st, run, t, &x, closed)?;
-                    }
-                    ContactEvent::Impact(_) => {
-                        closed = settle(&mut st, run, t, &mut x, opts, None)?;
-                    }
-                    ContactEvent::ComesToRest(j) => {
-                        closed = settle(&mut st, run, t, &mut x, opts, Some(j))?;
-                    }
-                }
-                record(&st, run, t, &x, &closed)?;
-                // A contact event is an event for the when-clauses too: a
-                // rebound makes `v > 0` true at the impact instant. Without
-                // a rise, the conditions here are the new reference.
-                if !run.c.whens.is_empty() {
-                    if run.conditions_rise()? {
-                        run.event_iteration(false)?;
-                        if after_discrete_event(&mut st, run, t, &mut x, &mut closed, opts)? {
-                            break;
-                        }
-                    } else {
-                        run.keep_conditions();
-                    }
-                }
-            }
-        }
-        recent.push(t);
-        if recent.len() > 1000 {
-            recent.remove(0);
-            if t - recent[0] <= CHATTER_SPAN * (1.0 + t.abs()) {
-                return Err(Diagnostic::error_nospan(format!(
-                    "1000 contact or when-clause events within {:e} s at t = {t}",
-                    t - recent[0]
-                ))
-                .with_hint("contacts chatter here; simulate it with `--solver moreau`")
-                .with_note(STOPPED));
-            }
-        }
-        if run.stats.state_events as usize > opts.max_events {
-            return Err(Diagnostic::error_nospan(format!(
-                "more than {} contact or when-clause events; stopping at t = {t}",
-                opts.max_events
-            ))
-            .with_note(STOPPED));
-        }
-    }
-    Ok(st.stats)
+/// When-clauses and samples are the hybrid loop's events like any other: a
+/// rising when-condition is located on the dense output by bisection
+/// ([`Relations::Live`]), a sample instant bounds the step; after either
+/// the contacts are settled again ([`Integrator::restart`]: a `reinit` may
+/// drive one into its wall).
+pub(super) struct EventDrivenIntegrator {
+    st: Stepper,
+    /// The contacts held closed.
+    closed: Vec<usize>,
+    settings: Settings,
+    /// The BDF of the current smooth phase (none right after an event).
+    bdf: Option<Bdf>,
+    dense: Clipped,
+    /// The contact event that ended the last step.
+    pending: Option<ContactEvent>,
+    /// The length of the run (the shortest rebound followed scales with
+    /// it).
+    span: f64,
 }
 
-/// Integrates the smooth motion with `closed` held from (t, x) until the
-/// first contact event or the stop time, recording the output points on
-/// the way. Returns the event and the last step's dense output.
-#[allow(clippy::too_many_arguments)]
-fn smooth_phase(
-    st: &Stepper,
-    run: &mut Run,
-    t: f64,
-    x: &[f64],
-    closed: &[usize],
-    opts: &Options,
-    grid: &[f64],
-    next_out: &mut usize,
-) -> Result<(Option<(f64, PhaseEnd)>, Dense), Diagnostic> {
-    let t_bound = run.next_time_event(opts.stop).max(t);
-    let has_whens = !run.c.whens.is_empty();
-    let mut held = HeldContacts {
-        st,
-        run,
-        closed,
-        failure: None,
-    };
-    let settings = Settings {
-        rtol: opts.tolerance,
-        atol: vec![opts.atol.unwrap_or(opts.tolerance); x.len()],
-        max_step: (opts.stop - opts.start).abs(),
-        first_step: None,
-        linear_solver: opts.linear_solver,
-        // Measured: on the resting mass of tests/models/contacts/liftoff.rmo
-        // the order-2 start took 14% more steps; the impacts here are
-        // located at the run's tolerance without it.
-        taylor_start: false,
-    };
-    let mut bdf = match Bdf::new(&mut held, t, x, t_bound, settings) {
-        Ok(b) => b,
-        Err(_) => return Err(failure(held.failure, t)),
-    };
-    let mut dense = Dense::constant(t, t, x.to_vec());
-    let event = loop {
-        if let Err(stop) = held.run.poll(bdf.t) {
-            held.run.stats.integrator.add(&bdf.stats);
-            return Err(stop);
+impl EventDrivenIntegrator {
+    pub(super) fn new(run: &Run, opts: &Options) -> Result<EventDrivenIntegrator, Diagnostic> {
+        if let Some(fr) = run.c.frictions.first() {
+            return Err(Diagnostic::error(
+                fr.span,
+                "the event-driven contact solver does not handle friction",
+            )
+            .with_label("Coulomb friction")
+            .with_hint(
+                "simulate it with `--solver moreau` (the default for models with contacts)",
+            ));
         }
+        let mut st = Stepper::new(run)?;
+        st.stats.event_driven = true;
+        let n = st.n();
+        Ok(EventDrivenIntegrator {
+            st,
+            closed: Vec::new(),
+            settings: Settings {
+                rtol: opts.tolerance,
+                atol: vec![opts.atol.unwrap_or(opts.tolerance); n],
+                max_step: (opts.stop - opts.start).abs(),
+                first_step: None,
+                linear_solver: opts.linear_solver,
+                // Measured: on the resting mass of
+                // tests/models/contacts/liftoff.rmo the order-2 start took
+                // 14% more steps; the impacts here are located at the run's
+                // tolerance without it.
+                taylor_start: false,
+            },
+            bdf: None,
+            dense: Clipped {
+                dense: Dense::constant(opts.start, opts.start, vec![0.0; n]),
+                end: opts.start,
+            },
+            pending: None,
+            span: (opts.stop - opts.start).abs(),
+        })
+    }
+}
+
+impl Integrator for EventDrivenIntegrator {
+    fn behaviour(&self) -> Behaviour {
+        Behaviour {
+            relations: Relations::Live,
+            outputs: Outputs::Interpolated,
+            chatter_events: 1000,
+            chatter_hint: "contacts chatter here; simulate it with `--solver moreau`",
+        }
+    }
+
+    fn start(&mut self, run: &mut Run, t: f64, x: &mut Vec<f64>) -> Result<(), Diagnostic> {
+        self.st.check_start_gaps(run, t, x)?;
+        self.st.probe_velocities(run, t, x)?;
+        // Closed contacts that approach at the start are an impact now.
+        self.restart(run, t, x)
+    }
+
+    fn step(
+        &mut self,
+        run: &mut Run,
+        t: f64,
+        x: &[f64],
+        t_bound: f64,
+    ) -> Result<StopReason, Diagnostic> {
+        let mut held = HeldContacts {
+            st: &self.st,
+            run,
+            closed: &self.closed,
+            failure: None,
+        };
+        if self.bdf.is_none() {
+            match Bdf::new(&mut held, t, x, t_bound, self.settings.clone()) {
+                Ok(b) => self.bdf = Some(b),
+                Err(_) => return Err(failure(held.failure, t)),
+            }
+        }
+        let Some(bdf) = self.bdf.as_mut() else {
+            return Err(Diagnostic::error_nospan(
+                "internal error: the BDF did not start",
+            ));
+        };
+        bdf.t_bound = t_bound;
         held.failure = None;
+        let r = bdf.step(&mut held);
+        held.run.stats.integrator.add(&bdf.stats);
+        bdf.stats = Default::default();
         if let Err(StepError::TooSmallStep {
             t, h, last_failure, ..
-        }) = bdf.step(&mut held)
+        }) = r
         {
             // The model's own failure only if this step failed on one.
             let d = held
@@ -521,94 +437,81 @@ fn smooth_phase(
                 });
             return Err(d.with_note(STOPPED));
         }
-        bdf.dense_into(&mut dense);
-        let mut found =
-            first_event(st, held.run, &dense, closed)?.map(|(te, e)| (te, PhaseEnd::Contact(e)));
-        if has_whens {
-            let t_end = found.map_or(dense.t, |(te, _)| te);
-            if let Some(tw) = first_rising(st, held.run, &dense, closed, t_end)? {
-                found = Some((tw, PhaseEnd::When));
+        bdf.dense_into(&mut self.dense.dense);
+        self.dense.end = self.dense.dense.t;
+        let reached = bdf.t >= t_bound;
+        let found = first_event(&self.st, run, &self.dense.dense, &self.closed)?;
+        run.stats.contacts = Some(self.st.stats);
+        Ok(match found {
+            Some((te, e)) => {
+                self.pending = Some(e);
+                self.dense.end = te;
+                StopReason::RootFound
             }
-        }
-        if found.is_none() && dense.t >= t_bound && held.run.sample_due(t_bound) {
-            found = Some((t_bound, PhaseEnd::Sample));
-        }
-        let t_end = found.map_or(dense.t, |(te, _)| te);
-        let mut y = vec![0.0; x.len()];
-        while *next_out < grid.len() && grid[*next_out] <= t_end {
-            let to = grid[*next_out];
-            // The event's own time is recorded with its two limits.
-            if found.is_none_or(|(te, _)| to < te) {
-                dense.eval(to, &mut y);
-                record(st, held.run, to, &y, closed)?;
+            None if reached => StopReason::BoundReached,
+            None => StopReason::InternalStep,
+        })
+    }
+
+    fn dense(&self) -> &dyn DenseOutput {
+        &self.dense
+    }
+
+    /// The model with the closed contacts' forces.
+    fn evaluate(&self, run: &mut Run, t: f64, x: &[f64]) -> Result<(), Diagnostic> {
+        let forces = held_motion(&self.st, run, t, x, &self.closed)?.forces;
+        self.st.derivatives(run, t, x, &forces).map(|_| ())
+    }
+
+    /// A contact closes (an impact, or a rebound too short to follow) or
+    /// opens (a lift-off).
+    fn handle_root(&mut self, run: &mut Run, t: f64, x: &mut Vec<f64>) -> Result<(), Diagnostic> {
+        let Some(what) = self.pending.take() else {
+            return Err(Diagnostic::error_nospan(
+                "internal error: no contact event to handle",
+            ));
+        };
+        self.closed = match what {
+            ContactEvent::LiftOff(j) => {
+                self.st.stats.lift_offs += 1;
+                let mut closed = std::mem::take(&mut self.closed);
+                closed.retain(|&k| k != j);
+                // The remaining closed contacts may now pull: settle them.
+                hold_pushing(&self.st, run, t, x, closed)?
             }
-            *next_out += 1;
-        }
-        if found.is_some() || dense.t >= t_bound {
-            break found;
-        }
-    };
-    held.run.stats.integrator.add(&bdf.stats);
-    Ok((event, dense))
+            ContactEvent::Impact(_) => settle(&mut self.st, run, t, x, self.span, None)?,
+            ContactEvent::ComesToRest(j) => settle(&mut self.st, run, t, x, self.span, Some(j))?,
+        };
+        self.bdf = None;
+        run.stats.contacts = Some(self.st.stats);
+        Ok(())
+    }
+
+    /// Settles the contacts at (t, x): an impact for those that approach,
+    /// and the set held closed.
+    fn restart(&mut self, run: &mut Run, t: f64, x: &mut Vec<f64>) -> Result<(), Diagnostic> {
+        self.closed = settle(&mut self.st, run, t, x, self.span, None)?;
+        self.bdf = None;
+        self.pending = None;
+        run.stats.contacts = Some(self.st.stats);
+        Ok(())
+    }
 }
 
-/// After the event iteration at t: the states it may have reinitialized,
-/// the contacts settled again, the right limit recorded. Returns whether
-/// `terminate` ended the run.
-fn after_discrete_event(
-    st: &mut Stepper,
-    run: &mut Run,
-    t: f64,
-    x: &mut Vec<f64>,
-    closed: &mut Vec<usize>,
-    opts: &Options,
-) -> Result<bool, Diagnostic> {
-    *x = run.states();
-    *closed = settle(st, run, t, x, opts, None)?;
-    record(st, run, t, x, closed)?;
-    run.call(Entry::Conditions)?;
-    run.keep_conditions();
-    Ok(run.terminated())
+/// A BDF step's dense output, ending at a contact event inside it.
+struct Clipped {
+    dense: Dense,
+    end: f64,
 }
 
-/// The first time in the step (up to `t_end`) at which a when-condition
-/// rises, by bisection on the dense output (to rounding: conditions are
-/// Boolean, so there is no function value to interpolate). At a step end
-/// without a rise, the conditions there become the reference.
-fn first_rising(
-    st: &Stepper,
-    run: &mut Run,
-    dense: &Dense,
-    closed: &[usize],
-    t_end: f64,
-) -> Result<Option<f64>, Diagnostic> {
-    let mut y = vec![0.0; st.n()];
-    let mut rising_at = |run: &mut Run, t: f64| -> Result<bool, Diagnostic> {
-        dense.eval(t, &mut y);
-        let forces = held_motion(st, run, t, &y, closed)?.forces;
-        st.derivatives(run, t, &y, &forces)?;
-        run.conditions_rise()
-    };
-    if !rising_at(run, t_end)? {
-        if t_end == dense.t {
-            run.keep_conditions();
-        }
-        return Ok(None);
+impl DenseOutput for Clipped {
+    fn span(&self) -> (f64, f64) {
+        (self.dense.t_old, self.end)
     }
-    let (mut a, mut b) = (dense.t_old, t_end);
-    let tol = 4.0 * f64::EPSILON * a.abs().max(b.abs()).max(1.0);
-    while b - a > tol {
-        let m = 0.5 * (a + b);
-        if m <= a || m >= b {
-            break;
-        }
-        if rising_at(run, m)? {
-            b = m;
-        } else {
-            a = m;
-        }
+
+    fn eval(&self, t: f64, out: &mut [f64]) {
+        self.dense.eval(t, out)
     }
-    Ok(Some(b))
 }
 
 fn failure(d: Option<Diagnostic>, t: f64) -> Diagnostic {
@@ -616,21 +519,6 @@ fn failure(d: Option<Diagnostic>, t: f64) -> Diagnostic {
         Diagnostic::error_nospan(format!("the model cannot be evaluated at t = {t}"))
     })
     .with_note(STOPPED)
-}
-
-/// Writes an output row at (t, x) with the contact forces of `closed`.
-fn record(
-    st: &Stepper,
-    run: &mut Run,
-    t: f64,
-    x: &[f64],
-    closed: &[usize],
-) -> Result<(), Diagnostic> {
-    let forces = held_motion(st, run, t, x, closed)?.forces;
-    st.derivatives(run, t, x, &forces)?;
-    run.check_asserts()?;
-    run.record(t);
-    Ok(())
 }
 
 /// At a contact event (or the start): applies the impact law to the
@@ -646,7 +534,7 @@ fn settle(
     run: &mut Run,
     t: f64,
     x: &mut Vec<f64>,
-    opts: &Options,
+    span: f64,
     force: Option<usize>,
 ) -> Result<Vec<usize>, Diagnostic> {
     // The event locator leaves a closing gap at zero or just below; a gap
@@ -668,7 +556,7 @@ fn settle(
     let (_, rates, _) = st.contact_values(run);
     let touching_rates: Vec<f64> = touching.iter().map(|&j| rates[j]).collect();
     let accelerations = free_gap_accelerations(st, run, t, x, &f0, &touching, &touching_rates)?;
-    let shortest = MIN_FLIGHT * (1.0 + t.abs()).max((opts.stop - opts.start).abs() * 1e-12);
+    let shortest = MIN_FLIGHT * (1.0 + t.abs()).max(span * 1e-12);
     let candidates: Vec<usize> = touching
         .iter()
         .zip(&accelerations)

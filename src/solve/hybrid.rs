@@ -1,20 +1,25 @@
-//! The hybrid loop of smooth models: one loop drives any [`Integrator`]
-//! through a run, with the output grid, zero crossings located on the
-//! step's dense output (the Illinois variant of regula falsi, Dowell &
-//! Jarratt 1971), event iteration to a fixed point of the discrete
-//! variables, samples (time events bound the steps), `reinit` (the
-//! integrator restarts after every event), asserts and non-finite values
-//! located by bisection on the dense output, `terminate`, the chattering
-//! and event-count guards, and progress (`Run::poll`).
+//! The hybrid loop: one loop drives every [`Integrator`] through a run.
+//! It owns the output grid, the detection and location of state events
+//! (zero crossings of frozen relations by the Illinois variant of regula
+//! falsi, Dowell & Jarratt 1971; rising when-conditions of live relations by
+//! bisection), samples (time events bound the steps), the event iteration to
+//! a fixed point of the discrete variables with `reinit`, the integrator's
+//! own events (contacts), asserts and non-finite values located by
+//! bisection on the dense output, `terminate`, the chattering and
+//! event-count guards, and progress (`Run::poll`).
 //!
 //! Invariants: a step never passes the next time event or the stop time;
-//! an event writes two rows at its time (left and right limits); after an
-//! event the integrator's history is discarded (`Integrator::restart`).
+//! an event writes its left and right limits as two rows at its time; after
+//! an event iteration the integrator restarts from the point it left
+//! (`Integrator::restart`); every evaluation of the model outside a step
+//! goes through `Integrator::evaluate`, so contact forces are in every row.
 
 use super::bdf::Dense;
-use super::integrator::{DenseOutput, Integrator};
-use super::{Options, Run};
+use super::integrator::{Behaviour, DenseOutput, Integrator, Outputs, Relations, StopReason};
+use super::model::Entry;
+use super::{Options, Run, STOPPED};
 use crate::diag::Diagnostic;
+use std::cell::RefCell;
 
 /// Output rows a run may write: 10 million rows of a few columns are
 /// gigabytes of CSV. The command line refuses an interval that would give
@@ -40,29 +45,75 @@ pub(super) fn output_grid(opts: &Options) -> Vec<f64> {
         .collect()
 }
 
-/// Runs `integrator` from the start to the stop time (or `terminate`).
+/// What happens at the end of a step (or inside it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Event {
+    /// A relation crossed or a when-condition rose.
+    State,
+    /// The integrator's own event ([`StopReason::RootFound`]).
+    Root,
+    /// A sample instant.
+    Time,
+}
+
+/// The last step as the loop sees it: the integrator that evaluates the
+/// model, and the dense output (the integrator's, or a constant one where
+/// no step was taken).
+struct StepView<'a> {
+    integrator: &'a dyn Integrator,
+    dense: &'a dyn DenseOutput,
+    /// The states at the time evaluated last (one buffer for the run).
+    x: &'a RefCell<Vec<f64>>,
+}
+
+impl StepView<'_> {
+    /// Evaluates the model at time `t` of the step.
+    fn evaluate(&self, run: &mut Run, t: f64) -> Result<(), Diagnostic> {
+        let mut x = self.x.borrow_mut();
+        self.dense.eval(t, &mut x);
+        self.integrator.evaluate(run, t, &x)
+    }
+}
+
+/// Runs `integrator` from the initialized point to the stop time (or
+/// `terminate`).
 pub(super) fn integrate(
     run: &mut Run,
     opts: &Options,
     integrator: &mut dyn Integrator,
 ) -> Result<(), Diagnostic> {
+    let behaviour = integrator.behaviour();
+    let live = behaviour.relations == Relations::Live;
+    let snap = match behaviour.outputs {
+        Outputs::Interpolated => 0.0,
+        Outputs::AtStepEnds { snap } => snap,
+    };
     let grid = output_grid(opts);
     let mut next_out = 0usize;
     let n = run.c.states.len();
     let mut t = opts.start;
+    let mut x = run.states();
+    integrator.start(run, t, &mut x)?;
+    // The start row again, with what the integrator adds (contact forces).
+    integrator.evaluate(run, t, &x)?;
+    run.check_asserts()?;
+    run.replace_last_row(t);
+    if live {
+        run.call(Entry::Conditions)?;
+        run.keep_conditions();
+    }
     let mut recent_events: Vec<f64> = Vec::new();
-    // The "dense output" of a model without states, or of a time event
-    // handled before any step.
-    let mut still = Dense::constant(opts.start, opts.start, Vec::new());
-    let mut restart = false;
-    while t < opts.stop {
+    let scratch = RefCell::new(vec![0.0; n]);
+    // (A time-stepper's step within `snap` of the stop time would do
+    // nothing useful.)
+    while opts.stop - t > snap {
         run.poll(t)?;
         let t_time_event = run.next_time_event(opts.stop).max(t);
-        let x0 = run.states();
-        // Advance: one step of the integrator, or for a model without
-        // states a jump to the next output time.
-        let stepped = n > 0 && t_time_event > t;
-        if n == 0 {
+        // Advance: one step of the integrator; for a model without states a
+        // jump to the next output time; for a sample due now (`sample(t0,
+        // dt)` at the start time) no step at all.
+        let mut root = false;
+        let still = if n == 0 {
             let target = grid
                 .get(next_out)
                 .copied()
@@ -70,98 +121,340 @@ pub(super) fn integrate(
                 .min(t_time_event)
                 .max(t);
             let target = if target <= t { t_time_event } else { target };
-            still = Dense::constant(t, target, Vec::new());
+            Some(Dense::constant(t, target, Vec::new()))
         } else if t_time_event <= t {
-            // A sample due now (`sample(t0, dt)` at the start time): handle
-            // the time event before any step, which would have zero length.
-            still = Dense::constant(t, t, x0.clone());
+            Some(Dense::constant(t, t, x.clone()))
         } else {
-            integrator.step(run, t, &x0, t_time_event)?;
-        }
-        let dense: &dyn DenseOutput = if stepped { integrator.dense() } else { &still };
-        let t_new = dense.span().1;
+            root = integrator.step(run, t, &x, t_time_event)? == StopReason::RootFound;
+            None
+        };
+        let view = StepView {
+            integrator: &*integrator,
+            dense: match &still {
+                Some(d) => d,
+                None => integrator.dense(),
+            },
+            x: &scratch,
+        };
+        let t_new = view.dense.span().1;
+        let time_due = t_new >= t_time_event && run.sample_due(t_new);
+        let mut evaluated_end = false;
         // State events.
-        let mut x = vec![0.0; n];
-        dense.eval(t_new, &mut x);
-        run.evaluate_at(t_new, &x)?;
-        let crossed = run.crossed()?;
-        let mut t_event = None;
-        for k in crossed {
-            let te = run.locate(dense, k)?;
-            t_event = Some(t_event.map_or(te, |a: f64| a.min(te)));
-        }
-        let t_end = t_event.unwrap_or(t_new);
-        // Outputs up to the end of this step (or the event).
-        while next_out < grid.len() && grid[next_out] <= t_end {
-            let to = grid[next_out];
-            if !(t_event.is_some() && to == t_end) {
-                dense.eval(to, &mut x);
-                run.evaluate_at(to, &x)?;
-                run.record(to);
+        let mut t_state = None;
+        match behaviour.relations {
+            Relations::Frozen => {
+                view.evaluate(run, t_new)?;
+                evaluated_end = true;
+                for k in run.crossed()? {
+                    let te = locate(run, &view, k)?;
+                    t_state = Some(t_state.map_or(te, |a: f64| a.min(te)));
+                }
             }
-            next_out += 1;
+            // A time-stepper's sample instant fires the rising conditions
+            // in its own event iteration.
+            Relations::Live if run.c.whens.is_empty() => {}
+            Relations::Live if time_due && snap > 0.0 => {}
+            Relations::Live => {
+                t_state = rising(run, &view, &behaviour)?;
+                evaluated_end = t_state.is_none();
+            }
         }
-        let time_event = t_event.is_none() && t_new >= t_time_event && run.sample_due(t_new);
-        if let Some(te) = t_event {
-            run.stats.state_events += 1;
-            dense.eval(te, &mut x);
-            run.evaluate_at(te, &x)?;
-            run.record(te);
-            run.event_iteration(false)?;
-            run.record(te);
-            t = te;
-            restart = true;
-            run.stats.restarts += 1;
+        let event = if t_state.is_some() {
+            Some(Event::State)
+        } else if root {
+            Some(Event::Root)
+        } else if time_due {
+            Some(Event::Time)
+        } else {
+            None
+        };
+        let t_end = t_state.unwrap_or(t_new);
+        // Outputs up to the end of this step or the event (whose time has
+        // its two rows).
+        let mut last_row = None;
+        while next_out < grid.len() && grid[next_out] <= t_end + snap {
+            let to = match behaviour.outputs {
+                Outputs::Interpolated => grid[next_out],
+                Outputs::AtStepEnds { .. } => t_end,
+            };
+            next_out += 1;
+            if (event.is_some() && to == t_end) || last_row == Some(to) {
+                continue;
+            }
+            if !(evaluated_end && to == t_new) {
+                view.evaluate(run, to)?;
+                evaluated_end = to == t_new;
+            }
+            run.record(to);
+            last_row = Some(to);
+        }
+        t = t_end;
+        view.dense.eval(t, &mut x);
+        let Some(event) = event else {
+            match behaviour.outputs {
+                Outputs::Interpolated => {
+                    if !evaluated_end {
+                        view.evaluate(run, t)?;
+                    }
+                    check_finite_over(run, &view, t)?;
+                    check_asserts_over(run, &view, t)?;
+                }
+                Outputs::AtStepEnds { .. } if !run.c.asserts.is_empty() => {
+                    if !evaluated_end {
+                        view.evaluate(run, t)?;
+                    }
+                    run.check_asserts()?;
+                }
+                Outputs::AtStepEnds { .. } => {}
+            }
+            continue;
+        };
+        handle_event(run, integrator, event, t, &mut x, live)?;
+        if event != Event::Time {
             // Chattering: many events in a vanishing time span.
-            recent_events.push(te);
-            if recent_events.len() > 50 {
+            recent_events.push(t);
+            if recent_events.len() > behaviour.chatter_events {
                 recent_events.remove(0);
-                let span = te - recent_events[0];
-                if span <= 1e-9 * (1.0 + te.abs()) {
+                let span = t - recent_events[0];
+                if span <= 1e-9 * (1.0 + t.abs()) {
                     return Err(Diagnostic::error_nospan(format!(
-                        "chattering: 50 events within {span:e} s at t = {te}"
+                        "chattering: {} events within {span:e} s at t = {t}",
+                        behaviour.chatter_events
                     ))
-                    .with_hint("a relation switches back and forth without time passing; add hysteresis or use noEvent where no event is needed"));
+                    .with_hint(behaviour.chatter_hint)
+                    .with_note(STOPPED));
                 }
             }
             if run.stats.state_events as usize > opts.max_events {
                 return Err(Diagnostic::error_nospan(format!(
-                    "more than {} events; stopping at t = {te}",
+                    "more than {} events; stopping at t = {t}",
                     opts.max_events
-                )));
+                ))
+                .with_note(STOPPED));
             }
-        } else if time_event {
-            run.stats.time_events += 1;
-            // Output points inside the step moved the buffer off its end.
-            dense.eval(t_new, &mut x);
-            run.evaluate_at(t_new, &x)?;
-            run.record(t_new);
-            run.sample_event(t_new)?;
-            run.record(t_new);
-            t = t_new;
-            restart = true;
-            run.stats.restarts += 1;
-        } else {
-            t = t_new;
-        }
-        if t_event.is_none() && !time_event {
-            if run.frame.time() != t {
-                // Outputs inside the step moved the buffer off its end.
-                dense.eval(t, &mut x);
-                run.evaluate_at(t, &x)?;
-            }
-            run.check_finite_over(dense, t)?;
-            run.check_asserts_over(dense, t)?;
-        } else {
-            run.check_asserts()?;
-        }
-        if restart {
-            integrator.restart();
-            restart = false;
         }
         if run.terminated() {
             break;
         }
     }
     Ok(())
+}
+
+/// An event at (t, x): the left limit, the integrator's own event, the
+/// event iteration (or the samples' one), the integrator's restart and the
+/// right limit. `x` is the point after it.
+fn handle_event(
+    run: &mut Run,
+    integrator: &mut dyn Integrator,
+    event: Event,
+    t: f64,
+    x: &mut Vec<f64>,
+    live: bool,
+) -> Result<(), Diagnostic> {
+    run.stats.restarts += 1;
+    integrator.evaluate(run, t, x)?;
+    run.record(t);
+    let iterate = match event {
+        Event::Time => {
+            run.stats.time_events += 1;
+            true
+        }
+        Event::State => {
+            run.stats.state_events += 1;
+            true
+        }
+        Event::Root => {
+            run.stats.state_events += 1;
+            let whens = live && !run.c.whens.is_empty();
+            // The when-conditions' reference for this event is their left
+            // limit: a condition that fell during the step (a rebound's
+            // `v > 0` at the apex) was seen at no step end when one step
+            // spans the whole flight.
+            if whens {
+                run.call(Entry::Conditions)?;
+                run.keep_conditions();
+            }
+            integrator.handle_root(run, t, x)?;
+            integrator.evaluate(run, t, x)?;
+            run.check_asserts()?;
+            run.record(t);
+            // The integrator's event is an event for the when-clauses too
+            // (a rebound makes `v > 0` true at the impact); without a rise,
+            // the conditions here are the new reference. Frozen relations
+            // are re-evaluated by an event iteration.
+            let rose = whens && run.conditions_rise()?;
+            if whens && !rose {
+                run.keep_conditions();
+            }
+            !live || rose
+        }
+    };
+    if iterate {
+        match event {
+            Event::Time => run.sample_event(t)?,
+            _ => {
+                run.event_iteration(false)?;
+            }
+        }
+        *x = run.states();
+        integrator.restart(run, t, x)?;
+        integrator.evaluate(run, t, x)?;
+        run.check_asserts()?;
+        run.record(t);
+        if live {
+            run.call(Entry::Conditions)?;
+            run.keep_conditions();
+        }
+    }
+    Ok(())
+}
+
+/// The first time in the step at which a when-condition rises (live
+/// relations): by bisection on the dense output, to rounding (conditions
+/// are Boolean, so there is no function value to interpolate); at the end
+/// of a time-stepper's step, which has no interpolant. Without a rise, the
+/// conditions at the step's end become the reference.
+fn rising(
+    run: &mut Run,
+    view: &StepView,
+    behaviour: &Behaviour,
+) -> Result<Option<f64>, Diagnostic> {
+    let (t0, t1) = view.dense.span();
+    view.evaluate(run, t1)?;
+    if !run.conditions_rise()? {
+        run.keep_conditions();
+        return Ok(None);
+    }
+    if let Outputs::AtStepEnds { .. } = behaviour.outputs {
+        return Ok(Some(t1));
+    }
+    let (mut a, mut b) = (t0, t1);
+    let tol = 4.0 * f64::EPSILON * a.abs().max(b.abs()).max(1.0);
+    while b - a > tol {
+        let m = 0.5 * (a + b);
+        if m <= a || m >= b {
+            break;
+        }
+        view.evaluate(run, m)?;
+        if run.conditions_rise()? {
+            b = m;
+        } else {
+            a = m;
+        }
+    }
+    Ok(Some(b))
+}
+
+/// Finds the first time in the step at which relation `k` differs from its
+/// frozen value, by the Illinois method on its zero-crossing function.
+fn locate(run: &mut Run, view: &StepView, k: usize) -> Result<f64, Diagnostic> {
+    let op = run.p.relations[k].op;
+    let frozen = run.frame.relation(k);
+    let g_at = |run: &mut Run, t: f64| -> Result<f64, Diagnostic> {
+        view.evaluate(run, t)?;
+        run.call(Entry::ZeroCrossings)?;
+        Ok(run.frame.zero_crossing(k))
+    };
+    let (mut a, mut b) = view.dense.span();
+    let mut ga = g_at(run, a)?;
+    let mut gb = g_at(run, b)?;
+    let tol = 4.0 * f64::EPSILON * a.abs().max(b.abs()).max(1.0);
+    let mut side = 0i32;
+    for _ in 0..200 {
+        if b - a <= tol {
+            break;
+        }
+        // Illinois: regula falsi, halving the weight of a retained end.
+        let mut tc = if ga != gb {
+            (a * gb - b * ga) / (gb - ga)
+        } else {
+            0.5 * (a + b)
+        };
+        if !(tc > a && tc < b) {
+            tc = 0.5 * (a + b);
+        }
+        let gc = g_at(run, tc)?;
+        if op.apply(gc, 0.0) == frozen {
+            a = tc;
+            ga = gc;
+            if side == -1 {
+                gb *= 0.5;
+            }
+            side = -1;
+        } else {
+            b = tc;
+            gb = gc;
+            if side == 1 {
+                ga *= 0.5;
+            }
+            side = 1;
+        }
+    }
+    Ok(b)
+}
+
+/// A model value that becomes NaN or infinite (`sqrt` or `log` of a
+/// negative number, a division by zero) ends the run with the first such
+/// variable, the equation computing it and the time, found by bisection on
+/// the step's dense output. The frame holds the step's end `t`.
+fn check_finite_over(run: &mut Run, view: &StepView, t: f64) -> Result<(), Diagnostic> {
+    let Some(v) = run.first_non_finite() else {
+        return Ok(());
+    };
+    let b = first_time_in_step(run, view, t, |run| Ok(run.first_non_finite().is_some()))?;
+    view.evaluate(run, b)?;
+    let culprit = run.first_non_finite().unwrap_or(v);
+    Err(run.non_finite_error(culprit, b))
+}
+
+/// Asserts checked at the end of a step (the frame holds it) and, where
+/// one fails, the first failing time located by bisection on the step's
+/// dense output, so the reported time does not depend on how long the step
+/// was.
+fn check_asserts_over(run: &mut Run, view: &StepView, t: f64) -> Result<(), Diagnostic> {
+    if run.c.asserts.is_empty() {
+        return Ok(());
+    }
+    let (error, warnings) = run.failed_asserts()?;
+    let fails = |k: usize| {
+        move |run: &mut Run| -> Result<bool, Diagnostic> {
+            run.call(Entry::Asserts)?;
+            Ok(!run.frame.assert_holds(k))
+        }
+    };
+    for k in warnings {
+        let tk = first_time_in_step(run, view, t, fails(k))?;
+        run.warn(k, tk);
+    }
+    if let Some(k) = error {
+        let tk = first_time_in_step(run, view, t, fails(k))?;
+        return Err(run.assert_error(k, tk));
+    }
+    // Leave the frame at the step's end.
+    view.evaluate(run, t)
+}
+
+/// Bisection on the step's dense output for the first time in (t_old, t]
+/// at which `fails` holds (after evaluating the model there), given that it
+/// does not at t_old and does at `t`.
+fn first_time_in_step(
+    run: &mut Run,
+    view: &StepView,
+    t: f64,
+    mut fails: impl FnMut(&mut Run) -> Result<bool, Diagnostic>,
+) -> Result<f64, Diagnostic> {
+    let (mut a, mut b) = (view.dense.span().0, t);
+    for _ in 0..64 {
+        let m = 0.5 * (a + b);
+        if m <= a || m >= b {
+            break;
+        }
+        view.evaluate(run, m)?;
+        if fails(run)? {
+            b = m;
+        } else {
+            a = m;
+        }
+    }
+    Ok(b)
 }

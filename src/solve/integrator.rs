@@ -1,19 +1,25 @@
-//! The one interface of the integrators of smooth models, and the BDF's
-//! implementation of it.
+//! The one interface of rmoc's integrators, and the BDF's implementation
+//! of it.
 //!
 //! An [`Integrator`] advances the run's states one step at a time toward a
 //! bound (the next time event or the stop time) and gives the step's dense
-//! output; [`super::hybrid::integrate`] does everything else (outputs,
-//! events, asserts, progress). To add one: write a file in `src/solve/`
-//! with a type implementing `Integrator` (it reads the model through
-//! `run` and `ModelOde`, and reports failures as located diagnostics), add
-//! a variant to [`super::Solver`] and its arm in `simulate`, which hands it
-//! to the hybrid loop.
+//! output; [`super::hybrid::integrate`] does everything else (the output
+//! grid, zero crossings and when-conditions, samples, event iteration and
+//! `reinit`, asserts, `terminate`, the event guards, progress). The
+//! integrators: [`BdfIntegrator`] (smooth models), the Moreau-Jean
+//! time-stepper ([`super::moreau::MoreauIntegrator`]) and the event-driven
+//! contact solver ([`super::event_driven::EventDrivenIntegrator`]).
+//!
+//! To add one: write a file in `src/solve/` with a type implementing
+//! `Integrator` (it reads the model through `run` and `ModelOde`, adds its
+//! work to `run.stats`, and reports failures as located diagnostics), and
+//! add its variant to [`super::Solver`] with its arm in
+//! [`for_solver`]: one line of registration.
 
 use super::bdf::{self, Bdf, Dense, EvalFail, StepError};
 use super::jacobian::JacobianPattern;
 use super::model::{Entry, ModelOde, StateSlots};
-use super::{Options, Run};
+use super::{Options, Run, Solver};
 use crate::diag::Diagnostic;
 use std::sync::Arc;
 
@@ -39,14 +45,72 @@ impl DenseOutput for Dense {
 pub enum StopReason {
     /// An ordinary step, short of the bound.
     InternalStep,
-    /// The step reached the bound it was given (a time event or the stop).
+    /// The step reached the bound it was given (a time event or the stop
+    /// time).
     BoundReached,
+    /// The integrator's own event (a contact closing or opening) at the end
+    /// of the step's dense output, which [`Integrator::handle_root`]
+    /// applies.
+    RootFound,
 }
 
-/// An integrator of the states of a smooth model.
+/// How the model's relations behave between events, and so which events
+/// the hybrid loop looks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Relations {
+    /// Relations keep the value of the last event between events; the
+    /// zero crossings of their functions are the state events, located on
+    /// the dense output (the BDF: its Newton iteration needs equations that
+    /// do not switch inside a step).
+    Frozen,
+    /// The integrator evaluates the model in event mode, with live
+    /// relations; a when-condition that rises is the state event (the
+    /// contact solvers, whose steps cross discontinuities anyway).
+    Live,
+}
+
+/// Where output rows are written.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Outputs {
+    /// At the output times, interpolated on the dense output.
+    Interpolated,
+    /// A time-stepper without an interpolant: a step that reaches an output
+    /// time (within `snap`) writes one row at its end, and a
+    /// when-condition that rose during a step fires at its end.
+    AtStepEnds { snap: f64 },
+}
+
+/// Which output rows and events an integrator asks of the hybrid loop, and
+/// how often events may come before the loop calls them chattering.
+#[derive(Clone, Copy, Debug)]
+pub struct Behaviour {
+    pub relations: Relations,
+    pub outputs: Outputs,
+    /// More than this many state events within 1e-9 (1 + |t|) seconds are
+    /// chattering, reported with `chatter_hint`.
+    pub chatter_events: usize,
+    pub chatter_hint: &'static str,
+}
+
+/// The hint of the chattering guard for smooth models.
+pub const CHATTER_HINT: &str = "a relation switches back and forth without time passing; add hysteresis or use noEvent where no event is needed";
+
+/// An integrator of a model's states.
+///
+/// Contract: [`Integrator::step`] never passes `t_bound`; afterwards
+/// [`Integrator::dense`] covers (t, end of step] (or, after
+/// [`StopReason::RootFound`], up to the root). [`Integrator::evaluate`]
+/// leaves every variable of the model in the frame at a point of that span,
+/// with the integrator's own unknowns (contact forces) written.
 pub(super) trait Integrator {
-    /// One step from (t, x), the run's current point, toward `t_bound`,
-    /// never past it. Afterwards [`Integrator::dense`] covers the step.
+    fn behaviour(&self) -> Behaviour;
+    /// The run starts at (t, x), just initialized. The integrator may check
+    /// the point and move it onto its constraints (contacts that approach
+    /// at the start take an impact); the default is [`Integrator::restart`].
+    fn start(&mut self, run: &mut Run, t: f64, x: &mut Vec<f64>) -> Result<(), Diagnostic> {
+        self.restart(run, t, x)
+    }
+    /// One step from (t, x), the run's current point, toward `t_bound`.
     fn step(
         &mut self,
         run: &mut Run,
@@ -56,9 +120,39 @@ pub(super) trait Integrator {
     ) -> Result<StopReason, Diagnostic>;
     /// The dense output of the last step.
     fn dense(&self) -> &dyn DenseOutput;
-    /// Forgets the history: the next step starts afresh from the point it
-    /// is given (after an event changed the state or the equations).
-    fn restart(&mut self);
+    /// Evaluates the model at (t, x) as this integrator sees it (relations
+    /// as [`Behaviour::relations`] says, contact forces written).
+    fn evaluate(&self, run: &mut Run, t: f64, x: &[f64]) -> Result<(), Diagnostic> {
+        run.evaluate_at(t, x)
+    }
+    /// Applies the event of a [`StopReason::RootFound`] step at its end
+    /// (t, x) and starts afresh from the point after it.
+    fn handle_root(
+        &mut self,
+        _run: &mut Run,
+        _t: f64,
+        _x: &mut Vec<f64>,
+    ) -> Result<(), Diagnostic> {
+        Err(Diagnostic::error_nospan(
+            "internal error: an integrator reported a root it does not handle",
+        ))
+    }
+    /// An event iteration changed the states or the equations at t: the
+    /// integrator forgets its history and starts afresh from (t, x), which
+    /// it may move onto its constraints.
+    fn restart(&mut self, run: &mut Run, t: f64, x: &mut Vec<f64>) -> Result<(), Diagnostic>;
+}
+
+/// The integrator of a solver choice: the one place an integrator is
+/// registered.
+pub(super) fn for_solver(run: &mut Run, opts: &Options) -> Result<Box<dyn Integrator>, Diagnostic> {
+    Ok(match opts.solver {
+        Solver::Bdf => Box::new(BdfIntegrator::new(run, opts)?),
+        Solver::Moreau { step } => Box::new(super::moreau::MoreauIntegrator::new(run, opts, step)?),
+        Solver::EventDriven => {
+            Box::new(super::event_driven::EventDrivenIntegrator::new(run, opts)?)
+        }
+    })
 }
 
 /// [`Bdf`] on the model's states, with the sparse Jacobian of
@@ -73,8 +167,21 @@ pub(super) struct BdfIntegrator {
 }
 
 impl BdfIntegrator {
-    pub(super) fn new(run: &Run, opts: &Options) -> BdfIntegrator {
+    /// The BDF for `run`'s model; a model with unilateral contacts is
+    /// refused (they need a contact solver).
+    pub(super) fn new(run: &Run, opts: &Options) -> Result<BdfIntegrator, Diagnostic> {
         let c = run.c;
+        if let Some(k) = c.contacts.first() {
+            return Err(Diagnostic::error(
+                k.span,
+                "this model has unilateral contacts, which the BDF integrator cannot handle",
+            )
+            .with_label("a set-valued contact")
+            .with_hint(
+                "simulate it with `--solver moreau --step H` (the default for such models), or `--solver event-driven` for isolated impacts",
+            )
+            .with_note(super::STOPPED));
+        }
         // atol: the request's, else tolerance x nominal (1 unless given).
         let atol = c
             .states
@@ -88,7 +195,7 @@ impl BdfIntegrator {
                 opts.atol.unwrap_or(opts.tolerance * nominal)
             })
             .collect();
-        BdfIntegrator {
+        Ok(BdfIntegrator {
             bdf: None,
             settings: bdf::Settings {
                 rtol: opts.tolerance,
@@ -102,11 +209,20 @@ impl BdfIntegrator {
             pattern: Arc::new(JacobianPattern::of_model(c)),
             dense: Dense::constant(opts.start, opts.start, Vec::new()),
             debug_steps: std::env::var_os("RMOC_DEBUG_STEPS").is_some(),
-        }
+        })
     }
 }
 
 impl Integrator for BdfIntegrator {
+    fn behaviour(&self) -> Behaviour {
+        Behaviour {
+            relations: Relations::Frozen,
+            outputs: Outputs::Interpolated,
+            chatter_events: 50,
+            chatter_hint: CHATTER_HINT,
+        }
+    }
+
     fn step(
         &mut self,
         run: &mut Run,
@@ -173,7 +289,8 @@ impl Integrator for BdfIntegrator {
         &self.dense
     }
 
-    fn restart(&mut self) {
+    fn restart(&mut self, _run: &mut Run, _t: f64, _x: &mut Vec<f64>) -> Result<(), Diagnostic> {
         self.bdf = None;
+        Ok(())
     }
 }

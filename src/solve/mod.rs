@@ -28,7 +28,6 @@ use crate::jit::ir::status;
 use crate::jit::lower::{self, Program};
 use crate::structure::{Block, Causal, Role};
 pub use hybrid::MAX_OUTPUT_ROWS;
-use integrator::DenseOutput;
 use model::{Backend, Entry};
 
 /// Run settings (defaults come from the `experiment` annotation).
@@ -335,6 +334,16 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// Records `t` in place of the last row if that is at `t` too (the
+    /// start row, written before the integrator added its unknowns).
+    fn replace_last_row(&mut self, t: f64) {
+        if self.results.times.last() == Some(&t) {
+            self.results.times.pop();
+            self.results.rows.pop();
+        }
+        self.record(t);
+    }
+
     fn states(&self) -> Vec<f64> {
         self.c.states.iter().map(|&s| self.frame.var(s)).collect()
     }
@@ -398,31 +407,20 @@ impl<'a> Run<'a> {
             .find(|&v| !self.frame.var(v).is_finite())
     }
 
-    /// A model value that becomes NaN or infinite (`sqrt` or `log` of a
-    /// negative number, a division by zero) ends the run with the first such
-    /// variable, the equation computing it and the time, found by bisection
-    /// on the step's dense output.
-    fn check_finite_over(&mut self, dense: &dyn DenseOutput, t: f64) -> Result<(), Diagnostic> {
-        let Some(v) = self.first_non_finite() else {
-            return Ok(());
-        };
-        let b = self.first_time_in_step(dense, t, |run| Ok(run.first_non_finite().is_some()))?;
-        let mut x = vec![0.0; self.c.states.len()];
-        dense.eval(b, &mut x);
-        self.evaluate_at(b, &x)?;
-        let culprit = self.first_non_finite().unwrap_or(v);
+    /// The error for model variable `culprit`, found not finite at `t`.
+    fn non_finite_error(&self, culprit: u32, t: f64) -> Diagnostic {
         let name = &self.c.vars[culprit as usize].name;
         let value = self.frame.var(culprit);
-        let message = format!("`{name}` became {value} at t = {b}");
+        let message = format!("`{name}` became {value} at t = {t}");
         let d = match self.defining_span(culprit) {
             Some(span) => {
                 Diagnostic::error(span, message).with_label(format!("`{name}` is computed here"))
             }
             None => Diagnostic::error_nospan(message),
         };
-        Err(d
+        d
             .with_hint("an argument left the domain of its function here (sqrt or log of a negative number, division by zero, asin of more than 1); guard it, or stop the run before")
-            .with_note(STOPPED))
+            .with_note(STOPPED)
     }
 
     /// Adds to a step-size failure the state that changes fastest relative
@@ -515,70 +513,6 @@ impl<'a> Run<'a> {
         .with_note(STOPPED)
     }
 
-    /// Checks the asserts at the end of a step; an assert that fails there
-    /// is reported at the first time it fails within the step, found by
-    /// bisection on the step's dense output, so the reported time does not
-    /// depend on how long the step was.
-    fn check_asserts_over(&mut self, dense: &dyn DenseOutput, t: f64) -> Result<(), Diagnostic> {
-        if self.c.asserts.is_empty() {
-            return Ok(());
-        }
-        let (error, warnings) = self.failed_asserts()?;
-        for k in warnings {
-            let tk = self.first_failure(dense, k, t)?;
-            self.warn(k, tk);
-        }
-        if let Some(k) = error {
-            let tk = self.first_failure(dense, k, t)?;
-            return Err(self.assert_error(k, tk));
-        }
-        // Leave the buffer at the step's end.
-        let mut x = vec![0.0; self.c.states.len()];
-        dense.eval(t, &mut x);
-        self.evaluate_at(t, &x)
-    }
-
-    /// Bisection for the first time in (t_old, t] at which assert `k` fails,
-    /// given that it holds at t_old and fails at `t`.
-    fn first_failure(
-        &mut self,
-        dense: &dyn DenseOutput,
-        k: usize,
-        t: f64,
-    ) -> Result<f64, Diagnostic> {
-        self.first_time_in_step(dense, t, |run| {
-            run.call(Entry::Asserts)?;
-            Ok(!run.frame.assert_holds(k))
-        })
-    }
-
-    /// Bisection on the step's dense output for the first time in
-    /// (t_old, t] at which `fails` holds (after evaluating the model there),
-    /// given that it does not at t_old and does at `t`.
-    fn first_time_in_step(
-        &mut self,
-        dense: &dyn DenseOutput,
-        t: f64,
-        mut fails: impl FnMut(&mut Self) -> Result<bool, Diagnostic>,
-    ) -> Result<f64, Diagnostic> {
-        let mut x = vec![0.0; self.c.states.len()];
-        let (mut a, mut b) = (dense.span().0, t);
-        for _ in 0..64 {
-            let m = 0.5 * (a + b);
-            if m <= a || m >= b {
-                break;
-            }
-            dense.eval(m, &mut x);
-            self.evaluate_at(m, &x)?;
-            if fails(self)? {
-                b = m;
-            } else {
-                a = m;
-            }
-        }
-        Ok(b)
-    }
-
     /// Relations that must be re-evaluated: live value differs from frozen.
     fn crossed(&mut self) -> Result<Vec<usize>, Diagnostic> {
         if self.p.relations.iter().all(|r| !r.crossing) {
@@ -597,57 +531,6 @@ impl<'a> Run<'a> {
             }
         }
         Ok(out)
-    }
-
-    /// Finds the first time in (a, b] at which relation `k` differs from its
-    /// frozen value, on the dense output.
-    fn locate(&mut self, dense: &dyn DenseOutput, k: usize) -> Result<f64, Diagnostic> {
-        let op = self.p.relations[k].op;
-        let frozen = self.frame.relation(k);
-        let n = self.c.states.len();
-        let mut x = vec![0.0; n];
-        let mut g_at = |run: &mut Self, t: f64| -> Result<f64, Diagnostic> {
-            dense.eval(t, &mut x);
-            run.evaluate_at(t, &x)?;
-            run.call(Entry::ZeroCrossings)?;
-            Ok(run.frame.zero_crossing(k))
-        };
-        let (mut a, mut b) = dense.span();
-        let mut ga = g_at(self, a)?;
-        let mut gb = g_at(self, b)?;
-        let tol = 4.0 * f64::EPSILON * a.abs().max(b.abs()).max(1.0);
-        let mut side = 0i32;
-        for _ in 0..200 {
-            if b - a <= tol {
-                break;
-            }
-            // Illinois: regula falsi, halving the weight of a retained end.
-            let mut tc = if ga != gb {
-                (a * gb - b * ga) / (gb - ga)
-            } else {
-                0.5 * (a + b)
-            };
-            if !(tc > a && tc < b) {
-                tc = 0.5 * (a + b);
-            }
-            let gc = g_at(self, tc)?;
-            if op.apply(gc, 0.0) == frozen {
-                a = tc;
-                ga = gc;
-                if side == -1 {
-                    gb *= 0.5;
-                }
-                side = -1;
-            } else {
-                b = tc;
-                gb = gc;
-                if side == 1 {
-                    ga *= 0.5;
-                }
-                side = 1;
-            }
-        }
-        Ok(b)
     }
 
     /// Event iteration at the current time: re-evaluate relations, fire
@@ -1110,29 +993,8 @@ fn simulate_inner(
     }
     run.check_asserts()?;
     run.record(opts.start);
-    let outcome = match opts.solver {
-        Solver::Bdf => {
-            if let Some(k) = c.contacts.first() {
-                return Err(Diagnostic::error(
-                    k.span,
-                    "this model has unilateral contacts, which the BDF integrator cannot handle",
-                )
-                .with_label("a set-valued contact")
-                .with_hint(
-                    "simulate it with `--solver moreau --step H` (the default for such models), or `--solver event-driven` for isolated impacts",
-                )
-                .with_note(STOPPED));
-            }
-            let mut bdf = integrator::BdfIntegrator::new(&run, opts);
-            hybrid::integrate(&mut run, opts, &mut bdf)
-        }
-        Solver::Moreau { step } => {
-            moreau::integrate(&mut run, opts, step).map(|s| run.stats.contacts = Some(s))
-        }
-        Solver::EventDriven => {
-            event_driven::integrate(&mut run, opts).map(|s| run.stats.contacts = Some(s))
-        }
-    };
+    let outcome = integrator::for_solver(&mut run, opts)
+        .and_then(|mut integrator| hybrid::integrate(&mut run, opts, integrator.as_mut()));
     if let Some(e) = run.sink_error.take() {
         return Err(
             Diagnostic::error_nospan(format!("cannot write the result rows: {e}"))

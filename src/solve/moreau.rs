@@ -28,6 +28,7 @@
 //! velocities. The gap rates come from the model: `unilateral(g, f, e)`
 //! defines `der(g)` and index reduction differentiates the gap.
 
+use super::integrator::{Behaviour, DenseOutput, Integrator, Outputs, Relations, StopReason};
 use super::lcp;
 use super::model::Entry;
 use super::{Options, Run, STOPPED};
@@ -137,7 +138,9 @@ struct FrictionSlots {
     restitution: usize,
 }
 
-/// Integrates from the initialized state to `opts.stop` with fixed steps.
+/// The Moreau-Jean time-stepper as an [`Integrator`]: fixed steps of `h`
+/// on the grid start + j h (computed, not accumulated), a step shortened to
+/// end on a time event or the stop time.
 ///
 /// A contact that is open at the start of a step and would be closed at
 /// its end by the smooth motion is an impact: the step is split at the
@@ -151,134 +154,146 @@ struct FrictionSlots {
 /// schemes do (Acary & Brogliato, *Numerical Methods for Nonsmooth Dynamical
 /// Systems*, 2008, ch. 10: the scheme locates no events): a condition that
 /// became true fires at the first step end where it holds, so a state event
-/// is late by less than one step. Sample instants are hit exactly: the step
-/// before one is shortened to end on it.
-pub(super) fn integrate(run: &mut Run, opts: &Options, h: f64) -> Result<ContactStats, Diagnostic> {
-    let mut st = Stepper::new(run)?;
-    let has_whens = !run.c.whens.is_empty();
-    let mut t = opts.start;
-    let mut x: Vec<f64> = run.states();
-    st.check_start_gaps(run, t, &x)?;
-    let mut k: u64 = 0;
-    // Output times start + r interval, computed rather than accumulated.
-    let mut r: u64 = 1;
-    let record_time = |r: u64| opts.start + r as f64 * opts.interval;
-    // Steps end within this of a sample instant, an output time or the stop
-    // time land on it (a step a millionth of `h` long does nothing useful).
-    let snap = 1e-6 * h;
-    if run.sample_due(t) {
-        // A sample due at the start time: its event comes before any step.
-        st.smooth(run, t, &x)?;
-        if when_event(run, true, opts)? {
-            x = run.states();
-            st.smooth(run, t, &x)?;
-            run.record(t);
-            if run.terminated() {
-                return Ok(st.stats);
-            }
+/// is late by less than one step ([`Outputs::AtStepEnds`]). Sample instants
+/// are hit exactly: the step before one is shortened to end on it.
+pub(super) struct MoreauIntegrator {
+    st: Stepper,
+    h: f64,
+    start: f64,
+    /// The next grid node: start + j h.
+    j: u64,
+    /// Steps ending within this of a bound land on it (a step a millionth
+    /// of `h` long does nothing useful).
+    snap: f64,
+    /// The last step, linear between its ends (the scheme has no
+    /// interpolant; the hybrid loop reads it at the ends).
+    dense: Linear,
+    /// The mean contact forces of the last step (its impulses over its
+    /// length), which the output rows show.
+    forces: Vec<f64>,
+}
+
+impl MoreauIntegrator {
+    pub(super) fn new(run: &Run, opts: &Options, h: f64) -> Result<MoreauIntegrator, Diagnostic> {
+        let st = Stepper::new(run)?;
+        let m = st.m();
+        let start = opts.start;
+        Ok(MoreauIntegrator {
+            st,
+            h,
+            start,
+            j: 1,
+            snap: 1e-6 * h,
+            dense: Linear {
+                t0: start,
+                t1: start,
+                x0: Vec::new(),
+                x1: Vec::new(),
+            },
+            forces: vec![0.0; m],
+        })
+    }
+}
+
+impl Integrator for MoreauIntegrator {
+    fn behaviour(&self) -> Behaviour {
+        Behaviour {
+            relations: Relations::Live,
+            outputs: Outputs::AtStepEnds { snap: self.snap },
+            chatter_events: 50,
+            chatter_hint: super::integrator::CHATTER_HINT,
         }
     }
-    // Steps end on the grid start + j h (computed, not accumulated), or
-    // earlier on a sample instant.
-    let mut j: u64 = 1;
-    while opts.stop - t > snap {
-        // The counters so far, for progress reports and an interrupted run.
-        run.stats.contacts = Some(st.stats);
-        if run.poll(t).is_err() {
-            return Ok(st.stats);
+
+    fn start(&mut self, run: &mut Run, t: f64, x: &mut Vec<f64>) -> Result<(), Diagnostic> {
+        self.st.check_start_gaps(run, t, x)?;
+        self.restart(run, t, x)
+    }
+
+    fn step(
+        &mut self,
+        run: &mut Run,
+        t: f64,
+        x: &[f64],
+        t_bound: f64,
+    ) -> Result<StopReason, Diagnostic> {
+        let mut t_next = self.start + self.j as f64 * self.h;
+        if t_next <= t_bound + self.snap {
+            self.j += 1;
         }
-        let t_sample = run.next_time_event(f64::INFINITY);
-        let mut t_next = opts.start + j as f64 * h;
-        if t_next <= t_sample + snap {
-            j += 1;
-        }
-        if opts.stop - t_next <= snap {
-            t_next = opts.stop;
-        }
-        // A sample instant ends the step exactly (however close: a sample
-        // fires only once its time is reached), unless it is past the stop.
-        if t_sample > t && t_sample < t_next + snap && t_sample <= opts.stop {
-            t_next = t_sample;
+        // A time event ends the step exactly (however close: a sample fires
+        // only once its time is reached); so does the stop time.
+        let reached = t_next >= t_bound - self.snap;
+        if reached {
+            t_next = t_bound;
         }
         let h_k = t_next - t;
         // Which states are velocities is structural; probing now and then
         // (it is sticky) catches a force whose effect vanished at the start.
-        if k.is_multiple_of(256) {
-            st.probe_velocities(run, t, &x)?;
+        if self.st.stats.steps.is_multiple_of(256) {
+            self.st.probe_velocities(run, t, x)?;
         }
-        k += 1;
-        let (x_next, impulses) = st.step_with_impacts(run, t, &x, h_k)?;
-        x = x_next;
-        t = t_next;
-        st.stats.steps += 1;
-        if x.iter().any(|v| !v.is_finite()) {
+        let (x_next, impulses) = self.st.step_with_impacts(run, t, x, h_k)?;
+        self.st.stats.steps += 1;
+        run.stats.contacts = Some(self.st.stats);
+        if x_next.iter().any(|v| !v.is_finite()) {
             return Err(Diagnostic::error_nospan(format!(
-                "the Moreau time-stepper produced a non-finite state at t = {t}"
+                "the Moreau time-stepper produced a non-finite state at t = {t_next}"
             ))
             .with_hint("reduce --step")
             .with_note(super::STOPPED));
         }
-        // The contact forces of the output are the step's mean forces.
-        let forces: Vec<f64> = impulses.iter().map(|p| p / h_k).collect();
-        let sample_due = run.sample_due(t);
-        let last = opts.stop - t <= snap;
-        let due = t >= record_time(r) - snap || last;
-        if due || sample_due || has_whens {
-            st.derivatives(run, t, &x, &forces)?;
-        }
-        let event = (sample_due || has_whens) && when_event(run, sample_due, opts)?;
-        if event {
-            x = run.states();
-            // The event may change what the forces act on (a reinit, a
-            // discrete parameter): the recorded point after it is consistent.
-            st.derivatives(run, t, &x, &forces)?;
-            run.check_asserts()?;
-            run.record(t);
-            if run.terminated() {
-                break;
-            }
-        } else if due {
-            run.check_asserts()?;
-            run.record(t);
-        }
-        if due {
-            while record_time(r) <= t + snap {
-                r += 1;
-            }
-        }
+        self.forces = impulses.iter().map(|p| p / h_k).collect();
+        self.dense.t0 = t;
+        self.dense.t1 = t_next;
+        self.dense.x0.clear();
+        self.dense.x0.extend_from_slice(x);
+        self.dense.x1 = x_next;
+        Ok(if reached {
+            StopReason::BoundReached
+        } else {
+            StopReason::InternalStep
+        })
     }
-    Ok(st.stats)
+
+    fn dense(&self) -> &dyn DenseOutput {
+        &self.dense
+    }
+
+    /// The model with the last step's mean contact forces.
+    fn evaluate(&self, run: &mut Run, t: f64, x: &[f64]) -> Result<(), Diagnostic> {
+        self.st.derivatives(run, t, x, &self.forces).map(|_| ())
+    }
+
+    fn restart(&mut self, run: &mut Run, _t: f64, _x: &mut Vec<f64>) -> Result<(), Diagnostic> {
+        run.stats.contacts = Some(self.st.stats);
+        Ok(())
+    }
 }
 
-/// The event at the end of a step, if there is one: a sample instant reached,
-/// or a when-condition that became true. Records the point before the event
-/// and runs the event iteration (which fires the when-clauses and applies
-/// reinit). The buffer holds the model at the step's end.
-fn when_event(run: &mut Run, sample_due: bool, opts: &Options) -> Result<bool, Diagnostic> {
-    let t = run.frame.time();
-    if !sample_due {
-        if !run.conditions_rise()? {
-            run.keep_conditions();
-            return Ok(false);
-        }
-        run.stats.state_events += 1;
-        if run.stats.state_events as usize > opts.max_events {
-            return Err(Diagnostic::error_nospan(format!(
-                "more than {} events; stopping at t = {t}",
-                opts.max_events
-            ))
-            .with_note(super::STOPPED));
-        }
-    } else {
-        run.stats.time_events += 1;
+/// The straight line between a step's ends.
+struct Linear {
+    t0: f64,
+    t1: f64,
+    x0: Vec<f64>,
+    x1: Vec<f64>,
+}
+
+impl DenseOutput for Linear {
+    fn span(&self) -> (f64, f64) {
+        (self.t0, self.t1)
     }
-    run.record(t);
-    if sample_due {
-        run.sample_event(t)?;
-    } else {
-        run.event_iteration(false)?;
+
+    fn eval(&self, t: f64, out: &mut [f64]) {
+        if t >= self.t1 || self.t1 <= self.t0 {
+            out.copy_from_slice(&self.x1);
+            return;
+        }
+        let s = (t - self.t0) / (self.t1 - self.t0);
+        for ((o, a), b) in out.iter_mut().zip(&self.x0).zip(&self.x1) {
+            *o = a + s * (b - a);
+        }
     }
-    Ok(true)
 }
 
 /// The stepper's view of the model: where the contacts live, which states
