@@ -254,6 +254,18 @@ pub fn check_model(lib: &mut Library, model: ClassId) -> Result<String, Vec<Diag
     ))
 }
 
+/// For `RMOC_TIMING`: the process's peak resident memory so far
+/// (`, peak memory N MB`), where the system reports it (Linux).
+pub fn peak_memory() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map(|kb| format!(", peak memory {:.0} MB", kb / 1024.0))
+        .unwrap_or_default()
+}
+
 /// A model ready to run: its causal form and its IR program.
 pub struct Compiled {
     pub causal: structure::Causal,
@@ -270,11 +282,12 @@ pub fn compile(lib: &mut Library, model: ClassId) -> Result<Compiled, Vec<Diagno
     let t2 = std::time::Instant::now();
     if timing {
         eprintln!(
-            "flatten {:.1} ms (parsing library classes {:.1} ms, {} bytes), structure {:.1} ms",
+            "flatten {:.1} ms (parsing library classes {:.1} ms, {} bytes), structure {:.1} ms{}",
             (t1 - t0).as_secs_f64() * 1e3,
             lib.parse_time.as_secs_f64() * 1e3,
             lib.parsed_bytes,
-            (t2 - t1).as_secs_f64() * 1e3
+            (t2 - t1).as_secs_f64() * 1e3,
+            peak_memory()
         );
     }
     let program = jit::lower::lower(&mut causal).map_err(|m| {
@@ -283,7 +296,11 @@ pub fn compile(lib: &mut Library, model: ClassId) -> Result<Compiled, Vec<Diagno
         ))]
     })?;
     if timing {
-        eprintln!("lower {:.1} ms", t2.elapsed().as_secs_f64() * 1e3);
+        eprintln!(
+            "lower {:.1} ms{}",
+            t2.elapsed().as_secs_f64() * 1e3,
+            peak_memory()
+        );
     }
     if let Some(which) = std::env::var_os("RMOC_DUMP_IR") {
         let which = which.to_string_lossy().to_string();

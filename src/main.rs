@@ -570,10 +570,11 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
         eprintln!("{}", results.stats);
         eprintln!("model evaluations {}", results.stats.model_evaluations);
         eprintln!(
-            "compile {:.1} ms (of which JIT {:.1} ms), simulate {:.1} ms",
+            "compile {:.1} ms (of which JIT {:.1} ms), simulate {:.1} ms{}",
             compile_time.as_secs_f64() * 1e3,
             jit_time.as_secs_f64() * 1e3,
-            sim_time.as_secs_f64() * 1e3
+            sim_time.as_secs_f64() * 1e3,
+            rmoc::peak_memory()
         );
     }
     ExitCode::SUCCESS

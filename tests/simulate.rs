@@ -301,3 +301,51 @@ fn a_streamed_csv_equals_the_one_written_at_the_end() {
     left.sort();
     assert_eq!(left, ["streamed.csv", "whole.csv"]);
 }
+
+/// A square initial system of 200 free states (a chain of masses that
+/// starts in its steady state, `tests/models/init/steady_chain.rmo`) is
+/// solved on its sparse pattern: the start positions are those of the
+/// tridiagonal system K x = F e_N, solved here by the Thomas algorithm, and
+/// the whole run costs fewer model evaluations than a dense
+/// finite-difference Jacobian of the initial system alone (one residual per
+/// free state: 400 calls).
+#[test]
+fn a_large_square_initial_system_is_solved_on_its_sparse_pattern() {
+    let c = common::compile_file(&common::project("tests/models/init/steady_chain.rmo"), None);
+    let r = common::simulate_compiled(
+        &c,
+        &Run {
+            stop: Some(1e-3),
+            interval: Some(1e-3),
+            ..Run::default()
+        },
+    );
+    let (n, k, kg, f) = (100usize, 100.0f64, 1.0f64, 10.0f64);
+    // Thomas algorithm: sub- and super-diagonal -k, diagonal kg + 2k (the
+    // last mass has one neighbour: kg + k), right-hand side F e_N.
+    let diag = |i: usize| if i + 1 < n { kg + 2.0 * k } else { kg + k };
+    let mut cp = vec![0.0f64; n];
+    let mut dp = vec![0.0f64; n];
+    cp[0] = -k / diag(0);
+    for i in 1..n {
+        let m = diag(i) + k * cp[i - 1];
+        cp[i] = -k / m;
+        let rhs = if i + 1 == n { f } else { 0.0 };
+        dp[i] = (rhs + k * dp[i - 1]) / m;
+    }
+    let mut x = vec![0.0f64; n];
+    x[n - 1] = dp[n - 1];
+    for i in (0..n - 1).rev() {
+        x[i] = dp[i] - cp[i] * x[i + 1];
+    }
+    let scale = x.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    for (i, want) in x.iter().enumerate() {
+        let got = value_at(&r, &format!("x[{}]", i + 1), 0.0);
+        assert_close(got, *want, 0.0, 1e-12 * scale);
+    }
+    assert!(
+        r.stats.model_evaluations < 200,
+        "{} model evaluations: the initial Jacobian was not coloured",
+        r.stats.model_evaluations
+    );
+}

@@ -296,6 +296,9 @@ pub fn compile_entries(p: &Program, want: &[bool; 10]) -> Result<Jit, String> {
         }
     }
     module.finalize_definitions().map_err(|e| e.to_string())?;
+    if timing {
+        eprintln!("  jit: done{}", crate::peak_memory());
+    }
     let entries = p
         .entries()
         .iter()

@@ -73,35 +73,29 @@ impl Deps {
     }
 }
 
-impl JacobianPattern {
-    /// The pattern of the model's state derivatives over its states.
-    pub fn of_model(c: &Causal) -> JacobianPattern {
-        let n = c.states.len();
+/// Which states each variable of the causal model depends on, propagated
+/// once through the BLT blocks in evaluation order.
+pub(super) struct StateDeps {
+    deps: Vec<Deps>,
+    alias_of: rustc_hash::FxHashMap<u32, u32>,
+}
+
+impl StateDeps {
+    pub(super) fn of_model(c: &Causal) -> StateDeps {
         let nv = c.vars.len();
         // Variables no block computes (parameters, discrete ones) depend on
         // no state.
-        let mut deps: Vec<Deps> = vec![Deps::Some(Vec::new()); nv];
-        for (k, &s) in c.states.iter().enumerate() {
-            deps[s as usize] = Deps::Some(vec![k as u32]);
-        }
-        let alias_of: rustc_hash::FxHashMap<u32, u32> =
-            c.aliases.iter().map(|a| (a.var, a.of)).collect();
-        // The variable whose value a reference to `v` reads.
-        let target = |v: u32| alias_of.get(&v).copied().unwrap_or(v);
-        // (The causal model's expressions hold no `der` nodes: structure
-        // replaced them by the derivative variables.)
-        let read = |exprs: &[crate::flat::ExprId], deps: &Vec<Deps>| -> Deps {
-            let sets: Vec<&Deps> = exprs
-                .iter()
-                .flat_map(|&e| c.arena.vars_of(e))
-                .map(|v| &deps[target(v) as usize])
-                .collect();
-            Deps::union(&sets)
+        let mut sd = StateDeps {
+            deps: vec![Deps::Some(Vec::new()); nv],
+            alias_of: c.aliases.iter().map(|a| (a.var, a.of)).collect(),
         };
+        for (k, &s) in c.states.iter().enumerate() {
+            sd.deps[s as usize] = Deps::Some(vec![k as u32]);
+        }
         for b in &c.blocks {
             let set = match b {
-                Block::Explicit { value, .. } => read(&[*value], &deps),
-                Block::Implicit { residual, .. } => read(&[*residual], &deps),
+                Block::Explicit { value, .. } => sd.read(c, &[*value]),
+                Block::Implicit { residual, .. } => sd.read(c, &[*residual]),
                 Block::Torn {
                     inner, residuals, ..
                 } => {
@@ -110,19 +104,61 @@ impl JacobianPattern {
                         .map(|x| x.1)
                         .chain(residuals.iter().map(|x| x.0))
                         .collect();
-                    read(&roots, &deps)
+                    sd.read(c, &roots)
                 }
             };
             for v in b.vars() {
-                deps[v as usize] = set.clone();
+                sd.deps[v as usize] = set.clone();
             }
         }
+        sd
+    }
+
+    /// The variable whose value a reference to `v` reads.
+    fn target(&self, v: u32) -> u32 {
+        self.alias_of.get(&v).copied().unwrap_or(v)
+    }
+
+    /// The states (indices into `Causal::states`) that `exprs` read, `None`
+    /// for "all of them". (The causal model's expressions hold no `der`
+    /// nodes: structure replaced them by the derivative variables.)
+    fn read(&self, c: &Causal, exprs: &[crate::flat::ExprId]) -> Deps {
+        let sets: Vec<&Deps> = exprs
+            .iter()
+            .flat_map(|&e| c.arena.vars_of(e))
+            .map(|v| &self.deps[self.target(v) as usize])
+            .collect();
+        Deps::union(&sets)
+    }
+
+    /// The states that `exprs` read; `None` for all of them.
+    pub(super) fn of_exprs(&self, c: &Causal, exprs: &[crate::flat::ExprId]) -> Option<Vec<u32>> {
+        match self.read(c, exprs) {
+            Deps::All => None,
+            Deps::Some(v) => Some(v),
+        }
+    }
+
+    /// The states variable `v` depends on; `None` for all of them.
+    pub(super) fn of_var(&self, v: u32) -> Option<&[u32]> {
+        match &self.deps[self.target(v) as usize] {
+            Deps::All => None,
+            Deps::Some(s) => Some(s),
+        }
+    }
+}
+
+impl JacobianPattern {
+    /// The pattern of the model's state derivatives over its states.
+    pub fn of_model(c: &Causal) -> JacobianPattern {
+        let n = c.states.len();
+        let deps = StateDeps::of_model(c);
         // Columns: for each state j the rows i whose derivative reads it.
         let mut cols: Vec<Vec<usize>> = vec![Vec::new(); n];
         for (i, &d) in c.state_ders.iter().enumerate() {
-            match &deps[target(d) as usize] {
-                Deps::All => cols.iter_mut().for_each(|c| c.push(i)),
-                Deps::Some(v) => v.iter().for_each(|&j| cols[j as usize].push(i)),
+            match deps.of_var(d) {
+                None => cols.iter_mut().for_each(|c| c.push(i)),
+                Some(v) => v.iter().for_each(|&j| cols[j as usize].push(i)),
             }
         }
         for (j, col) in cols.iter_mut().enumerate() {

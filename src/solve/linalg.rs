@@ -124,9 +124,9 @@ pub struct SparseFactors {
 }
 
 impl SparseFactors {
-    /// Factors I - c J into `self`; false if the matrix is singular or not
-    /// finite.
-    fn factor(&mut self, pattern: &JacobianPattern, jv: &[f64], c: f64) -> bool {
+    /// Factors a I + b J into `self` (J's values `jv` on `pattern`, which
+    /// holds the diagonal); false if the matrix is singular or not finite.
+    fn factor(&mut self, pattern: &JacobianPattern, jv: &[f64], a: f64, b: f64) -> bool {
         let Some(symbolic) = pattern.symbolic_lu() else {
             return false;
         };
@@ -147,8 +147,8 @@ impl SparseFactors {
         self.values.clear();
         for col in 0..pattern.n {
             for k in pattern.column(col) {
-                let diag = if pattern.row_idx[k] == col { 1.0 } else { 0.0 };
-                self.values.push(diag - c * jv[k]);
+                let diag = if pattern.row_idx[k] == col { a } else { 0.0 };
+                self.values.push(diag + b * jv[k]);
             }
         }
         if self.values.iter().any(|v| !v.is_finite()) {
@@ -198,10 +198,26 @@ impl IterationMatrix {
     /// Factors I - c J, reusing `old`'s storage where it has some. `None`
     /// if the matrix is singular or not finite.
     pub fn factor(jac: &Jacobian, c: f64, old: Option<IterationMatrix>) -> Option<IterationMatrix> {
+        Self::factor_combination(jac, 1.0, -c, old)
+    }
+
+    /// Factors the Jacobian itself (the Newton matrix of a nonlinear
+    /// system such as the initial one).
+    pub fn factor_jacobian(jac: &Jacobian) -> Option<IterationMatrix> {
+        Self::factor_combination(jac, 0.0, 1.0, None)
+    }
+
+    /// Factors a I + b J.
+    fn factor_combination(
+        jac: &Jacobian,
+        a: f64,
+        b: f64,
+        old: Option<IterationMatrix>,
+    ) -> Option<IterationMatrix> {
         match jac {
             Jacobian::Dense(j) => {
                 let n = j.nrows();
-                let m = Mat::from_fn(n, n, |r, k| if r == k { 1.0 } else { 0.0 } - c * j[(r, k)]);
+                let m = Mat::from_fn(n, n, |r, k| if r == k { a } else { 0.0 } + b * j[(r, k)]);
                 Lu::factor(&m).map(IterationMatrix::Dense)
             }
             Jacobian::Sparse { pattern, values } => {
@@ -209,7 +225,7 @@ impl IterationMatrix {
                     Some(IterationMatrix::Sparse(f)) => f,
                     _ => Box::default(),
                 };
-                f.factor(pattern, values, c)
+                f.factor(pattern, values, a, b)
                     .then_some(IterationMatrix::Sparse(f))
             }
         }
