@@ -484,10 +484,10 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("{}_res.csv", c.name.replace('.', "_"))));
-    // A CSV result streams to a temporary file while the run goes (the
-    // rows are not held in memory) and is renamed when it ends.
+    // A result file streams to a temporary file while the run goes (the
+    // rows are not held in memory) and is put in place when it ends.
     let stream = if rmoc::output::can_stream(&out) {
-        match rmoc::output::csv::CsvStream::create(&out) {
+        match rmoc::output::ResultStream::create(&out) {
             Ok(s) => Some(std::sync::Arc::new(std::sync::Mutex::new(s))),
             Err(e) => {
                 return report(

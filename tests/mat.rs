@@ -830,3 +830,45 @@ fn parameter_descriptions_reach_the_description_matrix() {
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(r.description("e"), "restitution");
 }
+
+/// A MAT result to a regular file is streamed while the run goes (its rows
+/// go to a temporary file, the MAT file is written around them at the end);
+/// through a symbolic link it is written whole at the end. Both files are
+/// the same bytes, and no temporary file stays behind.
+#[test]
+fn a_streamed_mat_file_equals_one_written_at_the_end() {
+    let dir = out_dir("streamed");
+    let run = |out: &Path| {
+        let o = Command::new(env!("CARGO_BIN_EXE_rmoc"))
+            .current_dir(&dir)
+            .arg("simulate")
+            .arg(project("examples/gearbox.rmo"))
+            .arg("-o")
+            .arg(out)
+            .output()
+            .expect("run rmoc");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    let streamed = dir.join("streamed.mat");
+    run(&streamed);
+    let whole = dir.join("whole.mat");
+    std::fs::write(&whole, b"old").expect("target");
+    let link = dir.join("link.mat");
+    std::os::unix::fs::symlink(&whole, &link).expect("symlink");
+    run(&link);
+    let a = std::fs::read(&streamed).expect("streamed");
+    let b = std::fs::read(&whole).expect("whole");
+    assert!(a.len() > 10_000, "{} bytes", a.len());
+    assert!(
+        a == b,
+        "the streamed file differs from the one written whole"
+    );
+    read_result(&a).expect("a readable result");
+    let mut left: Vec<String> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["link.mat", "streamed.mat", "whole.mat"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -58,6 +58,29 @@ fn strings(
 }
 
 pub fn write(r: &Results, path: &Path) -> std::io::Result<()> {
+    let t0 = r.times.first().copied().unwrap_or(0.0);
+    let t1 = r.times.last().copied().unwrap_or(t0);
+    write_with(r, path, r.times.len(), (t0, t1), |w| {
+        for (t, row) in r.times.iter().zip(&r.rows) {
+            w.write_all(&t.to_le_bytes())?;
+            for v in row {
+                w.write_all(&v.to_le_bytes())?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Writes the file with `n_times` trajectory points over `span` (first and
+/// last time), whose data `data_2` writes: for each point the time and the
+/// values of `r.names`, as little-endian f64.
+fn write_with(
+    r: &Results,
+    path: &Path,
+    n_times: usize,
+    span: (f64, f64),
+    data_2: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let f = std::fs::File::create(path)?;
     let mut w = std::io::BufWriter::new(f);
     let aclass = ["Atrajectory", "1.1", "", "binTrans"].map(String::from);
@@ -100,8 +123,7 @@ pub fn write(r: &Results, path: &Path) -> std::io::Result<()> {
     }
     // data_1: parameters at start and end (2 columns, stored transposed:
     // rows = 1 + nparams, cols = 2).
-    let t0 = r.times.first().copied().unwrap_or(0.0);
-    let t1 = r.times.last().copied().unwrap_or(t0);
+    let (t0, t1) = span;
     header(&mut w, 0, 1 + r.parameters.len(), 2, "data_1")?;
     for t in [t0, t1] {
         w.write_all(&t.to_le_bytes())?;
@@ -110,12 +132,85 @@ pub fn write(r: &Results, path: &Path) -> std::io::Result<()> {
         }
     }
     // data_2: trajectories, rows = 1 + nout, one column per time point.
-    header(&mut w, 0, 1 + r.names.len(), r.times.len(), "data_2")?;
-    for (t, row) in r.times.iter().zip(&r.rows) {
+    header(&mut w, 0, 1 + r.names.len(), n_times, "data_2")?;
+    data_2(&mut w)?;
+    w.flush()
+}
+
+/// A MAT result written while the run goes (`solve::Options::rows`): the
+/// trajectory rows go to a raw temporary file beside the target (the
+/// `data_2` block, which comes last, needs the number of rows in its
+/// header), and [`MatStream::finish`] writes the file around them once the
+/// run is over. The rows are never all in memory; dropped unfinished, the
+/// temporary files are removed.
+pub struct MatStream {
+    rows: Option<std::io::BufWriter<std::fs::File>>,
+    raw: std::path::PathBuf,
+    n_rows: usize,
+    span: Option<(f64, f64)>,
+}
+
+impl MatStream {
+    pub fn create(target: &Path) -> std::io::Result<MatStream> {
+        let mut raw = super::temp_path(target).into_os_string();
+        raw.push(".rows");
+        let raw = std::path::PathBuf::from(raw);
+        let rows = std::io::BufWriter::new(std::fs::File::create(&raw)?);
+        Ok(MatStream {
+            rows: Some(rows),
+            raw,
+            n_rows: 0,
+            span: None,
+        })
+    }
+
+    /// Adds the rows `r` still holds and writes the file at `target`.
+    pub fn finish(&mut self, r: &Results, target: &Path) -> std::io::Result<()> {
+        for (t, row) in r.times.iter().zip(&r.rows) {
+            crate::solve::RowSink::row(self, *t, row)?;
+        }
+        let Some(mut rows) = self.rows.take() else {
+            return Err(std::io::Error::other(
+                "the result stream was already closed",
+            ));
+        };
+        rows.flush()?;
+        drop(rows);
+        let span = self.span.unwrap_or((0.0, 0.0));
+        let raw = &self.raw;
+        let written = super::replace_file(target, |tmp| {
+            write_with(r, tmp, self.n_rows, span, |w| {
+                std::io::copy(&mut std::fs::File::open(raw)?, w).map(|_| ())
+            })
+        });
+        let _ = std::fs::remove_file(raw);
+        written
+    }
+}
+
+impl crate::solve::RowSink for MatStream {
+    fn begin(&mut self, _names: &[String]) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    fn row(&mut self, t: f64, values: &[f64]) -> std::io::Result<()> {
+        let Some(w) = self.rows.as_mut() else {
+            return Err(std::io::Error::other("the result stream is closed"));
+        };
         w.write_all(&t.to_le_bytes())?;
-        for v in row {
+        for v in values {
             w.write_all(&v.to_le_bytes())?;
         }
+        self.n_rows += 1;
+        self.span = Some((self.span.map_or(t, |s| s.0), t));
+        Ok(())
     }
-    w.flush()
+}
+
+impl Drop for MatStream {
+    fn drop(&mut self) {
+        if self.raw.exists() {
+            let _ = std::fs::remove_file(&self.raw);
+        }
+    }
 }

@@ -23,19 +23,62 @@ pub fn write(results: &Results, path: &Path) -> std::io::Result<()> {
     })
 }
 
-/// Whether results for `path` can stream ([`csv::CsvStream`]): a CSV
-/// file that is a regular file or does not exist yet (a device, a FIFO or
-/// a link are written at the end through [`replace_file`]).
+/// Whether results for `path` can stream ([`ResultStream`]): a regular
+/// file or one that does not exist yet (a device, a FIFO or a link are
+/// written at the end through [`replace_file`]).
 pub fn can_stream(path: &Path) -> bool {
-    let csv = !path
-        .extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| e.eq_ignore_ascii_case("mat"));
-    let regular = match std::fs::symlink_metadata(path) {
+    match std::fs::symlink_metadata(path) {
         Err(_) => true,
         Ok(m) => m.is_file(),
-    };
-    csv && regular
+    }
+}
+
+fn is_mat(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("mat"))
+}
+
+/// A result file written while the run goes, in the format of its
+/// extension (as [`write`] chooses).
+pub enum ResultStream {
+    Csv(csv::CsvStream),
+    Mat(mat::MatStream),
+}
+
+impl ResultStream {
+    /// Opens the temporary file(s) beside `target`.
+    pub fn create(target: &Path) -> std::io::Result<ResultStream> {
+        Ok(if is_mat(target) {
+            ResultStream::Mat(mat::MatStream::create(target)?)
+        } else {
+            ResultStream::Csv(csv::CsvStream::create(target)?)
+        })
+    }
+
+    /// Writes what `r` still holds and puts the file at `target`.
+    pub fn finish(&mut self, r: &Results, target: &Path) -> std::io::Result<()> {
+        match self {
+            ResultStream::Csv(s) => s.finish(r, target),
+            ResultStream::Mat(s) => s.finish(r, target),
+        }
+    }
+}
+
+impl crate::solve::RowSink for ResultStream {
+    fn begin(&mut self, names: &[String]) -> std::io::Result<()> {
+        match self {
+            ResultStream::Csv(s) => s.begin(names),
+            ResultStream::Mat(s) => s.begin(names),
+        }
+    }
+
+    fn row(&mut self, t: f64, values: &[f64]) -> std::io::Result<()> {
+        match self {
+            ResultStream::Csv(s) => s.row(t, values),
+            ResultStream::Mat(s) => s.row(t, values),
+        }
+    }
 }
 
 /// Where the results of an interrupted run go: `out.csv` becomes
