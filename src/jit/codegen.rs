@@ -117,6 +117,12 @@ pub fn compile(p: &Program) -> Result<Jit, String> {
     compile_entries(p, &[true; 10])
 }
 
+/// Compiles every entry with parts of about `part_statements` statements
+/// (however small the entry): for tests of the split.
+pub fn compile_in_parts(p: &Program, part_statements: usize) -> Result<Jit, String> {
+    compile_with(p, &[true; 10], part_statements.max(1), 0)
+}
+
 impl Jit {
     /// Whether entry `k` was compiled.
     pub fn has(&self, k: usize) -> bool {
@@ -144,6 +150,17 @@ fn statements(body: &[Stmt]) -> usize {
 /// Compiles the entries `want[k]` of a verified program (user functions
 /// always).
 pub fn compile_entries(p: &Program, want: &[bool; 10]) -> Result<Jit, String> {
+    compile_with(p, want, PART_STATEMENTS, 2 * PART_STATEMENTS)
+}
+
+/// Entries with more than `split_above` statements are compiled in parts of
+/// about `part_statements`.
+fn compile_with(
+    p: &Program,
+    want: &[bool; 10],
+    part_statements: usize,
+    split_above: usize,
+) -> Result<Jit, String> {
     let mut flags = settings::builder();
     let set = |f: &mut settings::Builder, k: &str, v: &str| {
         f.set(k, v)
@@ -263,7 +280,15 @@ pub fn compile_entries(p: &Program, want: &[bool; 10]) -> Result<Jit, String> {
             ir::UserFuncName::user(0, user_ids[i].as_u32()),
             user_sig.clone(),
         );
-        build(&mut module, &mut func, &mut fctx, f, false, &env)?;
+        build(
+            &mut module,
+            &mut func,
+            &mut fctx,
+            f,
+            false,
+            status::OK,
+            &env,
+        )?;
         built.push(Translated {
             id: user_ids[i],
             name: f.name.clone(),
@@ -277,11 +302,59 @@ pub fn compile_entries(p: &Program, want: &[bool; 10]) -> Result<Jit, String> {
             ir::UserFuncName::user(0, id.as_u32()),
             entry_sig.clone(),
         );
-        build(&mut module, &mut func, &mut fctx, f, true, &env)?;
+        let ranges = match statements(&f.body) > split_above {
+            true => parts(&f.body, part_statements),
+            false => Vec::new(),
+        };
+        if ranges.len() <= 1 {
+            build(&mut module, &mut func, &mut fctx, f, true, status::OK, &env)?;
+            built.push(Translated {
+                id,
+                name: f.name.clone(),
+                weight: statements(&f.body),
+                func,
+            });
+            continue;
+        }
+        let mut part_ids = Vec::new();
+        for (i, r) in ranges.into_iter().enumerate() {
+            let part = Func {
+                name: format!("{} part {i}", f.name),
+                frame_size: f.frame_size,
+                n_locals: f.n_locals,
+                inputs: Vec::new(),
+                outputs: Vec::new(),
+                body: f.body[r].to_vec(),
+            };
+            let part_id = module
+                .declare_function(&format!("{}_part{i}", f.name), Linkage::Local, &user_sig)
+                .map_err(|e| e.to_string())?;
+            let mut part_func = ir::Function::with_name_signature(
+                ir::UserFuncName::user(0, part_id.as_u32()),
+                user_sig.clone(),
+            );
+            build(
+                &mut module,
+                &mut part_func,
+                &mut fctx,
+                &part,
+                false,
+                CONTINUE,
+                &env,
+            )?;
+            built.push(Translated {
+                id: part_id,
+                weight: statements(&part.body),
+                name: part.name,
+                func: part_func,
+            });
+            part_ids.push(part_id);
+        }
+        build_parts_entry(&mut module, &mut func, &mut fctx, f.frame_size, &part_ids);
         built.push(Translated {
             id,
             name: f.name.clone(),
-            weight: f.body.len(),
+            weight: 0,
             func,
         });
     }
@@ -315,6 +388,171 @@ pub fn compile_entries(p: &Program, want: &[bool; 10]) -> Result<Jit, String> {
         _module: module,
         entries,
     })
+}
+
+/// A builder on `func` at its start block, and the frame parameter.
+fn begin<'a>(
+    func: &'a mut ir::Function,
+    fctx: &'a mut FunctionBuilderContext,
+) -> (FunctionBuilder<'a>, ir::Block, ir::Value) {
+    let mut b = FunctionBuilder::new(func, fctx);
+    let start = b.create_block();
+    b.append_block_params_for_function_params(start);
+    b.switch_to_block(start);
+    b.seal_block(start);
+    let frame = b.block_params(start)[0];
+    (b, start, frame)
+}
+
+/// The ABI bounds check of an entry: the frame (its length is the second
+/// parameter of `start`) must hold the whole layout.
+fn check_frame_length(b: &mut FunctionBuilder, start: ir::Block, frame_size: u32) {
+    let len = b.block_params(start)[1];
+    let ok = b
+        .ins()
+        .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, len, frame_size as i64);
+    let body = b.create_block();
+    let bad = b.create_block();
+    b.ins().brif(ok, body, &[], bad, &[]);
+    b.switch_to_block(bad);
+    b.seal_block(bad);
+    let code = b
+        .ins()
+        .iconst(types::I32, status::encode(status::FRAME, 0) as i64);
+    b.ins().return_(&[code]);
+    b.switch_to_block(body);
+    b.seal_block(body);
+}
+
+/// An entry compiled in parts: checks the frame, then calls each part on
+/// it; a part that does not return [`CONTINUE`] ends the entry with its
+/// status.
+fn build_parts_entry(
+    module: &mut JITModule,
+    func: &mut ir::Function,
+    fctx: &mut FunctionBuilderContext,
+    frame_size: u32,
+    parts: &[FuncId],
+) {
+    let (mut b, start, frame) = begin(func, fctx);
+    check_frame_length(&mut b, start, frame_size);
+    for &id in parts {
+        let r = module.declare_func_in_func(id, b.func);
+        let call = b.ins().call(r, &[frame]);
+        let code = b.inst_results(call)[0];
+        let done = b.ins().icmp_imm_s(IntCC::NotEqual, code, CONTINUE as i64);
+        let stop = b.create_block();
+        let next = b.create_block();
+        b.ins().brif(done, stop, &[], next, &[]);
+        b.switch_to_block(stop);
+        b.seal_block(stop);
+        b.ins().return_(&[code]);
+        b.switch_to_block(next);
+        b.seal_block(next);
+    }
+    let ok = b.ins().iconst(types::I32, status::OK as i64);
+    b.ins().return_(&[ok]);
+    let cfg = module.target_config();
+    b.finalize(cfg);
+}
+
+/// Entries with more IR statements than twice this are compiled as parts of
+/// about this many statements, called in turn by the entry: the parts
+/// compile in parallel, and a large function's compile time and memory
+/// grow faster than its size.
+const PART_STATEMENTS: usize = 2_000;
+
+/// What a part that ran to its end returns: go on with the next part
+/// (compiled code's statuses are 0 or negative).
+const CONTINUE: i32 = 1;
+
+/// Splits a body into ranges of top-level statements of about
+/// `part_statements`
+/// statements each, cut only where no local is live: one written before
+/// the cut and read after it.
+fn parts(body: &[Stmt], part_statements: usize) -> Vec<std::ops::Range<usize>> {
+    let n = body.len();
+    let mut first_write: HashMap<u32, usize> = HashMap::new();
+    let mut last_read: HashMap<u32, usize> = HashMap::new();
+    for (k, s) in body.iter().enumerate() {
+        locals_in_stmt(s, &mut |l, write| {
+            if write {
+                first_write.entry(l).or_insert(k);
+            } else {
+                last_read.insert(l, k);
+            }
+        });
+    }
+    // live[k]: locals written at or before k and read after it.
+    let mut live = vec![0i64; n + 1];
+    for (l, &w) in &first_write {
+        if let Some(&r) = last_read.get(l)
+            && r > w
+        {
+            live[w] += 1;
+            live[r] -= 1;
+        }
+    }
+    let mut out = Vec::new();
+    let (mut start, mut size, mut open) = (0usize, 0usize, 0i64);
+    for k in 0..n {
+        open += live[k];
+        size += statements(&body[k..k + 1]);
+        if size >= part_statements && open == 0 && k + 1 < n {
+            out.push(start..k + 1);
+            start = k + 1;
+            size = 0;
+        }
+    }
+    out.push(start..n);
+    out
+}
+
+/// Calls `f(local, is_write)` for every local a statement reads or writes.
+fn locals_in_stmt(s: &Stmt, f: &mut impl FnMut(u32, bool)) {
+    match s {
+        Stmt::Store(_, e) => locals_in_expr(e, f),
+        Stmt::StoreElem { index, value, .. } => {
+            locals_in_expr(index, f);
+            locals_in_expr(value, f);
+        }
+        Stmt::Set(l, e) => {
+            locals_in_expr(e, f);
+            f(*l, true);
+        }
+        Stmt::If(c, a, b) => {
+            locals_in_expr(c, f);
+            a.iter().chain(b).for_each(|s| locals_in_stmt(s, f));
+        }
+        Stmt::Loop(body) => body.iter().for_each(|s| locals_in_stmt(s, f)),
+        Stmt::Break | Stmt::Return(_) => {}
+        Stmt::Call { args, outs, .. } => {
+            args.iter().for_each(|e| locals_in_expr(e, f));
+            outs.iter().for_each(|&l| f(l, true));
+        }
+        Stmt::Solve { a, b, x, .. } => {
+            a.iter().chain(b).for_each(|&l| f(l, false));
+            x.iter().for_each(|&l| f(l, true));
+        }
+    }
+}
+
+fn locals_in_expr(e: &Expr, f: &mut impl FnMut(u32, bool)) {
+    match e {
+        Expr::Const(_) | Expr::Load(_) => {}
+        Expr::Local(l) => f(*l, false),
+        Expr::LoadElem { index, .. } => locals_in_expr(index, f),
+        Expr::Un(_, a) => locals_in_expr(a, f),
+        Expr::Bin(_, a, b) => {
+            locals_in_expr(a, f);
+            locals_in_expr(b, f);
+        }
+        Expr::Select(c, a, b) => {
+            locals_in_expr(c, f);
+            locals_in_expr(a, f);
+            locals_in_expr(b, f);
+        }
+    }
 }
 
 /// A function translated to cranelift IR, waiting for code generation.
@@ -440,62 +678,43 @@ struct Gen<'a, 'b> {
     module: &'a mut JITModule,
     env: &'a Env<'a>,
     frame: ir::Value,
-    locals: Vec<Variable>,
+    /// Declared on first use: a local read before any assignment is 0
+    /// (cranelift's SSA builder gives an undefined variable the value 0, as
+    /// the interpreter starts its locals), and a part of a large entry
+    /// declares only the locals it uses.
+    locals: Vec<Option<Variable>>,
     loop_exits: Vec<ir::Block>,
     func_refs: HashMap<FuncId, ir::FuncRef>,
 }
 
+/// Translates `f` into `func`. An entry checks the frame's length first; a
+/// function that runs to its end returns `fall_through`.
+#[allow(clippy::too_many_arguments)]
 fn build(
     module: &mut JITModule,
     func: &mut ir::Function,
     fctx: &mut FunctionBuilderContext,
     f: &Func,
     entry: bool,
+    fall_through: i32,
     env: &Env,
 ) -> Result<(), String> {
-    let mut b = FunctionBuilder::new(func, fctx);
-    let start = b.create_block();
-    b.append_block_params_for_function_params(start);
-    b.switch_to_block(start);
-    b.seal_block(start);
-    let frame = b.block_params(start)[0];
+    let (mut b, start, frame) = begin(func, fctx);
     if entry {
-        // ABI bounds check: the frame must hold the whole layout.
-        let len = b.block_params(start)[1];
-        let ok = b
-            .ins()
-            .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, len, f.frame_size as i64);
-        let body = b.create_block();
-        let bad = b.create_block();
-        b.ins().brif(ok, body, &[], bad, &[]);
-        b.switch_to_block(bad);
-        b.seal_block(bad);
-        let code = b
-            .ins()
-            .iconst(types::I32, status::encode(status::FRAME, 0) as i64);
-        b.ins().return_(&[code]);
-        b.switch_to_block(body);
-        b.seal_block(body);
-    }
-    let mut locals = Vec::with_capacity(f.n_locals as usize);
-    let zero = b.ins().f64const(0.0);
-    for _ in 0..f.n_locals {
-        let v = b.declare_var(types::F64);
-        b.def_var(v, zero);
-        locals.push(v);
+        check_frame_length(&mut b, start, f.frame_size);
     }
     let mut g = Gen {
         b,
         module,
         env,
         frame,
-        locals,
+        locals: vec![None; f.n_locals as usize],
         loop_exits: Vec::new(),
         func_refs: HashMap::new(),
     };
     g.stmts(&f.body)?;
     // Whatever block is current (possibly unreachable) gets a terminator.
-    let ok = g.b.ins().iconst(types::I32, 0);
+    let ok = g.b.ins().iconst(types::I32, fall_through as i64);
     g.b.ins().return_(&[ok]);
     g.b.seal_all_blocks();
     let cfg = g.module.target_config();
@@ -506,6 +725,17 @@ fn build(
 impl Gen<'_, '_> {
     fn flags() -> MemFlagsData {
         MemFlagsData::trusted()
+    }
+
+    fn local(&mut self, l: u32) -> Variable {
+        match self.locals[l as usize] {
+            Some(v) => v,
+            None => {
+                let v = self.b.declare_var(types::F64);
+                self.locals[l as usize] = Some(v);
+                v
+            }
+        }
     }
 
     fn func_ref(&mut self, id: FuncId) -> ir::FuncRef {
@@ -587,7 +817,10 @@ impl Gen<'_, '_> {
                 let addr = self.elem_addr(*base, *len, index)?;
                 self.b.ins().load(types::F64, Self::flags(), addr, 0)
             }
-            Expr::Local(l) => self.b.use_var(self.locals[*l as usize]),
+            Expr::Local(l) => {
+                let v = self.local(*l);
+                self.b.use_var(v)
+            }
             Expr::Un(op, a) => {
                 let x = self.expr(a)?;
                 match op {
@@ -759,7 +992,8 @@ impl Gen<'_, '_> {
             }
             Stmt::Set(l, e) => {
                 let v = self.expr(e)?;
-                self.b.def_var(self.locals[*l as usize], v);
+                let var = self.local(*l);
+                self.b.def_var(var, v);
             }
             Stmt::If(c, t, e) => {
                 let cv = self.expr(c)?;
@@ -829,7 +1063,8 @@ impl Gen<'_, '_> {
                         self.b
                             .ins()
                             .load(types::F64, Self::flags(), base, (slot_out * 8) as i32);
-                    self.b.def_var(self.locals[o as usize], v);
+                    let var = self.local(o);
+                    self.b.def_var(var, v);
                 }
             }
             Stmt::Solve { n, a, b, x, fail } => {
@@ -837,11 +1072,13 @@ impl Gen<'_, '_> {
                 let sa = self.stack(n * n);
                 let sb = self.stack(n);
                 for (k, &l) in a.iter().enumerate() {
-                    let v = self.b.use_var(self.locals[l as usize]);
+                    let var = self.local(l);
+                    let v = self.b.use_var(var);
                     self.b.ins().stack_store(types::I64, v, sa, (k * 8) as i32);
                 }
                 for (k, &l) in b.iter().enumerate() {
-                    let v = self.b.use_var(self.locals[l as usize]);
+                    let var = self.local(l);
+                    let v = self.b.use_var(var);
                     self.b.ins().stack_store(types::I64, v, sb, (k * 8) as i32);
                 }
                 let pa = self.b.ins().stack_addr(types::I64, sa, 0);
@@ -855,7 +1092,8 @@ impl Gen<'_, '_> {
                         .b
                         .ins()
                         .stack_load(types::I64, types::F64, sb, (k * 8) as i32);
-                    self.b.def_var(self.locals[l as usize], v);
+                    let var = self.local(l);
+                    self.b.def_var(var, v);
                 }
             }
         }
