@@ -112,13 +112,24 @@ struct SimulateArgs {
     #[arg(long = "print", value_name = "PATTERN")]
     print: Vec<String>,
     /// Integrator: bdf; for unilateral contacts moreau (time-stepping, their
-    /// default) or event-driven (the BDF between impacts). Default: the
+    /// default) or event-driven (the BDF between impacts); for structural
+    /// dynamics newmark or generalized-alpha (fixed steps). Default: the
     /// experiment's `__rmoc_solver`.
     #[arg(long)]
     solver: Option<String>,
-    /// Fixed step of the Moreau time-stepper (default: the experiment's `__rmoc_step`, or (stop - start)/10000).
+    /// Fixed step of moreau, newmark and generalized-alpha (default: the experiment's `__rmoc_step`, or (stop - start)/10000).
     #[arg(long)]
     step: Option<f64>,
+    /// Generalized-alpha's spectral radius at infinite frequency, in [0, 1]
+    /// (default: the experiment's `__rmoc_rho_inf`, or 0.8).
+    #[arg(long)]
+    rho_inf: Option<f64>,
+    /// Newmark's beta (default 1/4).
+    #[arg(long)]
+    beta: Option<f64>,
+    /// Newmark's gamma (default 1/2).
+    #[arg(long)]
+    gamma: Option<f64>,
     /// Linear solver of the BDF's Newton matrix: dense, sparse (faer's sparse
     /// LU on the Jacobian's structural pattern) or auto (sparse above 48
     /// states when the pattern is at most a quarter full).
@@ -434,6 +445,9 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
         params: a.params.clone(),
         solver: a.solver.clone(),
         step: a.step,
+        rho_inf: a.rho_inf,
+        newmark_beta: a.beta,
+        newmark_gamma: a.gamma,
         linear_solver: match a.linear_solver {
             LinearSolverArg::Auto => rmoc::solve::jacobian::LinearSolver::Auto,
             LinearSolverArg::Dense => rmoc::solve::jacobian::LinearSolver::Dense,

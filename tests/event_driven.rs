@@ -203,7 +203,7 @@ fn the_event_driven_solver_refuses_what_it_cannot_do() {
                 "--step",
                 "1e-3",
             ],
-            "`--step` sets the Moreau time-stepper's step",
+            "`--step` sets the step of a fixed-step solver",
         ),
         (
             &["tests/models/contacts/ball.rmo", "--solver", "events"],

@@ -3,8 +3,9 @@
 //! `solver_statistics_are_pinned` snapshots the statistics of every
 //! integrator on at least two models each (the BDF on the gearbox, the
 //! Cartesian pendulum and the mass chain; Moreau-Jean and the event-driven
-//! contact solver on two contact models each), so that a change in the
-//! integrators' work shows up as a diff.
+//! contact solver on two contact models each; the generalized-alpha family
+//! as Newmark on a 3-DOF chain and as Chung-Hulbert on the pendulum), so
+//! that a change in the integrators' work shows up as a diff.
 //!
 //! `no_model_does_more_work_than_before_the_sparse_solver_core` compares the
 //! same runs, and the reference problems of `tests/models/reference/`,
@@ -15,6 +16,7 @@
 mod common;
 
 use common::Run;
+use rmoc::solve::generalized_alpha::AlphaParameters;
 use rmoc::solve::{self, RunStats, Solver};
 
 struct Case {
@@ -56,6 +58,26 @@ fn cases() -> Vec<Case> {
             file: "tests/models/contacts/table.rmo",
             model: None,
             solver: Solver::EventDriven,
+            stop: None,
+        },
+        Case {
+            label: "newmark three-dof",
+            file: "tests/models/structural/three_dof.rmo",
+            model: None,
+            solver: Solver::GeneralizedAlpha {
+                step: 1e-3,
+                parameters: AlphaParameters::newmark(0.25, 0.5),
+            },
+            stop: None,
+        },
+        Case {
+            label: "generalized-alpha pendulum",
+            file: "tests/models/pendulum.rmo",
+            model: None,
+            solver: Solver::GeneralizedAlpha {
+                step: 1e-3,
+                parameters: AlphaParameters::chung_hulbert(0.8),
+            },
             stop: None,
         },
         Case {

@@ -224,6 +224,8 @@ pub struct Experiment {
     pub step: Option<f64>,
     /// The integrator (`__rmoc_solver = "event-driven"`, say).
     pub solver: Option<String>,
+    /// Generalized-alpha's spectral radius at infinity (`__rmoc_rho_inf`).
+    pub rho_inf: Option<f64>,
 }
 
 /// A while loop in a user function that has run this many times is taken

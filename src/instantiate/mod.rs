@@ -297,6 +297,7 @@ fn experiment_of(def: &ast::ClassDef, errors: &mut Vec<Diagnostic>) -> flat::Exp
                     "Tolerance" => &mut e.tolerance,
                     "Interval" => &mut e.interval,
                     "__rmoc_step" => &mut e.step,
+                    "__rmoc_rho_inf" => &mut e.rho_inf,
                     "__rmoc_solver" => {
                         match &binding.kind {
                             ast::ExprKind::String(s) => e.solver = Some(s.clone()),
@@ -305,7 +306,7 @@ fn experiment_of(def: &ast::ClassDef, errors: &mut Vec<Diagnostic>) -> flat::Exp
                                     binding.span,
                                     "`__rmoc_solver` in the experiment annotation must be a string",
                                 )
-                                .with_hint("write `__rmoc_solver = \"moreau\"` (or \"event-driven\", \"bdf\")"),
+                                .with_hint("write `__rmoc_solver = \"moreau\"` (or \"event-driven\", \"bdf\", \"newmark\", \"generalized-alpha\")"),
                             ),
                         }
                         continue;

@@ -143,6 +143,24 @@ pub(super) trait Integrator {
     fn restart(&mut self, run: &mut Run, t: f64, x: &mut Vec<f64>) -> Result<(), Diagnostic>;
 }
 
+/// The absolute tolerance of each state: the request's, else the
+/// tolerance times the state's nominal value (1 unless the model gives
+/// one).
+pub(super) fn absolute_tolerances(run: &Run, opts: &Options) -> Vec<f64> {
+    let c = run.c;
+    c.states
+        .iter()
+        .map(|&s| {
+            let nominal = c.vars[s as usize]
+                .nominal
+                .and_then(|e| c.arena.as_const(e))
+                .map(f64::abs)
+                .unwrap_or(1.0);
+            opts.atol.unwrap_or(opts.tolerance * nominal)
+        })
+        .collect()
+}
+
 /// The integrator of a solver choice: the one place an integrator is
 /// registered.
 pub(super) fn for_solver(run: &mut Run, opts: &Options) -> Result<Box<dyn Integrator>, Diagnostic> {
@@ -152,6 +170,9 @@ pub(super) fn for_solver(run: &mut Run, opts: &Options) -> Result<Box<dyn Integr
         Solver::EventDriven => {
             Box::new(super::event_driven::EventDrivenIntegrator::new(run, opts)?)
         }
+        Solver::GeneralizedAlpha { step, parameters } => Box::new(
+            super::generalized_alpha::GeneralizedAlpha::new(run, opts, parameters, step)?,
+        ),
     })
 }
 
@@ -182,19 +203,7 @@ impl BdfIntegrator {
             )
             .with_note(super::STOPPED));
         }
-        // atol: the request's, else tolerance x nominal (1 unless given).
-        let atol = c
-            .states
-            .iter()
-            .map(|&s| {
-                let nominal = c.vars[s as usize]
-                    .nominal
-                    .and_then(|e| c.arena.as_const(e))
-                    .map(f64::abs)
-                    .unwrap_or(1.0);
-                opts.atol.unwrap_or(opts.tolerance * nominal)
-            })
-            .collect();
+        let atol = absolute_tolerances(run, opts);
         Ok(BdfIntegrator {
             bdf: None,
             settings: bdf::Settings {

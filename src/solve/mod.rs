@@ -11,6 +11,7 @@
 
 pub mod bdf;
 pub mod event_driven;
+pub mod generalized_alpha;
 pub mod hybrid;
 pub mod init;
 pub mod integrator;
@@ -82,6 +83,12 @@ pub enum Solver {
     /// The BDF between contact events, with the impact law at each
     /// (`solve::event_driven`), for isolated impacts without friction.
     EventDriven,
+    /// The generalized-alpha family with fixed step `step`
+    /// (`solve::generalized_alpha`): Newmark's method or Chung-Hulbert's.
+    GeneralizedAlpha {
+        step: f64,
+        parameters: generalized_alpha::AlphaParameters,
+    },
 }
 
 /// Where an output column's value comes from.
@@ -122,6 +129,9 @@ pub struct RunStats {
     pub model_evaluations: u64,
     /// The Moreau-Jean stepper's counters (set-valued contacts only).
     pub contacts: Option<moreau::ContactStats>,
+    /// The generalized-alpha family's own counters (its steps and Newton
+    /// work are in `integrator`).
+    pub alpha: Option<generalized_alpha::AlphaStats>,
 }
 
 impl std::fmt::Display for RunStats {
@@ -146,6 +156,13 @@ impl std::fmt::Display for RunStats {
         )?;
         if let Some(c) = &self.contacts {
             write!(f, "; {c}")?;
+        }
+        if let Some(a) = &self.alpha {
+            write!(
+                f,
+                "; step halvings {}, position states {}",
+                a.halvings, a.positions
+            )?;
         }
         Ok(())
     }

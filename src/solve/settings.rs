@@ -3,9 +3,11 @@
 //! [`Options`] of one run, with every value checked where it is given.
 //!
 //! Order: the request's value, else the annotation's (`StartTime`,
-//! `StopTime`, `Tolerance`, `Interval`, `__rmoc_solver`, `__rmoc_step`),
-//! else the default (0, 1, 1e-6, 500 intervals; the BDF, or Moreau-Jean
-//! with (stop - start) / 10 000 for a model with unilateral contacts).
+//! `StopTime`, `Tolerance`, `Interval`, `__rmoc_solver`, `__rmoc_step`,
+//! `__rmoc_rho_inf`), else the default (0, 1, 1e-6, 500 intervals; the BDF,
+//! or Moreau-Jean with (stop - start) / 10 000 for a model with unilateral
+//! contacts; the fixed-step methods' step (stop - start) / 10 000; rho_inf
+//! 0.8; Newmark's beta 1/4 and gamma 1/2).
 
 use super::jacobian::LinearSolver;
 use super::{Options, Solver};
@@ -16,7 +18,16 @@ use crate::structure::Causal;
 pub const MAX_MOREAU_STEPS: f64 = 1e10;
 
 /// The integrators `--solver` (and the experiment's `__rmoc_solver`) name.
-pub const SOLVERS: [&str; 3] = ["bdf", "moreau", "event-driven"];
+pub const SOLVERS: [&str; 5] = [
+    "bdf",
+    "moreau",
+    "event-driven",
+    "newmark",
+    "generalized-alpha",
+];
+
+/// The solvers that take a fixed step (`--step`).
+const FIXED_STEP: [&str; 3] = ["moreau", "newmark", "generalized-alpha"];
 
 /// What a user asks of a run; `None` takes the model's annotation or the
 /// default.
@@ -31,10 +42,15 @@ pub struct RunRequest {
     pub interval: Option<f64>,
     /// Parameter values as `NAME=VALUE`.
     pub params: Vec<String>,
-    /// `bdf`, `moreau` or `event-driven`.
+    /// One of [`SOLVERS`].
     pub solver: Option<String>,
-    /// The Moreau-Jean step.
+    /// The fixed step of `moreau`, `newmark` and `generalized-alpha`.
     pub step: Option<f64>,
+    /// Generalized-alpha's spectral radius at infinity, in [0, 1].
+    pub rho_inf: Option<f64>,
+    /// Newmark's beta and gamma.
+    pub newmark_beta: Option<f64>,
+    pub newmark_gamma: Option<f64>,
     pub linear_solver: LinearSolver,
 }
 
@@ -47,11 +63,48 @@ impl RunRequest {
             return Err(Diagnostic::error_nospan(format!("unknown solver `{s}`"))
                 .with_hint(format!("the available solvers are: {}", SOLVERS.join(", "))));
         }
-        if self.step.is_some() && self.solver.as_deref().is_some_and(|s| s != "moreau") {
-            return Err(
-                Diagnostic::error_nospan("`--step` sets the Moreau time-stepper's step")
-                    .with_hint("use `--solver moreau --step H`, or leave `--step` out"),
-            );
+        if self.step.is_some()
+            && self
+                .solver
+                .as_deref()
+                .is_some_and(|s| !FIXED_STEP.contains(&s))
+        {
+            return Err(Diagnostic::error_nospan(
+                "`--step` sets the step of a fixed-step solver (moreau, newmark, generalized-alpha)",
+            )
+            .with_hint("use `--solver moreau --step H` (or newmark, generalized-alpha), or leave `--step` out"));
+        }
+        if let Some(r) = self.rho_inf
+            && !(0.0..=1.0).contains(&r)
+        {
+            return Err(Diagnostic::error_nospan(format!(
+                "invalid run settings: `--rho-inf` must be in [0, 1], not {r}"
+            )));
+        }
+        if self.rho_inf.is_some() && self.solver.as_deref() != Some("generalized-alpha") {
+            return Err(Diagnostic::error_nospan(
+                "`--rho-inf` sets the generalized-alpha method's dissipation",
+            )
+            .with_hint("add `--solver generalized-alpha`"));
+        }
+        let newmark = self.newmark_beta.is_some() || self.newmark_gamma.is_some();
+        if newmark && self.solver.as_deref() != Some("newmark") {
+            return Err(Diagnostic::error_nospan(
+                "`--beta` and `--gamma` set Newmark's parameters",
+            )
+            .with_hint("add `--solver newmark`"));
+        }
+        let (beta, gamma) = (
+            self.newmark_beta.unwrap_or(0.25),
+            self.newmark_gamma.unwrap_or(0.5),
+        );
+        // Unconditional stability of Newmark's method on linear problems:
+        // gamma >= 1/2 and beta >= gamma / 2.
+        if newmark && !(gamma >= 0.5 && beta >= 0.5 * gamma && beta <= 1.0 && gamma <= 1.0) {
+            return Err(Diagnostic::error_nospan(format!(
+                "invalid run settings: Newmark's beta {beta} and gamma {gamma} are not unconditionally stable"
+            ))
+            .with_hint("use gamma >= 1/2 and beta >= gamma/2 (the default: beta 1/4, gamma 1/2)"));
         }
         if let Some(h) = self.step
             && !(h.is_finite() && h > 0.0)
@@ -164,17 +217,42 @@ impl RunRequest {
         // model with unilateral contacts runs on the Moreau time-stepper
         // unless another is asked for (the BDF then says why it cannot).
         let chosen = self.solver.as_deref().or(e.solver.as_deref());
-        if self.step.is_some() && chosen.is_some_and(|s| s != "moreau") {
+        if self.step.is_some() && chosen.is_some_and(|s| !FIXED_STEP.contains(&s)) {
             return Err(Diagnostic::error_nospan(format!(
-                "`--step` sets the Moreau time-stepper's step, and this run uses `{}`",
+                "`--step` sets the step of a fixed-step solver, and this run uses `{}`",
                 chosen.unwrap_or_default()
             ))
-            .with_hint("add `--solver moreau`, or leave `--step` out"));
+            .with_hint(
+                "add `--solver moreau` (or newmark, generalized-alpha), or leave `--step` out",
+            ));
         }
+        let fixed_step = self
+            .step
+            .or(e.step.filter(|h| h.is_finite() && *h > 0.0))
+            .unwrap_or((stop - start) / 10_000.0);
         let solver = match chosen {
             Some("moreau") => None,
             Some("event-driven") => Some(Solver::EventDriven),
             Some("bdf") => Some(Solver::Bdf),
+            Some("newmark") => Some(Solver::GeneralizedAlpha {
+                step: fixed_step,
+                parameters: super::generalized_alpha::AlphaParameters::newmark(
+                    self.newmark_beta.unwrap_or(0.25),
+                    self.newmark_gamma.unwrap_or(0.5),
+                ),
+            }),
+            Some("generalized-alpha") => {
+                let rho = self.rho_inf.or(e.rho_inf).unwrap_or(0.8);
+                if !(0.0..=1.0).contains(&rho) {
+                    return Err(Diagnostic::error_nospan(format!(
+                        "`__rmoc_rho_inf` in the experiment annotation must be in [0, 1], not {rho}"
+                    )));
+                }
+                Some(Solver::GeneralizedAlpha {
+                    step: fixed_step,
+                    parameters: super::generalized_alpha::AlphaParameters::chung_hulbert(rho),
+                })
+            }
             Some(other) => {
                 return Err(Diagnostic::error_nospan(format!(
                     "unknown solver `{other}` in the experiment annotation"
@@ -193,17 +271,16 @@ impl RunRequest {
             }
             None => None,
         }
-        .unwrap_or(Solver::Moreau {
-            step: self
-                .step
-                .or(e.step.filter(|h| h.is_finite() && *h > 0.0))
-                .unwrap_or((stop - start) / 10_000.0),
-        });
-        if let Solver::Moreau { step } = solver
+        .unwrap_or(Solver::Moreau { step: fixed_step });
+        if let Solver::Moreau { step } | Solver::GeneralizedAlpha { step, .. } = solver
             && (stop - start) / step > MAX_MOREAU_STEPS
         {
+            let what = match solver {
+                Solver::Moreau { .. } => "Moreau-Jean steps",
+                _ => "steps",
+            };
             return Err(Diagnostic::error_nospan(format!(
-                "invalid run settings: a step of {step:e} s needs {:.3e} Moreau-Jean steps \
+                "invalid run settings: a step of {step:e} s needs {:.3e} {what} \
                  over [{start}, {stop}], more than {MAX_MOREAU_STEPS:e}",
                 (stop - start) / step
             ))

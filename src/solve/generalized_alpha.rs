@@ -1,0 +1,605 @@
+//! The structural-dynamics integrators: generalized-alpha (Chung & Hulbert,
+//! "A time integration algorithm for structural dynamics with improved
+//! numerical dissipation: the generalized-alpha method", J. Appl. Mech. 60,
+//! 1993) and, as its member with alpha_m = alpha_f = 0, Newmark's method
+//! (Newmark, "A method of computation for structural dynamics", J. Eng.
+//! Mech. Div. 85, 1959).
+//!
+//! rmoc's model is a first-order ODE x' = f(t, x) over the states of the
+//! index-reduced model. Its second-order structure is found in the causal
+//! model: a *position* state q whose derivative is computed as exactly
+//! another state v (`der(q) = v`), its *velocity*. Every other state is
+//! *first order*. The method works in the form of Arnold & Brüls
+//! ("Convergence of the generalized-alpha scheme for constrained
+//! mechanical systems", Multibody Syst. Dyn. 18, 2007), with an
+//! acceleration-like vector a (one entry per velocity and first-order
+//! state) next to the true derivatives z = f(t, x):
+//!
+//! ```text
+//! (1 - alpha_m) a[n+1] + alpha_m a[n] = (1 - alpha_f) z[n+1] + alpha_f z[n]
+//! v[n+1] = v[n] + h ((1 - gamma) a[n] + gamma a[n+1])
+//! q[n+1] = q[n] + h v[n] + h^2 ((1/2 - beta) a_v[n] + beta a_v[n+1])
+//! y[n+1] = y[n] + h ((1 - gamma) a_y[n] + gamma a_y[n+1])   (first order)
+//! ```
+//!
+//! The unknowns of a step are z[n+1] (for the velocities and first-order
+//! states), solved by Newton's method on z - f(t[n+1], x(z)) = 0 with the
+//! matrix I - c J D: J the model's Jacobian df/dx (coloured tangent runs on
+//! [`JacobianPattern`]), D = dx/dz, c = (1 - alpha_f) / (1 - alpha_m). For
+//! a position the unknown is a dummy that nothing reads (its column of the
+//! matrix is the identity), so the system keeps the model's size and
+//! sparse pattern. The first-order states take the same recurrence, which
+//! is second-order accurate with gamma = 1/2 - alpha_m + alpha_f (Jansen,
+//! Whiting & Hulbert 2000 derive the first-order generalized-alpha method
+//! from the same condition), and with Newmark's (1/4, 1/2) is the
+//! trapezoidal rule.
+//!
+//! Chung-Hulbert parameters from the spectral radius at infinity rho:
+//! alpha_m = (2 rho - 1) / (rho + 1), alpha_f = rho / (rho + 1), gamma =
+//! 1/2 - alpha_m + alpha_f, beta = (1 - alpha_m + alpha_f)^2 / 4. Newmark's
+//! average acceleration (beta 1/4, gamma 1/2) conserves the energy of a
+//! linear undamped system and dissipates nothing.
+//!
+//! Steps are fixed (`--step`): they end on the grid start + j h, a step
+//! shortened to end on a time event or the stop time. The Newton matrix is
+//! kept while the step keeps its length; the Jacobian is evaluated at a
+//! (re)start and when Newton fails with an older one; a step whose Newton
+//! iteration fails with a fresh Jacobian is halved (counted). The dense
+//! output is the cubic Hermite interpolant of the states and their
+//! derivatives at the step's ends.
+
+use super::integrator::{Behaviour, DenseOutput, Integrator, Outputs, Relations, StopReason};
+use super::jacobian::{Jacobian, JacobianPattern};
+use super::linalg::IterationMatrix;
+use super::model::{Entry, ModelOde, StateSlots};
+use super::{Options, Run, STOPPED};
+use crate::diag::Diagnostic;
+use crate::flat::Node;
+use crate::structure::{Block, Causal};
+use std::sync::Arc;
+
+/// The parameters of a member of the family.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct AlphaParameters {
+    pub alpha_m: f64,
+    pub alpha_f: f64,
+    pub beta: f64,
+    pub gamma: f64,
+}
+
+impl AlphaParameters {
+    /// Newmark's method (alpha_m = alpha_f = 0).
+    pub fn newmark(beta: f64, gamma: f64) -> AlphaParameters {
+        AlphaParameters {
+            alpha_m: 0.0,
+            alpha_f: 0.0,
+            beta,
+            gamma,
+        }
+    }
+
+    /// Chung & Hulbert's optimal parameters for the spectral radius
+    /// `rho_inf` in [0, 1] at infinite frequency.
+    pub fn chung_hulbert(rho_inf: f64) -> AlphaParameters {
+        let alpha_m = (2.0 * rho_inf - 1.0) / (rho_inf + 1.0);
+        let alpha_f = rho_inf / (rho_inf + 1.0);
+        AlphaParameters {
+            alpha_m,
+            alpha_f,
+            gamma: 0.5 - alpha_m + alpha_f,
+            beta: 0.25 * (1.0 - alpha_m + alpha_f).powi(2),
+        }
+    }
+}
+
+/// What a state is to the method.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    /// A position: its derivative is the state at this index.
+    Position(usize),
+    /// A velocity of a position, or a first-order state.
+    Rate,
+}
+
+/// The second-order structure: for each state, whether its derivative is
+/// exactly another state (`der(q) = v`, an explicit block or an alias).
+fn kinds(c: &Causal) -> Vec<Kind> {
+    let state_index = |v: u32| c.states.iter().position(|&s| s == v);
+    let alias: rustc_hash::FxHashMap<u32, (u32, bool)> = c
+        .aliases
+        .iter()
+        .map(|a| (a.var, (a.of, a.negated)))
+        .collect();
+    let mut computed_as: rustc_hash::FxHashMap<u32, u32> = Default::default();
+    for b in &c.blocks {
+        if let Block::Explicit { var, value, .. } = b
+            && let Node::Var(v) = c.arena.node(*value)
+        {
+            computed_as.insert(*var, v);
+        }
+    }
+    c.state_ders
+        .iter()
+        .enumerate()
+        .map(|(k, &d)| {
+            let source = match alias.get(&d) {
+                Some(&(of, false)) => Some(of),
+                Some(&(_, true)) => None,
+                None => computed_as.get(&d).copied(),
+            };
+            // The velocity may itself be known under an alias.
+            let source = source.map(|v| match alias.get(&v) {
+                Some(&(of, false)) => of,
+                _ => v,
+            });
+            match source.and_then(state_index) {
+                Some(v) if v != k => Kind::Position(v),
+                _ => Kind::Rate,
+            }
+        })
+        .collect()
+}
+
+/// Statistics of a run, as `--stats` reports them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct AlphaStats {
+    pub steps: u64,
+    pub newton_iterations: u64,
+    pub newton_failures: u64,
+    pub rhs_evaluations: u64,
+    /// Jacobian evaluations (a refresh after a failed Newton iteration
+    /// included).
+    pub jacobians: u64,
+    pub factorizations: u64,
+    /// Steps halved because Newton's method failed with a fresh Jacobian.
+    pub halvings: u64,
+    /// Position states (the rest are velocities or first order).
+    pub positions: u64,
+}
+
+/// A converged step: the derivatives z and the states at its end.
+struct StepEnd {
+    z: Vec<f64>,
+    x: Vec<f64>,
+}
+
+/// Newton iterations per attempt.
+const MAX_NEWTON: usize = 8;
+/// Newton's method has converged when the weighted RMS of the last state
+/// change is below this (the weights: atol + rtol |x|).
+const NEWTON_TOL: f64 = 1e-3;
+/// A step is not halved below this fraction of `h`.
+const MIN_FRACTION: f64 = 1.0 / 1024.0;
+
+/// The generalized-alpha family as an [`Integrator`].
+pub(super) struct GeneralizedAlpha {
+    p: AlphaParameters,
+    h: f64,
+    start: f64,
+    /// The next grid node: start + j h.
+    j: u64,
+    rtol: f64,
+    atol: Vec<f64>,
+    kinds: Vec<Kind>,
+    slots: StateSlots,
+    pattern: Arc<JacobianPattern>,
+    /// The Newton matrix's pattern (sparse path only).
+    matrix_pattern: Option<Arc<JacobianPattern>>,
+    jac: Jacobian,
+    /// Whether `jac` was evaluated at the current step's start.
+    jac_fresh: bool,
+    lu: Option<IterationMatrix>,
+    /// The step length `lu` was factored for.
+    lu_h: f64,
+    /// The derivatives z and the acceleration-like vector a at the last
+    /// step's end (none before the first step after a (re)start).
+    z: Vec<f64>,
+    a: Vec<f64>,
+    started: bool,
+    dense: Hermite,
+    stats: AlphaStats,
+    work: Vec<f64>,
+}
+
+impl GeneralizedAlpha {
+    pub(super) fn new(
+        run: &Run,
+        opts: &Options,
+        p: AlphaParameters,
+        h: f64,
+    ) -> Result<GeneralizedAlpha, Diagnostic> {
+        let c = run.c;
+        if let Some(k) = c.contacts.first() {
+            return Err(Diagnostic::error(
+                k.span,
+                "this model has unilateral contacts, which the generalized-alpha and Newmark integrators cannot handle",
+            )
+            .with_label("a set-valued contact")
+            .with_hint("write the contact as a penalty force, or simulate it with `--solver moreau`")
+            .with_note(STOPPED));
+        }
+        let n = c.states.len();
+        let kinds = kinds(c);
+        let pattern = Arc::new(JacobianPattern::of_model(c));
+        let sparse = opts.linear_solver.sparse_for(Some(&pattern));
+        let matrix_pattern = sparse.then(|| Arc::new(matrix_pattern(&pattern, &kinds)));
+        let sparse = matrix_pattern
+            .as_ref()
+            .is_some_and(|m| opts.linear_solver.sparse_for(Some(m)));
+        let atol = super::integrator::absolute_tolerances(run, opts);
+        let stats = AlphaStats {
+            positions: kinds
+                .iter()
+                .filter(|k| matches!(k, Kind::Position(_)))
+                .count() as u64,
+            ..Default::default()
+        };
+        Ok(GeneralizedAlpha {
+            p,
+            h,
+            start: opts.start,
+            j: 1,
+            rtol: opts.tolerance,
+            atol,
+            slots: StateSlots::of(c, run.l()),
+            jac: Jacobian::new(n, Some(pattern.clone()), sparse),
+            matrix_pattern: if sparse { matrix_pattern } else { None },
+            pattern,
+            kinds,
+            jac_fresh: false,
+            lu: None,
+            lu_h: f64::NAN,
+            z: Vec::new(),
+            a: Vec::new(),
+            started: false,
+            dense: Hermite::default(),
+            stats,
+            work: Vec::new(),
+        })
+    }
+
+    /// The states at the end of a step of length `h` whose derivative
+    /// unknowns are `z1` (the recurrences of the module's documentation).
+    fn states_at(&self, x0: &[f64], z1: &[f64], h: f64, out: &mut [f64]) {
+        let p = &self.p;
+        let c = (1.0 - p.alpha_f) / (1.0 - p.alpha_m);
+        let a1 = |i: usize| {
+            c * z1[i] + (p.alpha_f * self.z[i] - p.alpha_m * self.a[i]) / (1.0 - p.alpha_m)
+        };
+        for (i, kind) in self.kinds.iter().enumerate() {
+            out[i] = match *kind {
+                Kind::Rate => x0[i] + h * ((1.0 - p.gamma) * self.a[i] + p.gamma * a1(i)),
+                Kind::Position(v) => {
+                    x0[i] + h * x0[v] + h * h * ((0.5 - p.beta) * self.a[v] + p.beta * a1(v))
+                }
+            };
+        }
+    }
+
+    /// The acceleration-like vector at the step's end.
+    fn acceleration(&self, z1: &[f64]) -> Vec<f64> {
+        let p = &self.p;
+        (0..z1.len())
+            .map(|i| {
+                ((1.0 - p.alpha_f) * z1[i] + p.alpha_f * self.z[i] - p.alpha_m * self.a[i])
+                    / (1.0 - p.alpha_m)
+            })
+            .collect()
+    }
+
+    /// Puts the counters into the run's statistics.
+    fn report(&self, run: &mut Run) {
+        let s = &self.stats;
+        run.stats.integrator = super::bdf::Stats {
+            steps: s.steps,
+            rejected: 0,
+            newton_iterations: s.newton_iterations,
+            newton_failures: s.newton_failures,
+            rhs_evaluations: s.rhs_evaluations,
+            jacobians: s.jacobians,
+            factorizations: s.factorizations,
+        };
+        run.stats.alpha = Some(*s);
+    }
+
+    /// Evaluates the Jacobian at (t, x).
+    fn refresh_jacobian(&mut self, run: &mut Run, t: f64, x: &[f64]) -> Result<(), Diagnostic> {
+        let mut ode = ModelOde::new(run.backend, &mut run.frame, &self.slots, &self.pattern);
+        let r = super::bdf::OdeProblem::jacobian(&mut ode, t, x, &mut self.jac);
+        run.stats.model_evaluations += ode.evaluations;
+        self.stats.jacobians += 1;
+        self.jac_fresh = true;
+        self.lu = None;
+        r.map_err(|e| run.status_error(e.0, Entry::Tangent))
+    }
+
+    /// Factors I - c J D for a step of length h.
+    fn factor(&mut self, h: f64) -> bool {
+        let p = self.p;
+        let c = (1.0 - p.alpha_f) / (1.0 - p.alpha_m);
+        let (dv, dq) = (c * h * p.gamma, c * h * h * p.beta);
+        // Position columns of D are zero; a rate's column moves the rate
+        // by dv and its position (if any) by dq.
+        let mut position_of = vec![None; self.kinds.len()];
+        for (q, k) in self.kinds.iter().enumerate() {
+            if let Kind::Position(v) = *k {
+                position_of[v] = Some(q);
+            }
+        }
+        let entry = |i: usize, j: usize| -> f64 {
+            let id = if i == j { 1.0 } else { 0.0 };
+            match self.kinds[j] {
+                Kind::Position(_) => id,
+                Kind::Rate => {
+                    let mut jd = dv * self.jac.get(i, j);
+                    if let Some(q) = position_of[j] {
+                        jd += dq * self.jac.get(i, q);
+                    }
+                    id - jd
+                }
+            }
+        };
+        let n = self.kinds.len();
+        let m = match &self.matrix_pattern {
+            Some(mp) => {
+                let mut values = Vec::with_capacity(mp.nnz());
+                for j in 0..n {
+                    for k in mp.column(j) {
+                        values.push(entry(mp.row_idx[k], j));
+                    }
+                }
+                Jacobian::Sparse {
+                    pattern: mp.clone(),
+                    values,
+                }
+            }
+            None => {
+                let mut d = Jacobian::new(n, None, false);
+                for j in 0..n {
+                    for i in 0..n {
+                        let v = entry(i, j);
+                        if v != 0.0 {
+                            d.set(i, j, v);
+                        }
+                    }
+                }
+                d
+            }
+        };
+        self.stats.factorizations += 1;
+        self.lu = IterationMatrix::factor_jacobian(&m);
+        self.lu_h = h;
+        self.lu.is_some()
+    }
+
+    /// The right-hand side at (t, x) into `out`.
+    fn rhs(&mut self, run: &mut Run, t: f64, x: &[f64], out: &mut [f64]) -> Result<(), Diagnostic> {
+        let mut ode = ModelOde::new(run.backend, &mut run.frame, &self.slots, &self.pattern);
+        let r = super::bdf::OdeProblem::rhs(&mut ode, t, x, out);
+        run.stats.model_evaluations += ode.evaluations;
+        self.stats.rhs_evaluations += 1;
+        r.map_err(|e| run.status_error(e.0, Entry::Ode))
+    }
+
+    /// Newton's method for the step (t0, x0) -> t0 + h. Returns the
+    /// derivative unknowns and the end states, or `None` if it did not
+    /// converge.
+    fn solve_step(
+        &mut self,
+        run: &mut Run,
+        t0: f64,
+        x0: &[f64],
+        h: f64,
+    ) -> Result<Option<StepEnd>, Diagnostic> {
+        let n = x0.len();
+        // (Steps on the grid differ in length by rounding: the matrix of a
+        // step within 1e-8 of its length is kept.)
+        if (self.lu.is_none() || (h / self.lu_h - 1.0).abs() > 1e-8) && !self.factor(h) {
+            return Ok(None);
+        }
+        let t1 = t0 + h;
+        // Predictor: the derivatives stay as they were.
+        let mut z1 = self.z.clone();
+        let mut x1 = vec![0.0; n];
+        let mut f = vec![0.0; n];
+        let mut moved = vec![0.0; n];
+        for _ in 0..MAX_NEWTON {
+            self.stats.newton_iterations += 1;
+            self.states_at(x0, &z1, h, &mut x1);
+            if self.rhs(run, t1, &x1, &mut f).is_err() {
+                return Ok(None);
+            }
+            let mut delta: Vec<f64> = (0..n)
+                .map(|i| match self.kinds[i] {
+                    Kind::Position(_) => 0.0,
+                    Kind::Rate => f[i] - z1[i],
+                })
+                .collect();
+            let Some(lu) = self.lu.as_mut() else {
+                return Ok(None);
+            };
+            lu.solve(&mut delta, &mut self.work);
+            if delta.iter().any(|d| !d.is_finite()) {
+                return Ok(None);
+            }
+            for i in 0..n {
+                if self.kinds[i] == Kind::Rate {
+                    z1[i] += delta[i];
+                }
+            }
+            // The state change this correction makes.
+            self.states_at(x0, &z1, h, &mut moved);
+            let norm = (0..n)
+                .map(|i| {
+                    let w = self.atol[i] + self.rtol * moved[i].abs();
+                    ((moved[i] - x1[i]) / w).powi(2)
+                })
+                .sum::<f64>()
+                / n.max(1) as f64;
+            if norm.sqrt() <= NEWTON_TOL {
+                // Positions' derivatives are their velocities.
+                for (zi, kind) in z1.iter_mut().zip(&self.kinds) {
+                    if let Kind::Position(v) = *kind {
+                        *zi = moved[v];
+                    }
+                }
+                return Ok(Some(StepEnd { z: z1, x: moved }));
+            }
+        }
+        self.stats.newton_failures += 1;
+        Ok(None)
+    }
+}
+
+/// The pattern of I - c J D: a rate's column holds its own column of J and
+/// that of its position; a position's column is the diagonal only.
+fn matrix_pattern(j: &JacobianPattern, kinds: &[Kind]) -> JacobianPattern {
+    let n = kinds.len();
+    let mut position_of = vec![None; n];
+    for (q, k) in kinds.iter().enumerate() {
+        if let Kind::Position(v) = *k {
+            position_of[v] = Some(q);
+        }
+    }
+    let cols = (0..n)
+        .map(|c| {
+            let mut rows = vec![c];
+            if kinds[c] == Kind::Rate {
+                rows.extend(j.column(c).map(|k| j.row_idx[k]));
+                if let Some(q) = position_of[c] {
+                    rows.extend(j.column(q).map(|k| j.row_idx[k]));
+                }
+            }
+            rows.sort_unstable();
+            rows.dedup();
+            rows
+        })
+        .collect();
+    JacobianPattern::from_columns(n, cols)
+}
+
+impl Integrator for GeneralizedAlpha {
+    fn behaviour(&self) -> Behaviour {
+        Behaviour {
+            relations: Relations::Frozen,
+            outputs: Outputs::Interpolated,
+            chatter_events: 50,
+            chatter_hint: super::integrator::CHATTER_HINT,
+        }
+    }
+
+    fn step(
+        &mut self,
+        run: &mut Run,
+        t: f64,
+        x: &[f64],
+        t_bound: f64,
+    ) -> Result<StopReason, Diagnostic> {
+        let n = x.len();
+        if !self.started {
+            // z = a = f(t, x) at a (re)start.
+            let mut z = vec![0.0; n];
+            self.rhs(run, t, x, &mut z)?;
+            self.a = z.clone();
+            self.z = z;
+            self.refresh_jacobian(run, t, x)?;
+            self.started = true;
+        }
+        // Steps end on the grid start + j h (computed, not accumulated),
+        // or on the bound when it comes first (within a millionth of h).
+        let snap = 1e-6 * self.h;
+        let mut t_next = self.start + self.j as f64 * self.h;
+        let reached = t_next >= t_bound - snap;
+        if reached {
+            t_next = t_bound;
+        }
+        let mut h = t_next - t;
+        let full = h;
+        let StepEnd { z: z1, x: x1 } = loop {
+            if let Some(done) = self.solve_step(run, t, x, h)? {
+                break done;
+            }
+            if !self.jac_fresh {
+                self.refresh_jacobian(run, t, x)?;
+                continue;
+            }
+            if h <= MIN_FRACTION * self.h {
+                run.frame.set_time(t);
+                return Err(Diagnostic::error_nospan(format!(
+                    "Newton's method fails at t = {t} even with the step cut to {h:e}"
+                ))
+                .with_hint("the model may be singular here, or its forces jump; try a smaller --step, or --solver bdf")
+                .with_note(STOPPED));
+            }
+            h *= 0.5;
+            self.stats.halvings += 1;
+        };
+        let t1 = if h == full { t_next } else { t + h };
+        while self.start + self.j as f64 * self.h <= t1 + snap {
+            self.j += 1;
+        }
+        self.dense = Hermite {
+            t0: t,
+            t1,
+            x0: x.to_vec(),
+            x1: x1.clone(),
+            d0: self.z.clone(),
+            d1: z1.clone(),
+        };
+        self.a = self.acceleration(&z1);
+        self.z = z1;
+        self.jac_fresh = false;
+        self.stats.steps += 1;
+        self.report(run);
+        Ok(if reached && h == full {
+            StopReason::BoundReached
+        } else {
+            StopReason::InternalStep
+        })
+    }
+
+    fn dense(&self) -> &dyn DenseOutput {
+        &self.dense
+    }
+
+    fn restart(&mut self, run: &mut Run, _t: f64, _x: &mut Vec<f64>) -> Result<(), Diagnostic> {
+        self.started = false;
+        self.report(run);
+        Ok(())
+    }
+}
+
+/// The cubic Hermite interpolant of a step from its end values and
+/// derivatives.
+#[derive(Default)]
+struct Hermite {
+    t0: f64,
+    t1: f64,
+    x0: Vec<f64>,
+    x1: Vec<f64>,
+    d0: Vec<f64>,
+    d1: Vec<f64>,
+}
+
+impl DenseOutput for Hermite {
+    fn span(&self) -> (f64, f64) {
+        (self.t0, self.t1)
+    }
+
+    fn eval(&self, t: f64, out: &mut [f64]) {
+        let h = self.t1 - self.t0;
+        if h <= 0.0 || t >= self.t1 {
+            out.copy_from_slice(&self.x1);
+            return;
+        }
+        let s = (t - self.t0) / h;
+        let (s2, s3) = (s * s, s * s * s);
+        let h00 = 2.0 * s3 - 3.0 * s2 + 1.0;
+        let h10 = s3 - 2.0 * s2 + s;
+        let h01 = -2.0 * s3 + 3.0 * s2;
+        let h11 = s3 - s2;
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = h00 * self.x0[i] + h10 * h * self.d0[i] + h01 * self.x1[i] + h11 * h * self.d1[i];
+        }
+    }
+}
