@@ -117,7 +117,7 @@ struct SimulateArgs {
     /// experiment's `__rmoc_solver`.
     #[arg(long)]
     solver: Option<String>,
-    /// Fixed step of moreau, newmark and generalized-alpha (default: the experiment's `__rmoc_step`, or (stop - start)/10000).
+    /// Fixed step of moreau, newmark and generalized-alpha (default: the experiment's `__rmoc_step`; else moreau takes (stop - start)/10000 and the others choose their steps by the tolerance).
     #[arg(long)]
     step: Option<f64>,
     /// Generalized-alpha's spectral radius at infinite frequency, in [0, 1]

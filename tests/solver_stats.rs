@@ -65,7 +65,7 @@ fn cases() -> Vec<Case> {
             file: "tests/models/structural/three_dof.rmo",
             model: None,
             solver: Solver::GeneralizedAlpha {
-                step: 1e-3,
+                step: Some(1e-3),
                 parameters: AlphaParameters::newmark(0.25, 0.5),
             },
             stop: None,
@@ -75,7 +75,7 @@ fn cases() -> Vec<Case> {
             file: "tests/models/pendulum.rmo",
             model: None,
             solver: Solver::GeneralizedAlpha {
-                step: 1e-3,
+                step: Some(1e-3),
                 parameters: AlphaParameters::chung_hulbert(0.8),
             },
             stop: None,

@@ -144,6 +144,8 @@ fn kinds(c: &Causal) -> Vec<Kind> {
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct AlphaStats {
     pub steps: u64,
+    /// Steps the error estimate rejected (adaptive steps only).
+    pub rejected: u64,
     pub newton_iterations: u64,
     pub newton_failures: u64,
     pub rhs_evaluations: u64,
@@ -163,6 +165,15 @@ struct StepEnd {
     x: Vec<f64>,
 }
 
+/// How step lengths are chosen.
+#[derive(Clone, Copy, Debug)]
+enum Control {
+    /// Fixed steps `h` on the grid start + j h.
+    Fixed(f64),
+    /// Steps chosen by the local error estimate; `next` is the next one.
+    Adaptive { next: f64 },
+}
+
 /// Newton iterations per attempt.
 const MAX_NEWTON: usize = 8;
 /// Newton's method has converged when the weighted RMS of the last state
@@ -174,10 +185,13 @@ const MIN_FRACTION: f64 = 1.0 / 1024.0;
 /// The generalized-alpha family as an [`Integrator`].
 pub(super) struct GeneralizedAlpha {
     p: AlphaParameters,
-    h: f64,
+    control: Control,
     start: f64,
-    /// The next grid node: start + j h.
+    /// The next grid node of fixed steps: start + j h.
     j: u64,
+    /// Whether `dense` holds the last step since the (re)start (its
+    /// extrapolation is the error estimate's predictor).
+    history: bool,
     rtol: f64,
     atol: Vec<f64>,
     kinds: Vec<Kind>,
@@ -195,6 +209,13 @@ pub(super) struct GeneralizedAlpha {
     /// step's end (none before the first step after a (re)start).
     z: Vec<f64>,
     a: Vec<f64>,
+    /// The length of the last step, and `a` as the current attempt uses it:
+    /// a approximates z at t + (alpha_m - alpha_f) h, a shift that scales
+    /// with the step, so a step of another length takes z + (a - z) h /
+    /// last_h (exact for a linear z; without it a change of step length
+    /// costs the method its second order for a step).
+    last_h: f64,
+    a_step: Vec<f64>,
     started: bool,
     dense: Hermite,
     stats: AlphaStats,
@@ -202,11 +223,14 @@ pub(super) struct GeneralizedAlpha {
 }
 
 impl GeneralizedAlpha {
+    /// The method with parameters `p`, fixed steps `h`, or steps chosen by
+    /// the local error estimate against the run's tolerances when `h` is
+    /// `None`.
     pub(super) fn new(
         run: &Run,
         opts: &Options,
         p: AlphaParameters,
-        h: f64,
+        h: Option<f64>,
     ) -> Result<GeneralizedAlpha, Diagnostic> {
         let c = run.c;
         if let Some(k) = c.contacts.first() {
@@ -234,11 +258,18 @@ impl GeneralizedAlpha {
                 .count() as u64,
             ..Default::default()
         };
+        let span = (opts.stop - opts.start).abs().max(f64::MIN_POSITIVE);
+        let control = match h {
+            Some(h) => Control::Fixed(h),
+            // A small first step; the error estimate grows it.
+            None => Control::Adaptive { next: 1e-4 * span },
+        };
         Ok(GeneralizedAlpha {
             p,
-            h,
+            control,
             start: opts.start,
             j: 1,
+            history: false,
             rtol: opts.tolerance,
             atol,
             slots: StateSlots::of(c, run.l()),
@@ -251,6 +282,8 @@ impl GeneralizedAlpha {
             lu_h: f64::NAN,
             z: Vec::new(),
             a: Vec::new(),
+            last_h: f64::NAN,
+            a_step: Vec::new(),
             started: false,
             dense: Hermite::default(),
             stats,
@@ -264,13 +297,13 @@ impl GeneralizedAlpha {
         let p = &self.p;
         let c = (1.0 - p.alpha_f) / (1.0 - p.alpha_m);
         let a1 = |i: usize| {
-            c * z1[i] + (p.alpha_f * self.z[i] - p.alpha_m * self.a[i]) / (1.0 - p.alpha_m)
+            c * z1[i] + (p.alpha_f * self.z[i] - p.alpha_m * self.a_step[i]) / (1.0 - p.alpha_m)
         };
         for (i, kind) in self.kinds.iter().enumerate() {
             out[i] = match *kind {
-                Kind::Rate => x0[i] + h * ((1.0 - p.gamma) * self.a[i] + p.gamma * a1(i)),
+                Kind::Rate => x0[i] + h * ((1.0 - p.gamma) * self.a_step[i] + p.gamma * a1(i)),
                 Kind::Position(v) => {
-                    x0[i] + h * x0[v] + h * h * ((0.5 - p.beta) * self.a[v] + p.beta * a1(v))
+                    x0[i] + h * x0[v] + h * h * ((0.5 - p.beta) * self.a_step[v] + p.beta * a1(v))
                 }
             };
         }
@@ -281,10 +314,33 @@ impl GeneralizedAlpha {
         let p = &self.p;
         (0..z1.len())
             .map(|i| {
-                ((1.0 - p.alpha_f) * z1[i] + p.alpha_f * self.z[i] - p.alpha_m * self.a[i])
+                ((1.0 - p.alpha_f) * z1[i] + p.alpha_f * self.z[i] - p.alpha_m * self.a_step[i])
                     / (1.0 - p.alpha_m)
             })
             .collect()
+    }
+
+    /// The weighted RMS of the local error estimate of a step (t, x) -> (t +
+    /// h, x1): its difference from the extrapolated cubic of the last step
+    /// (third order, so the difference is the method's error), or, right
+    /// after a (re)start, from the first-order predictor x + h z.
+    fn error_norm(&self, t: f64, x: &[f64], h: f64, x1: &[f64]) -> f64 {
+        let n = x.len();
+        let mut predicted = vec![0.0; n];
+        if self.history {
+            self.dense.extrapolate(t + h, &mut predicted);
+        } else {
+            for i in 0..n {
+                predicted[i] = x[i] + h * self.z[i];
+            }
+        }
+        let sum: f64 = (0..n)
+            .map(|i| {
+                let w = self.atol[i] + self.rtol * x[i].abs().max(x1[i].abs());
+                ((x1[i] - predicted[i]) / w).powi(2)
+            })
+            .sum();
+        (sum / n.max(1) as f64).sqrt()
     }
 
     /// Puts the counters into the run's statistics.
@@ -292,7 +348,7 @@ impl GeneralizedAlpha {
         let s = &self.stats;
         run.stats.integrator = super::bdf::Stats {
             steps: s.steps,
-            rejected: 0,
+            rejected: s.rejected,
             newton_iterations: s.newton_iterations,
             newton_failures: s.newton_failures,
             rhs_evaluations: s.rhs_evaluations,
@@ -392,12 +448,29 @@ impl GeneralizedAlpha {
         h: f64,
     ) -> Result<Option<StepEnd>, Diagnostic> {
         let n = x0.len();
-        // (Steps on the grid differ in length by rounding: the matrix of a
-        // step within 1e-8 of its length is kept.)
-        if (self.lu.is_none() || (h / self.lu_h - 1.0).abs() > 1e-8) && !self.factor(h) {
+        // Fixed steps differ in length by rounding: the matrix of a step
+        // within 1e-8 of its length is kept. Adaptive steps keep it while
+        // the length stays within 25% (as IDA keeps its Newton matrix);
+        // Newton then converges a little slower, never to a wrong point.
+        let keep = match self.control {
+            Control::Fixed(_) => 1e-8,
+            Control::Adaptive { .. } => 0.25,
+        };
+        if (self.lu.is_none() || (h / self.lu_h - 1.0).abs() > keep) && !self.factor(h) {
             return Ok(None);
         }
         let t1 = t0 + h;
+        let scale = if self.last_h.is_finite() {
+            h / self.last_h
+        } else {
+            1.0
+        };
+        self.a_step = self
+            .z
+            .iter()
+            .zip(&self.a)
+            .map(|(z, a)| z + (a - z) * scale)
+            .collect();
         // Predictor: the derivatives stay as they were.
         let mut z1 = self.z.clone();
         let mut x1 = vec![0.0; n];
@@ -502,41 +575,81 @@ impl Integrator for GeneralizedAlpha {
             self.rhs(run, t, x, &mut z)?;
             self.a = z.clone();
             self.z = z;
+            self.last_h = f64::NAN;
             self.refresh_jacobian(run, t, x)?;
             self.started = true;
         }
-        // Steps end on the grid start + j h (computed, not accumulated),
-        // or on the bound when it comes first (within a millionth of h).
-        let snap = 1e-6 * self.h;
-        let mut t_next = self.start + self.j as f64 * self.h;
-        let reached = t_next >= t_bound - snap;
-        if reached {
-            t_next = t_bound;
-        }
-        let mut h = t_next - t;
-        let full = h;
-        let StepEnd { z: z1, x: x1 } = loop {
-            if let Some(done) = self.solve_step(run, t, x, h)? {
-                break done;
+        let (mut h, grid_node) = match self.control {
+            // Steps end on the grid start + j h (computed, not accumulated).
+            Control::Fixed(h0) => {
+                let node = self.start + self.j as f64 * h0;
+                (node - t, Some(node))
             }
-            if !self.jac_fresh {
-                self.refresh_jacobian(run, t, x)?;
-                continue;
-            }
-            if h <= MIN_FRACTION * self.h {
-                run.frame.set_time(t);
-                return Err(Diagnostic::error_nospan(format!(
-                    "Newton's method fails at t = {t} even with the step cut to {h:e}"
-                ))
-                .with_hint("the model may be singular here, or its forces jump; try a smaller --step, or --solver bdf")
-                .with_note(STOPPED));
-            }
-            h *= 0.5;
-            self.stats.halvings += 1;
+            Control::Adaptive { next } => (next, None),
         };
-        let t1 = if h == full { t_next } else { t + h };
-        while self.start + self.j as f64 * self.h <= t1 + snap {
-            self.j += 1;
+        // The bound ends a step that would reach it (within a millionth).
+        let snap = 1e-6 * h;
+        if t + h >= t_bound - snap {
+            h = t_bound - t;
+        }
+        let minimum = MIN_FRACTION * h;
+        let StepEnd { z: z1, x: x1 } = loop {
+            let Some(done) = self.solve_step(run, t, x, h)? else {
+                if !self.jac_fresh {
+                    self.refresh_jacobian(run, t, x)?;
+                    continue;
+                }
+                if h <= minimum {
+                    run.frame.set_time(t);
+                    return Err(Diagnostic::error_nospan(format!(
+                        "Newton's method fails at t = {t} even with the step cut to {h:e}"
+                    ))
+                    .with_hint("the model may be singular here, or its forces jump; try a smaller --step, or --solver bdf")
+                    .with_note(STOPPED));
+                }
+                h *= 0.5;
+                self.stats.halvings += 1;
+                continue;
+            };
+            if let Control::Adaptive { .. } = self.control {
+                let err = self.error_norm(t, x, h, &done.x);
+                // A second-order method: the local error grows as h^3.
+                let factor = 0.8 * err.max(1e-10).powf(-1.0 / 3.0);
+                if err > 1.0 {
+                    self.stats.rejected += 1;
+                    if h <= minimum {
+                        run.frame.set_time(t);
+                        return Err(Diagnostic::error_nospan(format!(
+                            "the step size fell to {h:e} at t = {t}: the local error stays above the tolerance"
+                        ))
+                        .with_hint("the solution may jump here; try a looser --tolerance, or --solver bdf")
+                        .with_note(STOPPED));
+                    }
+                    h *= factor.clamp(0.1, 0.9);
+                    continue;
+                }
+                // Growth below 1.2 keeps the step (and its Newton matrix).
+                let grow = factor.clamp(0.2, 1.5);
+                let next = if (1.0..1.2).contains(&grow) {
+                    h
+                } else {
+                    h * grow
+                };
+                self.control = Control::Adaptive { next };
+            }
+            break done;
+        };
+        let t1 = t + h;
+        let reached = t1 >= t_bound - snap;
+        let t1 = match grid_node {
+            Some(node) if (t1 - node).abs() <= snap => node,
+            _ if reached => t_bound,
+            _ => t1,
+        };
+        if let Control::Fixed(h0) = self.control {
+            while self.start + self.j as f64 * h0 <= t1 + 1e-6 * h0 {
+                self.j += 1;
+            }
         }
         self.dense = Hermite {
             t0: t,
@@ -546,12 +659,14 @@ impl Integrator for GeneralizedAlpha {
             d0: self.z.clone(),
             d1: z1.clone(),
         };
+        self.history = true;
         self.a = self.acceleration(&z1);
+        self.last_h = h;
         self.z = z1;
         self.jac_fresh = false;
         self.stats.steps += 1;
         self.report(run);
-        Ok(if reached && h == full {
+        Ok(if reached {
             StopReason::BoundReached
         } else {
             StopReason::InternalStep
@@ -564,6 +679,7 @@ impl Integrator for GeneralizedAlpha {
 
     fn restart(&mut self, run: &mut Run, _t: f64, _x: &mut Vec<f64>) -> Result<(), Diagnostic> {
         self.started = false;
+        self.history = false;
         self.report(run);
         Ok(())
     }
@@ -581,14 +697,11 @@ struct Hermite {
     d1: Vec<f64>,
 }
 
-impl DenseOutput for Hermite {
-    fn span(&self) -> (f64, f64) {
-        (self.t0, self.t1)
-    }
-
-    fn eval(&self, t: f64, out: &mut [f64]) {
+impl Hermite {
+    /// The cubic at any t (beyond the step too).
+    fn extrapolate(&self, t: f64, out: &mut [f64]) {
         let h = self.t1 - self.t0;
-        if h <= 0.0 || t >= self.t1 {
+        if h <= 0.0 {
             out.copy_from_slice(&self.x1);
             return;
         }
@@ -600,6 +713,20 @@ impl DenseOutput for Hermite {
         let h11 = s3 - s2;
         for (i, o) in out.iter_mut().enumerate() {
             *o = h00 * self.x0[i] + h10 * h * self.d0[i] + h01 * self.x1[i] + h11 * h * self.d1[i];
+        }
+    }
+}
+
+impl DenseOutput for Hermite {
+    fn span(&self) -> (f64, f64) {
+        (self.t0, self.t1)
+    }
+
+    fn eval(&self, t: f64, out: &mut [f64]) {
+        if t >= self.t1 {
+            out.copy_from_slice(&self.x1);
+        } else {
+            self.extrapolate(t, out);
         }
     }
 }

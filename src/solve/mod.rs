@@ -83,10 +83,11 @@ pub enum Solver {
     /// The BDF between contact events, with the impact law at each
     /// (`solve::event_driven`), for isolated impacts without friction.
     EventDriven,
-    /// The generalized-alpha family with fixed step `step`
-    /// (`solve::generalized_alpha`): Newmark's method or Chung-Hulbert's.
+    /// The generalized-alpha family (`solve::generalized_alpha`): Newmark's
+    /// method or Chung-Hulbert's, with fixed steps `step`, or steps chosen by
+    /// the local error estimate when `None`.
     GeneralizedAlpha {
-        step: f64,
+        step: Option<f64>,
         parameters: generalized_alpha::AlphaParameters,
     },
 }

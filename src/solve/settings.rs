@@ -6,8 +6,9 @@
 //! `StopTime`, `Tolerance`, `Interval`, `__rmoc_solver`, `__rmoc_step`,
 //! `__rmoc_rho_inf`), else the default (0, 1, 1e-6, 500 intervals; the BDF,
 //! or Moreau-Jean with (stop - start) / 10 000 for a model with unilateral
-//! contacts; the fixed-step methods' step (stop - start) / 10 000; rho_inf
-//! 0.8; Newmark's beta 1/4 and gamma 1/2).
+//! contacts; newmark and generalized-alpha choose their steps by a local
+//! error estimate unless given one; rho_inf 0.8; Newmark's beta 1/4 and
+//! gamma 1/2).
 
 use super::jacobian::LinearSolver;
 use super::{Options, Solver};
@@ -226,16 +227,14 @@ impl RunRequest {
                 "add `--solver moreau` (or newmark, generalized-alpha), or leave `--step` out",
             ));
         }
-        let fixed_step = self
-            .step
-            .or(e.step.filter(|h| h.is_finite() && *h > 0.0))
-            .unwrap_or((stop - start) / 10_000.0);
+        let given_step = self.step.or(e.step.filter(|h| h.is_finite() && *h > 0.0));
+        let fixed_step = given_step.unwrap_or((stop - start) / 10_000.0);
         let solver = match chosen {
             Some("moreau") => None,
             Some("event-driven") => Some(Solver::EventDriven),
             Some("bdf") => Some(Solver::Bdf),
             Some("newmark") => Some(Solver::GeneralizedAlpha {
-                step: fixed_step,
+                step: given_step,
                 parameters: super::generalized_alpha::AlphaParameters::newmark(
                     self.newmark_beta.unwrap_or(0.25),
                     self.newmark_gamma.unwrap_or(0.5),
@@ -249,7 +248,7 @@ impl RunRequest {
                     )));
                 }
                 Some(Solver::GeneralizedAlpha {
-                    step: fixed_step,
+                    step: given_step,
                     parameters: super::generalized_alpha::AlphaParameters::chung_hulbert(rho),
                 })
             }
@@ -272,7 +271,12 @@ impl RunRequest {
             None => None,
         }
         .unwrap_or(Solver::Moreau { step: fixed_step });
-        if let Solver::Moreau { step } | Solver::GeneralizedAlpha { step, .. } = solver
+        let fixed = match solver {
+            Solver::Moreau { step } => Some(step),
+            Solver::GeneralizedAlpha { step, .. } => step,
+            _ => None,
+        };
+        if let Some(step) = fixed
             && (stop - start) / step > MAX_MOREAU_STEPS
         {
             let what = match solver {
