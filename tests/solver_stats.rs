@@ -4,7 +4,8 @@
 //! integrator on at least two models each (the BDF on the gearbox, the
 //! Cartesian pendulum and the mass chain; Moreau-Jean and the event-driven
 //! contact solver on two contact models each; the generalized-alpha family
-//! as Newmark on a 3-DOF chain and as Chung-Hulbert on the pendulum), so
+//! as Newmark on a 3-DOF chain, as Chung-Hulbert on the pendulum and, with
+//! adaptive steps, on a ball dropped on a penalty floor), so
 //! that a change in the integrators' work shows up as a diff.
 //!
 //! `no_model_does_more_work_than_before_the_sparse_solver_core` compares the
@@ -76,6 +77,16 @@ fn cases() -> Vec<Case> {
             model: None,
             solver: Solver::GeneralizedAlpha {
                 step: Some(1e-3),
+                parameters: AlphaParameters::chung_hulbert(0.8),
+            },
+            stop: None,
+        },
+        Case {
+            label: "generalized-alpha penalty ball (adaptive)",
+            file: "tests/models/structural/penalty_ball.rmo",
+            model: None,
+            solver: Solver::GeneralizedAlpha {
+                step: None,
                 parameters: AlphaParameters::chung_hulbert(0.8),
             },
             stop: None,

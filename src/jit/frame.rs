@@ -207,6 +207,11 @@ impl Frame {
     pub fn relation(&self, k: usize) -> bool {
         self.buf[(self.layout.rel + k as u32) as usize] != 0.0
     }
+    /// Sets the stored truth value of relation `k` (an integrator that
+    /// evaluates the model under another active set of relations).
+    pub fn set_relation(&mut self, k: usize, on: bool) {
+        self.buf[(self.layout.rel + k as u32) as usize] = flag(on);
+    }
     /// The zero-crossing function of relation `k` (lhs - rhs).
     pub fn zero_crossing(&self, k: usize) -> f64 {
         self.buf[(self.layout.zc + k as u32) as usize]

@@ -41,7 +41,25 @@
 //! linear undamped system and dissipates nothing.
 //!
 //! Steps are fixed (`--step`): they end on the grid start + j h, a step
-//! shortened to end on a time event or the stop time. The Newton matrix is
+//! shortened to end on a time event or the stop time. Without a step they
+//! are adaptive: the local error is the distance of the step's end from
+//! the extrapolated cubic of the last step, held to the run's tolerances.
+//!
+//! Relations are live (the discontinuity handling of Miao et al., seed 000,
+//! section 4.3, for penalty contacts written with if-expressions): the
+//! model is evaluated in event mode, so a relation takes its value at each
+//! Newton iterate, and when-conditions are events the hybrid loop locates
+//! on the dense output. The truth values of the relations that switch with
+//! the states are the *active set*. A Newton iterate whose active set
+//! differs from the one the Jacobian was evaluated with re-evaluates the
+//! Jacobian there (`AlphaStats::active_set_changes`). A converged step
+//! whose active set differs from its start's measures the jump: the end's
+//! derivatives under both sets, as the change gamma h |dz| it makes in the
+//! states, in units of the tolerances (seed 000's eq. 24 compares the
+//! forces); above 1 the step is halved (`discontinuity_halvings`), down to
+//! the smallest step, so that the steps close in on the switch. max() and
+//! min() are not relations: their kinks change the Jacobian, not the
+//! force, and a Newton iteration that fails on one re-evaluates it. The Newton matrix is
 //! kept while the step keeps its length; the Jacobian is evaluated at a
 //! (re)start and when Newton fails with an older one; a step whose Newton
 //! iteration fails with a fresh Jacobian is halved (counted). The dense
@@ -155,14 +173,22 @@ pub struct AlphaStats {
     pub factorizations: u64,
     /// Steps halved because Newton's method failed with a fresh Jacobian.
     pub halvings: u64,
+    /// Steps halved because the model's relations switched inside them with
+    /// a jump in the derivatives above the tolerances (seed 000, 4.3).
+    pub discontinuity_halvings: u64,
+    /// Newton iterations at which the active set of relations differed from
+    /// the one the Jacobian was evaluated with (each refreshes it).
+    pub active_set_changes: u64,
     /// Position states (the rest are velocities or first order).
     pub positions: u64,
 }
 
-/// A converged step: the derivatives z and the states at its end.
+/// A converged step: the derivatives z and the states at its end, and the
+/// active set of relations they were computed with.
 struct StepEnd {
     z: Vec<f64>,
     x: Vec<f64>,
+    active: Vec<bool>,
 }
 
 /// How step lengths are chosen.
@@ -199,6 +225,15 @@ pub(super) struct GeneralizedAlpha {
     pattern: Arc<JacobianPattern>,
     /// The Newton matrix's pattern (sparse path only).
     matrix_pattern: Option<Arc<JacobianPattern>>,
+    /// The relations that switch with the states (those with a zero
+    /// crossing), whose truth values are the active set.
+    relations: Vec<usize>,
+    /// The active set at the current step's start, and the one the
+    /// Jacobian was evaluated with.
+    step_active: Vec<bool>,
+    jac_active: Vec<bool>,
+    /// The smallest step the adaptive control takes.
+    min_step: f64,
     jac: Jacobian,
     /// Whether `jac` was evaluated at the current step's start.
     jac_fresh: bool,
@@ -264,6 +299,10 @@ impl GeneralizedAlpha {
             // A small first step; the error estimate grows it.
             None => Control::Adaptive { next: 1e-4 * span },
         };
+        let relations = (run.p.relations.iter().enumerate())
+            .filter(|(_, r)| r.crossing)
+            .map(|(k, _)| k)
+            .collect();
         Ok(GeneralizedAlpha {
             p,
             control,
@@ -276,6 +315,10 @@ impl GeneralizedAlpha {
             jac: Jacobian::new(n, Some(pattern.clone()), sparse),
             matrix_pattern: if sparse { matrix_pattern } else { None },
             pattern,
+            relations,
+            step_active: Vec::new(),
+            jac_active: Vec::new(),
+            min_step: 1e-12 * span,
             kinds,
             jac_fresh: false,
             lu: None,
@@ -358,15 +401,65 @@ impl GeneralizedAlpha {
         run.stats.alpha = Some(*s);
     }
 
-    /// Evaluates the Jacobian at (t, x).
+    /// Evaluates the Jacobian at (t, x) under the relations' live values
+    /// there.
     fn refresh_jacobian(&mut self, run: &mut Run, t: f64, x: &[f64]) -> Result<(), Diagnostic> {
+        let mut f = vec![0.0; x.len()];
+        self.rhs(run, t, x, &mut f, true)?;
+        self.jacobian(run, t, x)?;
+        self.jac_fresh = true;
+        Ok(())
+    }
+
+    /// Evaluates the Jacobian at (t, x) under the relations as the frame
+    /// holds them.
+    fn jacobian(&mut self, run: &mut Run, t: f64, x: &[f64]) -> Result<(), Diagnostic> {
+        self.jac_active = self.active_set(run);
         let mut ode = ModelOde::new(run.backend, &mut run.frame, &self.slots, &self.pattern);
         let r = super::bdf::OdeProblem::jacobian(&mut ode, t, x, &mut self.jac);
         run.stats.model_evaluations += ode.evaluations;
         self.stats.jacobians += 1;
-        self.jac_fresh = true;
         self.lu = None;
         r.map_err(|e| run.status_error(e.0, Entry::Tangent))
+    }
+
+    /// The truth values of the switching relations as the frame holds them.
+    fn active_set(&self, run: &Run) -> Vec<bool> {
+        self.relations
+            .iter()
+            .map(|&k| run.frame.relation(k))
+            .collect()
+    }
+
+    /// The jump a switch of the active set inside the step (t, x) -> (t +
+    /// h, end) makes, after seed 000's eq. 24 (the force before and after
+    /// the switch): the derivatives at the step's end under the step's
+    /// starting active set against those under the end's, as the change
+    /// gamma h |dz| it makes in the states over the step, in units of the
+    /// tolerances (the largest over the states).
+    fn discontinuity(
+        &mut self,
+        run: &mut Run,
+        t1: f64,
+        h: f64,
+        end: &StepEnd,
+    ) -> Result<f64, Diagnostic> {
+        for (&k, &on) in self.relations.iter().zip(&self.step_active) {
+            run.frame.set_relation(k, on);
+        }
+        let mut before = vec![0.0; end.x.len()];
+        let r = self.rhs(run, t1, &end.x, &mut before, false);
+        for (&k, &on) in self.relations.iter().zip(&end.active) {
+            run.frame.set_relation(k, on);
+        }
+        r?;
+        Ok((0..end.x.len())
+            .filter(|&i| self.kinds[i] == Kind::Rate)
+            .map(|i| {
+                let w = self.atol[i] + self.rtol * end.x[i].abs();
+                self.p.gamma * h * (end.z[i] - before[i]).abs() / w
+            })
+            .fold(0.0, f64::max))
     }
 
     /// Factors I - c J D for a step of length h.
@@ -428,10 +521,21 @@ impl GeneralizedAlpha {
         self.lu.is_some()
     }
 
-    /// The right-hand side at (t, x) into `out`.
-    fn rhs(&mut self, run: &mut Run, t: f64, x: &[f64], out: &mut [f64]) -> Result<(), Diagnostic> {
+    /// The right-hand side at (t, x) into `out`: with the relations
+    /// evaluated there (and kept in the frame) when `live`, else with
+    /// those the frame holds.
+    fn rhs(
+        &mut self,
+        run: &mut Run,
+        t: f64,
+        x: &[f64],
+        out: &mut [f64],
+        live: bool,
+    ) -> Result<(), Diagnostic> {
         let mut ode = ModelOde::new(run.backend, &mut run.frame, &self.slots, &self.pattern);
+        ode.frame.set_event_mode(live);
         let r = super::bdf::OdeProblem::rhs(&mut ode, t, x, out);
+        ode.frame.set_event_mode(false);
         run.stats.model_evaluations += ode.evaluations;
         self.stats.rhs_evaluations += 1;
         r.map_err(|e| run.status_error(e.0, Entry::Ode))
@@ -476,11 +580,23 @@ impl GeneralizedAlpha {
         let mut x1 = vec![0.0; n];
         let mut f = vec![0.0; n];
         let mut moved = vec![0.0; n];
+        let mut active;
         for _ in 0..MAX_NEWTON {
             self.stats.newton_iterations += 1;
             self.states_at(x0, &z1, h, &mut x1);
-            if self.rhs(run, t1, &x1, &mut f).is_err() {
+            if self.rhs(run, t1, &x1, &mut f, true).is_err() {
                 return Ok(None);
+            }
+            // Seed 000, 4.3: a relation that switched since the Jacobian
+            // was evaluated changes the equations; the Jacobian is
+            // evaluated again here, under the new active set.
+            active = self.active_set(run);
+            if active != self.jac_active {
+                self.stats.active_set_changes += 1;
+                self.jacobian(run, t1, &x1)?;
+                if !self.factor(h) {
+                    return Ok(None);
+                }
             }
             let mut delta: Vec<f64> = (0..n)
                 .map(|i| match self.kinds[i] {
@@ -516,7 +632,11 @@ impl GeneralizedAlpha {
                         *zi = moved[v];
                     }
                 }
-                return Ok(Some(StepEnd { z: z1, x: moved }));
+                return Ok(Some(StepEnd {
+                    z: z1,
+                    x: moved,
+                    active,
+                }));
             }
         }
         self.stats.newton_failures += 1;
@@ -554,7 +674,7 @@ fn matrix_pattern(j: &JacobianPattern, kinds: &[Kind]) -> JacobianPattern {
 impl Integrator for GeneralizedAlpha {
     fn behaviour(&self) -> Behaviour {
         Behaviour {
-            relations: Relations::Frozen,
+            relations: Relations::Live,
             outputs: Outputs::Interpolated,
             chatter_events: 50,
             chatter_hint: super::integrator::CHATTER_HINT,
@@ -572,11 +692,14 @@ impl Integrator for GeneralizedAlpha {
         if !self.started {
             // z = a = f(t, x) at a (re)start.
             let mut z = vec![0.0; n];
-            self.rhs(run, t, x, &mut z)?;
+            self.rhs(run, t, x, &mut z, true)?;
+            self.step_active = self.active_set(run);
             self.a = z.clone();
             self.z = z;
             self.last_h = f64::NAN;
-            self.refresh_jacobian(run, t, x)?;
+            // (The frame holds the relations' live values at (t, x).)
+            self.jacobian(run, t, x)?;
+            self.jac_fresh = true;
             self.started = true;
         }
         let (mut h, grid_node) = match self.control {
@@ -592,8 +715,15 @@ impl Integrator for GeneralizedAlpha {
         if t + h >= t_bound - snap {
             h = t_bound - t;
         }
-        let minimum = MIN_FRACTION * h;
-        let StepEnd { z: z1, x: x1 } = loop {
+        let minimum = match self.control {
+            Control::Fixed(_) => MIN_FRACTION * h,
+            Control::Adaptive { .. } => self.min_step,
+        };
+        let StepEnd {
+            z: z1,
+            x: x1,
+            active,
+        } = loop {
             let Some(done) = self.solve_step(run, t, x, h)? else {
                 if !self.jac_fresh {
                     self.refresh_jacobian(run, t, x)?;
@@ -611,6 +741,18 @@ impl Integrator for GeneralizedAlpha {
                 self.stats.halvings += 1;
                 continue;
             };
+            // Seed 000, 4.3: a step across a switch of the relations whose
+            // jump is above the tolerances is halved, down to the smallest
+            // step, until it ends short of the switch or the jump is
+            // negligible; the steps that follow close in on the switch.
+            if done.active != self.step_active
+                && h > minimum
+                && self.discontinuity(run, t + h, h, &done)? > 1.0
+            {
+                h *= 0.5;
+                self.stats.discontinuity_halvings += 1;
+                continue;
+            }
             if let Control::Adaptive { .. } = self.control {
                 let err = self.error_norm(t, x, h, &done.x);
                 // A second-order method: the local error grows as h^3.
@@ -660,6 +802,7 @@ impl Integrator for GeneralizedAlpha {
             d1: z1.clone(),
         };
         self.history = true;
+        self.step_active = active;
         self.a = self.acceleration(&z1);
         self.last_h = h;
         self.z = z1;
@@ -675,6 +818,15 @@ impl Integrator for GeneralizedAlpha {
 
     fn dense(&self) -> &dyn DenseOutput {
         &self.dense
+    }
+
+    /// Relations are live: the model is evaluated in event mode, which the
+    /// frame keeps, so that the hybrid loop's when-conditions are evaluated
+    /// live at the same point.
+    fn evaluate(&self, run: &mut Run, t: f64, x: &[f64]) -> Result<(), Diagnostic> {
+        run.set_states(t, x);
+        run.frame.set_event_mode(true);
+        run.call(Entry::Ode)
     }
 
     fn restart(&mut self, run: &mut Run, _t: f64, _x: &mut Vec<f64>) -> Result<(), Diagnostic> {

@@ -161,8 +161,11 @@ impl std::fmt::Display for RunStats {
         if let Some(a) = &self.alpha {
             write!(
                 f,
-                "; step halvings {}, position states {}",
-                a.halvings, a.positions
+                "; step halvings {} ({} at discontinuities), active-set changes {}, position states {}",
+                a.halvings + a.discontinuity_halvings,
+                a.discontinuity_halvings,
+                a.active_set_changes,
+                a.positions
             )?;
         }
         Ok(())

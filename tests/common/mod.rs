@@ -134,16 +134,19 @@ pub struct Run {
     pub tolerance: Option<f64>,
     pub interval: Option<f64>,
     pub params: Vec<(&'static str, f64)>,
+    /// The experiment's integrator (`__rmoc_solver`) instead of the BDF.
+    pub experiment_solver: bool,
 }
 
 pub fn options(c: &rmoc::Compiled, run: &Run) -> solve::Options {
-    // The command line's resolution (solve::settings), with the BDF.
+    // The command line's resolution (solve::settings), with the BDF
+    // unless the experiment's integrator is asked for.
     let request = solve::settings::RunRequest {
         stop_time: run.stop,
         tolerance: run.tolerance,
         interval: run.interval,
         params: run.params.iter().map(|(n, v)| format!("{n}={v}")).collect(),
-        solver: Some("bdf".into()),
+        solver: (!run.experiment_solver).then(|| "bdf".into()),
         ..Default::default()
     };
     request
