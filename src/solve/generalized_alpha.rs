@@ -9,7 +9,13 @@
 //! index-reduced model. Its second-order structure is found in the causal
 //! model: a *position* state q whose derivative is computed as exactly
 //! another state v (`der(q) = v`), its *velocity*. Every other state is
-//! *first order*. The method works in the form of Arnold & Brüls
+//! *first order*. Constrained mechanical systems come index-reduced (the
+//! dummy-derivative method of `structure/`): a constraint on positions is
+//! an algebraic equation the model solves at every evaluation, with some
+//! positions as dummy states, so the constraint holds at each step end to
+//! the model's own solve (no drift, no projection) and the method only
+//! sees an ODE in the remaining states. The method works in the form of
+//! Arnold & Brüls
 //! ("Convergence of the generalized-alpha scheme for constrained
 //! mechanical systems", Multibody Syst. Dyn. 18, 2007), with an
 //! acceleration-like vector a (one entry per velocity and first-order
@@ -22,13 +28,18 @@
 //! y[n+1] = y[n] + h ((1 - gamma) a_y[n] + gamma a_y[n+1])   (first order)
 //! ```
 //!
-//! The unknowns of a step are z[n+1] (for the velocities and first-order
-//! states), solved by Newton's method on z - f(t[n+1], x(z)) = 0 with the
-//! matrix I - c J D: J the model's Jacobian df/dx (coloured tangent runs on
-//! [`JacobianPattern`]), D = dx/dz, c = (1 - alpha_f) / (1 - alpha_m). For
-//! a position the unknown is a dummy that nothing reads (its column of the
-//! matrix is the identity), so the system keeps the model's size and
-//! sparse pattern. The first-order states take the same recurrence, which
+//! The unknowns of a step are z[n+1] for the velocities and first-order
+//! states (the *rates*), solved by Newton's method on the residual z -
+//! f(t[n+1], x(z)) with the matrix I - c J D on the rates: J the model's
+//! Jacobian df/dx (coloured tangent runs on [`JacobianPattern`]), D =
+//! dx/dz, c = (1 - alpha_f) / (1 - alpha_m). A position's equation is
+//! der(q) = v, which its recurrence satisfies, so the Newton system has one
+//! unknown per rate and the sparse pattern of J on them (for a chain of
+//! masses, the band of its stiffness). Newton's method stops when its last
+//! correction, scaled by the contraction rate carried from step to step,
+//! is below the tolerance: one iteration per step on a linear model.
+//!
+//! The first-order states take the same recurrence, which
 //! is second-order accurate with gamma = 1/2 - alpha_m + alpha_f (Jansen,
 //! Whiting & Hulbert 2000 derive the first-order generalized-alpha method
 //! from the same condition), and with Newmark's (1/4, 1/2) is the
@@ -221,6 +232,18 @@ pub(super) struct GeneralizedAlpha {
     rtol: f64,
     atol: Vec<f64>,
     kinds: Vec<Kind>,
+    /// For each state, the unknown that moves it: its own for a rate, its
+    /// velocity's for a position.
+    source: Vec<usize>,
+    /// The rates (the Newton system's unknowns), and each state's index
+    /// among them (`usize::MAX` for a position).
+    rates: Vec<usize>,
+    /// For each state, the index among the rates of the unknown that moves
+    /// it (`rate_index[source[i]]`).
+    moved_by: Vec<usize>,
+    /// Newton's convergence rate, carried from step to step (1 after a
+    /// factorization), as CVODE carries its `crate`.
+    rate: f64,
     slots: StateSlots,
     pattern: Arc<JacobianPattern>,
     /// The Newton matrix's pattern (sparse path only).
@@ -279,9 +302,22 @@ impl GeneralizedAlpha {
         }
         let n = c.states.len();
         let kinds = kinds(c);
+        let source: Vec<usize> = (kinds.iter().enumerate())
+            .map(|(i, k)| match *k {
+                Kind::Rate => i,
+                Kind::Position(v) => v,
+            })
+            .collect();
+        let rates: Vec<usize> = (0..n).filter(|&i| kinds[i] == Kind::Rate).collect();
+        let mut rate_index = vec![usize::MAX; n];
+        for (k, &i) in rates.iter().enumerate() {
+            rate_index[i] = k;
+        }
+        let moved_by = source.iter().map(|&s| rate_index[s]).collect();
         let pattern = Arc::new(JacobianPattern::of_model(c));
         let sparse = opts.linear_solver.sparse_for(Some(&pattern));
-        let matrix_pattern = sparse.then(|| Arc::new(matrix_pattern(&pattern, &kinds)));
+        let matrix_pattern =
+            sparse.then(|| Arc::new(matrix_pattern(&pattern, &kinds, &rates, &rate_index)));
         let sparse = matrix_pattern
             .as_ref()
             .is_some_and(|m| opts.linear_solver.sparse_for(Some(m)));
@@ -320,6 +356,10 @@ impl GeneralizedAlpha {
             jac_active: Vec::new(),
             min_step: 1e-12 * span,
             kinds,
+            source,
+            moved_by,
+            rates,
+            rate: 1.0,
             jac_fresh: false,
             lu: None,
             lu_h: f64::NAN,
@@ -334,19 +374,32 @@ impl GeneralizedAlpha {
         })
     }
 
+    /// The coefficient of a state in its unknown: x[i] moves by
+    /// `coefficient(i, h)` dz[source[i]] (h gamma c for a rate, h^2 beta c
+    /// for a position).
+    fn coefficient(&self, i: usize, h: f64) -> f64 {
+        let p = &self.p;
+        let c = (1.0 - p.alpha_f) / (1.0 - p.alpha_m);
+        match self.kinds[i] {
+            Kind::Rate => h * p.gamma * c,
+            Kind::Position(_) => h * h * p.beta * c,
+        }
+    }
+
     /// The states at the end of a step of length `h` whose derivative
-    /// unknowns are `z1` (the recurrences of the module's documentation).
+    /// unknowns are `z1` (the recurrences of the module's documentation),
+    /// with `a_step` set for the step.
     fn states_at(&self, x0: &[f64], z1: &[f64], h: f64, out: &mut [f64]) {
         let p = &self.p;
         let c = (1.0 - p.alpha_f) / (1.0 - p.alpha_m);
-        let a1 = |i: usize| {
-            c * z1[i] + (p.alpha_f * self.z[i] - p.alpha_m * self.a_step[i]) / (1.0 - p.alpha_m)
-        };
+        let (wf, wm) = (p.alpha_f / (1.0 - p.alpha_m), p.alpha_m / (1.0 - p.alpha_m));
         for (i, kind) in self.kinds.iter().enumerate() {
+            let s = self.source[i];
+            let a1 = c * z1[s] + wf * self.z[s] - wm * self.a_step[s];
             out[i] = match *kind {
-                Kind::Rate => x0[i] + h * ((1.0 - p.gamma) * self.a_step[i] + p.gamma * a1(i)),
+                Kind::Rate => x0[i] + h * ((1.0 - p.gamma) * self.a_step[i] + p.gamma * a1),
                 Kind::Position(v) => {
-                    x0[i] + h * x0[v] + h * h * ((0.5 - p.beta) * self.a_step[v] + p.beta * a1(v))
+                    x0[i] + h * x0[v] + h * h * ((0.5 - p.beta) * self.a_step[v] + p.beta * a1)
                 }
             };
         }
@@ -355,11 +408,13 @@ impl GeneralizedAlpha {
     /// The acceleration-like vector at the step's end.
     fn acceleration(&self, z1: &[f64]) -> Vec<f64> {
         let p = &self.p;
+        let (w1, wf, wm) = (
+            (1.0 - p.alpha_f) / (1.0 - p.alpha_m),
+            p.alpha_f / (1.0 - p.alpha_m),
+            p.alpha_m / (1.0 - p.alpha_m),
+        );
         (0..z1.len())
-            .map(|i| {
-                ((1.0 - p.alpha_f) * z1[i] + p.alpha_f * self.z[i] - p.alpha_m * self.a_step[i])
-                    / (1.0 - p.alpha_m)
-            })
+            .map(|i| w1 * z1[i] + wf * self.z[i] - wm * self.a_step[i])
             .collect()
     }
 
@@ -462,13 +517,16 @@ impl GeneralizedAlpha {
             .fold(0.0, f64::max))
     }
 
-    /// Factors I - c J D for a step of length h.
+    /// Factors the Newton matrix for a step of length h: I - c J D on the
+    /// rates. (A position's row of J is its velocity's unit row and its
+    /// unknown is a dummy, so the full matrix is block triangular with an
+    /// identity block for the positions: they drop out.)
     fn factor(&mut self, h: f64) -> bool {
         let p = self.p;
         let c = (1.0 - p.alpha_f) / (1.0 - p.alpha_m);
         let (dv, dq) = (c * h * p.gamma, c * h * h * p.beta);
-        // Position columns of D are zero; a rate's column moves the rate
-        // by dv and its position (if any) by dq.
+        // A rate's column moves the rate by dv and its position (if any)
+        // by dq.
         let mut position_of = vec![None; self.kinds.len()];
         for (q, k) in self.kinds.iter().enumerate() {
             if let Kind::Position(v) = *k {
@@ -477,24 +535,19 @@ impl GeneralizedAlpha {
         }
         let entry = |i: usize, j: usize| -> f64 {
             let id = if i == j { 1.0 } else { 0.0 };
-            match self.kinds[j] {
-                Kind::Position(_) => id,
-                Kind::Rate => {
-                    let mut jd = dv * self.jac.get(i, j);
-                    if let Some(q) = position_of[j] {
-                        jd += dq * self.jac.get(i, q);
-                    }
-                    id - jd
-                }
+            let mut jd = dv * self.jac.get(i, j);
+            if let Some(q) = position_of[j] {
+                jd += dq * self.jac.get(i, q);
             }
+            id - jd
         };
-        let n = self.kinds.len();
+        let nr = self.rates.len();
         let m = match &self.matrix_pattern {
             Some(mp) => {
                 let mut values = Vec::with_capacity(mp.nnz());
-                for j in 0..n {
-                    for k in mp.column(j) {
-                        values.push(entry(mp.row_idx[k], j));
+                for (jr, &j) in self.rates.iter().enumerate() {
+                    for k in mp.column(jr) {
+                        values.push(entry(self.rates[mp.row_idx[k]], j));
                     }
                 }
                 Jacobian::Sparse {
@@ -503,12 +556,12 @@ impl GeneralizedAlpha {
                 }
             }
             None => {
-                let mut d = Jacobian::new(n, None, false);
-                for j in 0..n {
-                    for i in 0..n {
+                let mut d = Jacobian::new(nr, None, false);
+                for (jr, &j) in self.rates.iter().enumerate() {
+                    for (ir, &i) in self.rates.iter().enumerate() {
                         let v = entry(i, j);
                         if v != 0.0 {
-                            d.set(i, j, v);
+                            d.set(ir, jr, v);
                         }
                     }
                 }
@@ -518,6 +571,7 @@ impl GeneralizedAlpha {
         self.stats.factorizations += 1;
         self.lu = IterationMatrix::factor_jacobian(&m);
         self.lu_h = h;
+        self.rate = 1.0;
         self.lu.is_some()
     }
 
@@ -563,27 +617,34 @@ impl GeneralizedAlpha {
         if (self.lu.is_none() || (h / self.lu_h - 1.0).abs() > keep) && !self.factor(h) {
             return Ok(None);
         }
+        // A matrix kept for another step length contracts the iteration by
+        // about the relative difference of the lengths at best.
+        self.rate = self.rate.max((h / self.lu_h - 1.0).abs());
         let t1 = t0 + h;
         let scale = if self.last_h.is_finite() {
             h / self.last_h
         } else {
             1.0
         };
-        self.a_step = self
-            .z
-            .iter()
-            .zip(&self.a)
-            .map(|(z, a)| z + (a - z) * scale)
+        self.a_step.clear();
+        self.a_step
+            .extend(self.z.iter().zip(&self.a).map(|(z, a)| z + (a - z) * scale));
+        // The inverse weights of the step's norms, from its start (as
+        // CVODE's ewt).
+        let inverse_weight: Vec<f64> = (0..n)
+            .map(|i| 1.0 / (self.atol[i] + self.rtol * x0[i].abs()))
             .collect();
         // Predictor: the derivatives stay as they were.
         let mut z1 = self.z.clone();
         let mut x1 = vec![0.0; n];
+        self.states_at(x0, &z1, h, &mut x1);
+        let coefficient: Vec<f64> = (0..n).map(|i| self.coefficient(i, h)).collect();
         let mut f = vec![0.0; n];
-        let mut moved = vec![0.0; n];
+        let mut delta = vec![0.0; self.rates.len()];
+        let mut previous = f64::INFINITY;
         let mut active;
-        for _ in 0..MAX_NEWTON {
+        for m in 0..MAX_NEWTON {
             self.stats.newton_iterations += 1;
-            self.states_at(x0, &z1, h, &mut x1);
             if self.rhs(run, t1, &x1, &mut f, true).is_err() {
                 return Ok(None);
             }
@@ -598,12 +659,9 @@ impl GeneralizedAlpha {
                     return Ok(None);
                 }
             }
-            let mut delta: Vec<f64> = (0..n)
-                .map(|i| match self.kinds[i] {
-                    Kind::Position(_) => 0.0,
-                    Kind::Rate => f[i] - z1[i],
-                })
-                .collect();
+            for (d, &i) in delta.iter_mut().zip(&self.rates) {
+                *d = f[i] - z1[i];
+            }
             let Some(lu) = self.lu.as_mut() else {
                 return Ok(None);
             };
@@ -611,64 +669,77 @@ impl GeneralizedAlpha {
             if delta.iter().any(|d| !d.is_finite()) {
                 return Ok(None);
             }
-            for i in 0..n {
-                if self.kinds[i] == Kind::Rate {
-                    z1[i] += delta[i];
-                }
+            for (d, &i) in delta.iter().zip(&self.rates) {
+                z1[i] += d;
             }
-            // The state change this correction makes.
-            self.states_at(x0, &z1, h, &mut moved);
-            let norm = (0..n)
-                .map(|i| {
-                    let w = self.atol[i] + self.rtol * moved[i].abs();
-                    ((moved[i] - x1[i]) / w).powi(2)
-                })
-                .sum::<f64>()
-                / n.max(1) as f64;
-            if norm.sqrt() <= NEWTON_TOL {
+            // The state change this correction makes, and its size.
+            let mut sum = 0.0;
+            for i in 0..n {
+                let dx = coefficient[i] * delta[self.moved_by[i]];
+                x1[i] += dx;
+                sum += (dx * inverse_weight[i]).powi(2);
+            }
+            let norm = (sum / n.max(1) as f64).sqrt();
+            if m > 0 {
+                self.rate = (0.3 * self.rate).max(norm / previous);
+            }
+            // Converged when the correction, scaled by the rate at which
+            // the iteration contracts, is below the tolerance.
+            if norm * self.rate.min(1.0) <= NEWTON_TOL {
                 // Positions' derivatives are their velocities.
                 for (zi, kind) in z1.iter_mut().zip(&self.kinds) {
                     if let Kind::Position(v) = *kind {
-                        *zi = moved[v];
+                        *zi = x1[v];
                     }
                 }
                 return Ok(Some(StepEnd {
                     z: z1,
-                    x: moved,
+                    x: x1,
                     active,
                 }));
             }
+            if m > 0 && norm > 2.0 * previous {
+                break;
+            }
+            previous = norm;
         }
         self.stats.newton_failures += 1;
         Ok(None)
     }
 }
 
-/// The pattern of I - c J D: a rate's column holds its own column of J and
-/// that of its position; a position's column is the diagonal only.
-fn matrix_pattern(j: &JacobianPattern, kinds: &[Kind]) -> JacobianPattern {
-    let n = kinds.len();
-    let mut position_of = vec![None; n];
+/// The pattern of the Newton matrix on the rates: a rate's column holds
+/// its own column of J and that of its position, restricted to the rates'
+/// rows.
+fn matrix_pattern(
+    j: &JacobianPattern,
+    kinds: &[Kind],
+    rates: &[usize],
+    rate_index: &[usize],
+) -> JacobianPattern {
+    let mut position_of = vec![None; kinds.len()];
     for (q, k) in kinds.iter().enumerate() {
         if let Kind::Position(v) = *k {
             position_of[v] = Some(q);
         }
     }
-    let cols = (0..n)
-        .map(|c| {
-            let mut rows = vec![c];
-            if kinds[c] == Kind::Rate {
-                rows.extend(j.column(c).map(|k| j.row_idx[k]));
-                if let Some(q) = position_of[c] {
-                    rows.extend(j.column(q).map(|k| j.row_idx[k]));
-                }
+    let cols = (rates.iter().enumerate())
+        .map(|(cr, &c)| {
+            let mut rows = vec![cr];
+            let columns = std::iter::once(c).chain(position_of[c]);
+            for col in columns {
+                rows.extend(
+                    j.column(col)
+                        .map(|k| rate_index[j.row_idx[k]])
+                        .filter(|&r| r != usize::MAX),
+                );
             }
             rows.sort_unstable();
             rows.dedup();
             rows
         })
         .collect();
-    JacobianPattern::from_columns(n, cols)
+    JacobianPattern::from_columns(rates.len(), cols)
 }
 
 impl Integrator for GeneralizedAlpha {
@@ -793,19 +864,19 @@ impl Integrator for GeneralizedAlpha {
                 self.j += 1;
             }
         }
-        self.dense = Hermite {
-            t0: t,
-            t1,
-            x0: x.to_vec(),
-            x1: x1.clone(),
-            d0: self.z.clone(),
-            d1: z1.clone(),
-        };
+        self.a = self.acceleration(&z1);
+        // The dense output reuses its buffers: d0 takes the old z.
+        let dense = &mut self.dense;
+        (dense.t0, dense.t1) = (t, t1);
+        dense.x0.clear();
+        dense.x0.extend_from_slice(x);
+        dense.d1.clear();
+        dense.d1.extend_from_slice(&z1);
+        dense.x1 = x1;
+        dense.d0 = std::mem::replace(&mut self.z, z1);
         self.history = true;
         self.step_active = active;
-        self.a = self.acceleration(&z1);
         self.last_h = h;
-        self.z = z1;
         self.jac_fresh = false;
         self.stats.steps += 1;
         self.report(run);
