@@ -23,6 +23,9 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod common;
+
+use common::median;
 use rmoc::solve::model::{Backend, Entry, Interpreter};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -30,26 +33,6 @@ use std::time::{Duration, Instant};
 
 fn project(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
-
-/// Median wall time of `f`: one warm-up call, then runs until 0.5 s have
-/// passed (at least 3, at most 51); a call longer than 2 s runs once.
-fn median(mut f: impl FnMut()) -> Duration {
-    let t0 = Instant::now();
-    f();
-    let first = t0.elapsed();
-    if first > Duration::from_secs(2) {
-        return first;
-    }
-    let mut times = Vec::new();
-    let start = Instant::now();
-    while times.len() < 3 || (start.elapsed() < Duration::from_millis(500) && times.len() < 51) {
-        let t = Instant::now();
-        f();
-        times.push(t.elapsed());
-    }
-    times.sort();
-    times[times.len() / 2]
 }
 
 fn ms(d: Duration) -> String {

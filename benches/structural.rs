@@ -21,29 +21,17 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod common;
+
+use common::median;
 use rmoc::solve::generalized_alpha::AlphaParameters;
 use rmoc::solve::settings::RunRequest;
 use rmoc::solve::{self, Results};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn project(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
-
-/// Median wall time of `f` over at least 3 calls (0.5 s at most, after one
-/// warm-up call).
-fn median(mut f: impl FnMut()) -> Duration {
-    f();
-    let mut times = Vec::new();
-    let start = Instant::now();
-    while times.len() < 3 || (start.elapsed() < Duration::from_millis(500) && times.len() < 21) {
-        let t = Instant::now();
-        f();
-        times.push(t.elapsed());
-    }
-    times.sort();
-    times[times.len() / 2]
 }
 
 fn compile(path: &Path, model: Option<&str>) -> rmoc::Compiled {
