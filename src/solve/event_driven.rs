@@ -33,11 +33,13 @@
 
 use super::bdf::{Bdf, Dense, EvalFail, OdeProblem, Settings, StepError};
 use super::integrator::{Behaviour, DenseOutput, Integrator, Outputs, Relations, StopReason};
-use super::jacobian::Jacobian;
+use super::jacobian::{Jacobian, JacobianPattern, StateDeps};
 use super::lcp;
 use super::moreau::Stepper;
 use super::{Options, Run, STOPPED};
 use crate::diag::Diagnostic;
+use crate::structure::Causal;
+use std::sync::Arc;
 
 /// A rebound shorter than this (relative to 1 + |t|) closes the contact.
 const MIN_FLIGHT: f64 = 1e-9;
@@ -48,6 +50,8 @@ struct HeldContacts<'s, 'r, 'a> {
     st: &'s Stepper,
     run: &'r mut Run<'a>,
     closed: &'s [usize],
+    /// The pattern of the held motion's Jacobian (`held_pattern`).
+    pattern: Option<Arc<JacobianPattern>>,
     /// The last failure inside a right-hand side (the BDF sees only that
     /// the evaluation failed), cleared at every step.
     failure: Option<Diagnostic>,
@@ -71,17 +75,46 @@ impl OdeProblem for HeldContacts<'_, '_, '_> {
         }
     }
 
+    fn pattern(&self) -> Option<Arc<JacobianPattern>> {
+        self.pattern.clone()
+    }
+
     /// Forward differences of the right-hand side: the contact forces
     /// depend on the state through the Delassus matrix, which the model's
-    /// own tangent does not know.
+    /// own tangent does not know. On sparse storage one difference per
+    /// colour of the pattern (Curtis, Powell & Reid: the columns of a
+    /// colour share no row); on dense storage one per state.
     fn jacobian(&mut self, t: f64, x: &[f64], jac: &mut Jacobian) -> Result<(), EvalFail> {
         let n = x.len();
         let mut f0 = vec![0.0; n];
         self.rhs(t, x, &mut f0)?;
         let mut f1 = vec![0.0; n];
         let mut xp = x.to_vec();
+        let increment = |j: usize| f64::EPSILON.sqrt() * x[j].abs().max(1e-6);
+        if let Jacobian::Sparse { pattern, .. } = jac {
+            let pattern = pattern.clone();
+            jac.clear();
+            for colour in &pattern.colours {
+                for &j in colour {
+                    xp[j as usize] += increment(j as usize);
+                }
+                let r = self.rhs(t, &xp, &mut f1);
+                for &j in colour {
+                    xp[j as usize] = x[j as usize];
+                }
+                r?;
+                for &j in colour {
+                    let j = j as usize;
+                    for k in pattern.column(j) {
+                        let i = pattern.row_idx[k];
+                        jac.set_entry(k, i, j, (f1[i] - f0[i]) / increment(j));
+                    }
+                }
+            }
+            return Ok(());
+        }
         for j in 0..n {
-            let dxj = f64::EPSILON.sqrt() * x[j].abs().max(1e-6);
+            let dxj = increment(j);
             xp[j] = x[j] + dxj;
             self.rhs(t, &xp, &mut f1)?;
             xp[j] = x[j];
@@ -91,6 +124,54 @@ impl OdeProblem for HeldContacts<'_, '_, '_> {
         }
         Ok(())
     }
+}
+
+/// The pattern of the held motion's Jacobian, for every set of closed
+/// contacts: the model's own pattern, plus a block coupling the rows the
+/// contact forces reach (derivatives that depend on a force variable) with
+/// every state the forces depend on: those the gaps and gap rates read,
+/// those the reached rows read (the free gap accelerations and, through
+/// the directions of the forces, the Delassus matrix), and the reached
+/// states themselves. `None` where a dependence is on all states.
+fn held_pattern(c: &Causal) -> Option<JacobianPattern> {
+    let n = c.states.len();
+    let forces: Vec<u32> = c.contacts.iter().map(|k| k.force).collect();
+    let deps = StateDeps::with_sources(c, &forces);
+    let model_rows: Vec<&[u32]> = c
+        .state_ders
+        .iter()
+        .map(|&d| deps.of_var(d))
+        .collect::<Option<_>>()?;
+    let reached: Vec<usize> = (0..n)
+        .filter(|&i| model_rows[i].iter().any(|&s| s as usize >= n))
+        .collect();
+    let mut read: Vec<usize> = reached.clone();
+    for k in &c.contacts {
+        for v in [k.gap, k.gap_rate] {
+            read.extend(deps.of_var(v)?.iter().map(|&s| s as usize));
+        }
+    }
+    for &i in &reached {
+        read.extend(model_rows[i].iter().map(|&s| s as usize));
+    }
+    read.retain(|&s| s < n);
+    read.sort_unstable();
+    read.dedup();
+    let mut cols: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, row) in model_rows.iter().enumerate() {
+        for &j in row.iter().filter(|&&j| (j as usize) < n) {
+            cols[j as usize].push(i);
+        }
+    }
+    for &j in &read {
+        cols[j].extend_from_slice(&reached);
+    }
+    for (j, col) in cols.iter_mut().enumerate() {
+        col.push(j);
+        col.sort_unstable();
+        col.dedup();
+    }
+    Some(JacobianPattern::from_columns(n, cols))
 }
 
 /// The motion with the contacts `closed` held: the state derivatives,
@@ -331,6 +412,8 @@ pub(super) struct EventDrivenIntegrator {
     /// The length of the run (the shortest rebound followed scales with
     /// it).
     span: f64,
+    /// The held motion's Jacobian pattern.
+    pattern: Option<Arc<JacobianPattern>>,
 }
 
 impl EventDrivenIntegrator {
@@ -370,6 +453,7 @@ impl EventDrivenIntegrator {
             },
             pending: None,
             span: (opts.stop - opts.start).abs(),
+            pattern: held_pattern(run.c).map(Arc::new),
         })
     }
 }
@@ -402,6 +486,7 @@ impl Integrator for EventDrivenIntegrator {
             st: &self.st,
             run,
             closed: &self.closed,
+            pattern: self.pattern.clone(),
             failure: None,
         };
         if self.bdf.is_none() {
@@ -775,7 +860,94 @@ fn earlier(a: Option<(f64, ContactEvent)>, b: (f64, ContactEvent)) -> (f64, Cont
 
 #[cfg(test)]
 mod tests {
-    use super::solve_dense;
+    use super::{held_pattern, solve_dense};
+
+    /// The held motion's pattern of the column on a sprung plate
+    /// (`tests/models/contacts/stack_on_floor.rmo`, 82 states): the chain's
+    /// band plus the contact's block, a few colours. (That the coloured
+    /// differences equal the full ones is checked end to end in
+    /// `tests/event_driven.rs`, sparse against dense.)
+    #[test]
+    fn the_held_motion_of_a_column_on_a_floor_has_a_sparse_pattern() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/models/contacts/stack_on_floor.rmo");
+        let (mut lib, loaded) = crate::load(&path);
+        let loaded = loaded.expect("parses");
+        let m = crate::select_model(&mut lib, &loaded, None).expect("model");
+        let c = crate::compile(&mut lib, m).expect("compiles");
+        let p = held_pattern(&c.causal).expect("a pattern");
+        assert_eq!(p.n, 82);
+        assert!(p.nnz() <= 400, "{} entries", p.nnz());
+        assert!(p.colours.len() <= 8, "{} colours", p.colours.len());
+        // The contact force reaches the lowest body's velocity and the
+        // plate's, and depends on the lowest body's height (the gap) and on
+        // its neighbour's (the spring above), so the plate's acceleration
+        // does too (an entry the model's own pattern does not have).
+        let states: Vec<&str> = (c.causal.states.iter())
+            .map(|&s| c.causal.vars[s as usize].name.as_str())
+            .collect();
+        let index = |name: &str| states.iter().position(|s| *s == name).expect(name);
+        let (v1, y2, vp) = (index("v[1]"), index("y[2]"), index("vp"));
+        for j in [index("y[1]"), y2, v1] {
+            let rows = &p.row_idx[p.column(j)];
+            assert!(
+                rows.contains(&v1) && rows.contains(&vp),
+                "column {}",
+                states[j]
+            );
+        }
+        // With the contact held, at a point off the equilibrium: the
+        // coloured differences on the pattern are the differences of every
+        // state one at a time (an entry the pattern missed would be one
+        // the full differences have and the coloured ones lack).
+        let jit = crate::jit::codegen::compile(&c.program).expect("JIT");
+        let opts = crate::solve::settings::RunRequest::default()
+            .resolve(&c.causal)
+            .expect("settings");
+        let mut run = crate::solve::Run::new(&c.causal, &c.program, &jit, &opts);
+        run.call(crate::solve::model::Entry::Parameters)
+            .expect("parameters");
+        run.call(crate::solve::model::Entry::Starts)
+            .expect("starts");
+        crate::solve::init::initialize(&mut run, &opts).expect("initializes");
+        let mut st = crate::solve::moreau::Stepper::new(&run).expect("contacts");
+        let (t0, x0) = (run.frame.time(), run.states());
+        st.probe_velocities(&mut run, t0, &x0).expect("velocities");
+        let x: Vec<f64> = (run.states().iter().enumerate())
+            .map(|(i, x)| x + 1e-3 * ((i * 7 % 11) as f64 - 5.0))
+            .collect();
+        let pattern = std::sync::Arc::new(p);
+        let closed = [0];
+        let mut held = super::HeldContacts {
+            st: &st,
+            run: &mut run,
+            closed: &closed,
+            pattern: Some(pattern.clone()),
+            failure: None,
+        };
+        let n = x.len();
+        let mut sparse = super::Jacobian::new(n, Some(pattern), true);
+        let mut dense = super::Jacobian::new(n, None, false);
+        use crate::solve::bdf::OdeProblem;
+        if held.jacobian(0.5, &x, &mut sparse).is_err() {
+            panic!("{:?}", held.failure.map(|d| d.message));
+        }
+        held.jacobian(0.5, &x, &mut dense).expect("full");
+        let mut reached = 0;
+        for i in 0..n {
+            for j in 0..n {
+                let (a, b) = (sparse.get(i, j), dense.get(i, j));
+                assert!(
+                    (a - b).abs() <= 1e-9 * (1.0 + b.abs()),
+                    "d {} / d {}: {a} coloured, {b} full",
+                    states[i],
+                    states[j]
+                );
+                reached += usize::from(b != 0.0 && i == vp);
+            }
+        }
+        assert!(reached >= 5, "the contact couples vp to {reached} states");
+    }
 
     #[test]
     fn dense_solve_pivots_and_detects_singular_systems() {

@@ -82,6 +82,13 @@ pub(super) struct StateDeps {
 
 impl StateDeps {
     pub(super) fn of_model(c: &Causal) -> StateDeps {
+        StateDeps::with_sources(c, &[])
+    }
+
+    /// As [`StateDeps::of_model`], with the variables `sources` (ones no
+    /// block computes, such as the contact forces an integrator writes)
+    /// counted as further states: source k has index `states.len() + k`.
+    pub(super) fn with_sources(c: &Causal, sources: &[u32]) -> StateDeps {
         let nv = c.vars.len();
         // Variables no block computes (parameters, discrete ones) depend on
         // no state.
@@ -89,7 +96,7 @@ impl StateDeps {
             deps: vec![Deps::Some(Vec::new()); nv],
             alias_of: c.aliases.iter().map(|a| (a.var, a.of)).collect(),
         };
-        for (k, &s) in c.states.iter().enumerate() {
+        for (k, &s) in c.states.iter().chain(sources).enumerate() {
             sd.deps[s as usize] = Deps::Some(vec![k as u32]);
         }
         for b in &c.blocks {
