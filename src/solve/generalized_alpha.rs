@@ -641,7 +641,8 @@ impl GeneralizedAlpha {
         let coefficient: Vec<f64> = (0..n).map(|i| self.coefficient(i, h)).collect();
         let mut f = vec![0.0; n];
         let mut delta = vec![0.0; self.rates.len()];
-        let mut previous = f64::INFINITY;
+        // The last correction's size with the current matrix.
+        let mut previous: Option<f64> = None;
         let mut active;
         for m in 0..MAX_NEWTON {
             self.stats.newton_iterations += 1;
@@ -658,6 +659,7 @@ impl GeneralizedAlpha {
                 if !self.factor(h) {
                     return Ok(None);
                 }
+                previous = None;
             }
             for (d, &i) in delta.iter_mut().zip(&self.rates) {
                 *d = f[i] - z1[i];
@@ -680,8 +682,12 @@ impl GeneralizedAlpha {
                 sum += (dx * inverse_weight[i]).powi(2);
             }
             let norm = (sum / n.max(1) as f64).sqrt();
-            if m > 0 {
-                self.rate = (0.3 * self.rate).max(norm / previous);
+            let mut slow = false;
+            if let Some(previous) = previous {
+                let r = norm / previous;
+                self.rate = (0.3 * self.rate).max(r);
+                let left = (MAX_NEWTON - m) as i32;
+                slow = r >= 1.0 || r.powi(left) / (1.0 - r) * norm > NEWTON_TOL;
             }
             // Converged when the correction, scaled by the rate at which
             // the iteration contracts, is below the tolerance.
@@ -698,10 +704,19 @@ impl GeneralizedAlpha {
                     active,
                 }));
             }
-            if m > 0 && norm > 2.0 * previous {
-                break;
+            previous = Some(norm);
+            if slow {
+                // Too slow to converge in the iterations left: a matrix
+                // factored for another step length (adaptive steps keep it
+                // within 25%) is factored for this one and the iteration
+                // goes on from here, as the BDF does; with the matrix of
+                // this length the attempt fails (and the Jacobian is
+                // refreshed).
+                if self.lu_h == h || !self.factor(h) {
+                    break;
+                }
+                previous = None;
             }
-            previous = norm;
         }
         self.stats.newton_failures += 1;
         Ok(None)
