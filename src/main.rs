@@ -113,7 +113,8 @@ struct SimulateArgs {
     print: Vec<String>,
     /// Integrator: bdf; for unilateral contacts moreau (time-stepping, their
     /// default) or event-driven (the BDF between impacts); for structural
-    /// dynamics newmark or generalized-alpha (fixed steps). Default: the
+    /// dynamics newmark or generalized-alpha (fixed steps with --step, else
+    /// steps whose local error meets the tolerance). Default: the
     /// experiment's `__rmoc_solver`.
     #[arg(long)]
     solver: Option<String>,
