@@ -12,10 +12,12 @@
 //! is solved by Newton's method with a line search on a finite-difference
 //! Jacobian, one residual evaluation per column colour, factored by sparse
 //! LU: its cost grows linearly with the model, not with its square. Other
-//! systems are solved by Levenberg-Marquardt with a dense finite-difference
-//! Jacobian; when it has fewer equations than free states, the states it
-//! does not determine keep their start values (as Modelica tools do, MLS
-//! 8.6).
+//! systems (over- and under-determined ones, and square ones where Newton
+//! failed) are solved by Levenberg-Marquardt: above 48 free states on the
+//! sparse pattern of J^T J (coloured differences, sparse LU), else, or
+//! where that pattern is too full, with a dense finite-difference Jacobian.
+//! When there are fewer equations than free states, the states they do not
+//! determine keep their start values (as Modelica tools do, MLS 8.6).
 
 use super::jacobian::{Jacobian, JacobianPattern, LinearSolver, StateDeps};
 use super::linalg::IterationMatrix;
@@ -113,7 +115,18 @@ fn solve_initial(
         None => false,
     };
     if !converged {
-        levenberg_marquardt(run, sys, n_res, &mut x)?;
+        let rows = match linear_solver {
+            LinearSolver::Dense => None,
+            _ if n <= super::jacobian::SPARSE_ABOVE => None,
+            _ => residual_rows(run, sys),
+        };
+        let solved_sparse = match rows {
+            Some(rows) => sparse_levenberg_marquardt(run, sys, &rows, linear_solver, &mut x)?,
+            None => false,
+        };
+        if !solved_sparse {
+            levenberg_marquardt(run, sys, n_res, &mut x)?;
+        }
     }
     let scale = |x: &[f64]| x.iter().fold(1.0f64, |a, v| a.max(v.abs()));
     let r = residuals(run, sys, &x)?;
@@ -214,34 +227,216 @@ fn levenberg_marquardt(
             .map(|p| a[p * n + p])
             .fold(0.0f64, f64::max)
             .max(1e-300);
-        let mut improved = false;
-        for _ in 0..30 {
+        let solve = |damping: f64| {
             let mut m = a.clone();
             for p in 0..n {
                 m[p * n + p] += damping * (a[p * n + p] + 1e-12 * diag_max);
             }
             let mut dx = g.clone();
-            if !solve_dense(n, &mut m, &mut dx) {
-                damping = damping * 10.0 + 1e-12;
-                continue;
-            }
-            let xn: Vec<f64> = x.iter().zip(&dx).map(|(a, b)| a + b).collect();
-            match residuals(run, sys, &xn) {
-                Ok(rv) if norm_inf(&rv) < rn => {
-                    *x = xn;
-                    r = rv;
-                    damping = (damping * 0.1).max(1e-15);
-                    improved = true;
-                    break;
-                }
-                _ => damping = damping * 10.0 + 1e-12,
-            }
-        }
-        if !improved {
+            solve_dense(n, &mut m, &mut dx).then_some(dx)
+        };
+        if !damped_step(run, sys, x, &mut r, &mut damping, solve)? {
             break;
         }
     }
     Ok(())
+}
+
+/// Forward differences of the residuals at `x`, one evaluation per colour
+/// of `pattern` (its columns of one colour share no residual): `store(j,
+/// perturbed residuals, increment)` for each free state j.
+fn coloured_differences(
+    run: &mut Run,
+    sys: &InitSystem,
+    pattern: &JacobianPattern,
+    x: &[f64],
+    mut store: impl FnMut(usize, &[f64], f64),
+) -> Result<(), Diagnostic> {
+    let mut xp = x.to_vec();
+    for colour in &pattern.colours {
+        for &j in colour {
+            let j = j as usize;
+            xp[j] = x[j] + 1e-7 * x[j].abs().max(1e-3);
+        }
+        let rp = residuals(run, sys, &xp)?;
+        for &j in colour {
+            let j = j as usize;
+            store(j, &rp, xp[j] - x[j]);
+            xp[j] = x[j];
+        }
+    }
+    Ok(())
+}
+
+/// One step of Levenberg-Marquardt from `x` (residuals `r`): the damping
+/// grows tenfold until `solve(damping)` gives a step that lowers the
+/// largest residual (at most 30 tries), then shrinks tenfold. Returns
+/// whether it found one; `x` and `r` are the new point.
+fn damped_step(
+    run: &mut Run,
+    sys: &InitSystem,
+    x: &mut Vec<f64>,
+    r: &mut Vec<f64>,
+    damping: &mut f64,
+    mut solve: impl FnMut(f64) -> Option<Vec<f64>>,
+) -> Result<bool, Diagnostic> {
+    let rn = norm_inf(r);
+    for _ in 0..30 {
+        let Some(dx) = solve(*damping) else {
+            *damping = *damping * 10.0 + 1e-12;
+            continue;
+        };
+        let xn: Vec<f64> = x.iter().zip(&dx).map(|(a, b)| a + b).collect();
+        match residuals(run, sys, &xn) {
+            Ok(rv) if norm_inf(&rv) < rn => {
+                *x = xn;
+                *r = rv;
+                *damping = (*damping * 0.1).max(1e-15);
+                return Ok(true);
+            }
+            _ => *damping = *damping * 10.0 + 1e-12,
+        }
+    }
+    Ok(false)
+}
+
+/// Levenberg-Marquardt on the sparse pattern, for systems of any shape
+/// (the square ones whose Newton iteration failed, and the over- and
+/// under-determined ones): the normal equations (J^T J + damping diag) dx
+/// = -J^T r on the pattern of J^T J (two free states are coupled when a
+/// residual reads both), J by finite differences over the colours of that
+/// pattern (columns of one colour share no residual), factored by sparse
+/// LU. Returns false, leaving `x` as it was, when the pattern is too full
+/// for sparse LU to pay; otherwise `x` is the best point reached.
+fn sparse_levenberg_marquardt(
+    run: &mut Run,
+    sys: &InitSystem,
+    rows: &[Vec<usize>],
+    linear_solver: LinearSolver,
+    x: &mut Vec<f64>,
+) -> Result<bool, Diagnostic> {
+    let n = x.len();
+    // The pattern of J^T J, diagonal included.
+    let mut normal_cols: Vec<Vec<usize>> = (0..n).map(|j| vec![j]).collect();
+    let mut pairs = 0usize;
+    for row in rows {
+        pairs += row.len() * row.len();
+        if pairs > 50_000_000 {
+            return Ok(false);
+        }
+        for &q in row {
+            normal_cols[q].extend_from_slice(row);
+        }
+    }
+    for col in normal_cols.iter_mut() {
+        col.sort_unstable();
+        col.dedup();
+    }
+    let pattern = Arc::new(JacobianPattern::from_columns(n, normal_cols));
+    if !linear_solver.sparse_for(Some(&pattern)) {
+        return Ok(false);
+    }
+    // J's entries by column: (residual, position in its row).
+    let mut by_column: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n];
+    for (i, row) in rows.iter().enumerate() {
+        for (k, &j) in row.iter().enumerate() {
+            by_column[j].push((i, k));
+        }
+    }
+    // Where J[i, p] J[i, q] goes in the pattern's values, for each
+    // residual's pairs in order.
+    let position = |p: usize, q: usize| -> usize {
+        let col = pattern.column(q);
+        let at = pattern.row_idx[col.clone()].binary_search(&p).unwrap_or(0);
+        col.start + at
+    };
+    let slots: Vec<Vec<usize>> = rows
+        .iter()
+        .map(|row| {
+            row.iter()
+                .flat_map(|&q| row.iter().map(move |&p| (p, q)))
+                .map(|(p, q)| position(p, q))
+                .collect()
+        })
+        .collect();
+    let diagonal: Vec<usize> = (0..n).map(|j| position(j, j)).collect();
+    let scale = |x: &[f64]| x.iter().fold(1.0f64, |a, v| a.max(v.abs()));
+    let mut r = residuals(run, sys, x)?;
+    let mut jv: Vec<Vec<f64>> = rows.iter().map(|row| vec![0.0; row.len()]).collect();
+    let mut work = Vec::new();
+    let mut damping = 1e-12;
+    for _ in 0..100 {
+        let rn = norm_inf(&r);
+        if rn <= 1e-13 * scale(x) || n == 0 {
+            break;
+        }
+        coloured_differences(run, sys, &pattern, x, |j, rp, h| {
+            for &(i, k) in &by_column[j] {
+                jv[i][k] = (rp[i] - r[i]) / h;
+            }
+        })?;
+        let mut normal = vec![0.0; pattern.nnz()];
+        let mut g = vec![0.0; n];
+        for (i, row) in rows.iter().enumerate() {
+            let w = row.len();
+            for (b, &q) in row.iter().enumerate() {
+                g[q] -= jv[i][b] * r[i];
+                for a in 0..w {
+                    normal[slots[i][b * w + a]] += jv[i][a] * jv[i][b];
+                }
+            }
+        }
+        let diag_max = diagonal
+            .iter()
+            .map(|&k| normal[k])
+            .fold(0.0f64, f64::max)
+            .max(1e-300);
+        let solve = |damping: f64| {
+            let mut values = normal.clone();
+            for &k in &diagonal {
+                values[k] += damping * (normal[k] + 1e-12 * diag_max);
+            }
+            let m = Jacobian::Sparse {
+                pattern: pattern.clone(),
+                values,
+            };
+            let mut lu = IterationMatrix::factor_jacobian(&m)?;
+            let mut dx = g.clone();
+            lu.solve(&mut dx, &mut work);
+            Some(dx)
+        };
+        if !damped_step(run, sys, x, &mut r, &mut damping, solve)? {
+            break;
+        }
+    }
+    Ok(true)
+}
+
+/// For each residual of the initial system, the free states (indices into
+/// `sys.free`) it reads, from the causal model; `None` if one reads all.
+fn residual_rows(run: &Run, sys: &InitSystem) -> Option<Vec<Vec<usize>>> {
+    let c = run.c;
+    let mut column_of = vec![None; c.states.len()];
+    for (j, &s) in sys.free.iter().enumerate() {
+        let k = c.states.iter().position(|&x| x == s)?;
+        column_of[k] = Some(j);
+    }
+    let deps = StateDeps::of_model(c);
+    c.initial_equations
+        .iter()
+        .map(|e| deps.of_exprs(c, &[e.lhs, e.rhs]))
+        .chain(
+            sys.fixed_algebraic
+                .iter()
+                .map(|&(v, _)| deps.of_var(v).map(|d| d.to_vec())),
+        )
+        .map(|row| {
+            let mut cols: Vec<usize> = row?.iter().filter_map(|&k| column_of[k as usize]).collect();
+            cols.sort_unstable();
+            cols.dedup();
+            Some(cols)
+        })
+        .collect()
 }
 
 /// The pattern of the square initial system's Jacobian (residuals over
@@ -251,37 +446,15 @@ fn sparse_pattern(
     sys: &InitSystem,
     linear_solver: LinearSolver,
 ) -> Option<Arc<JacobianPattern>> {
-    let c = run.c;
     let n = sys.free.len();
     if linear_solver == LinearSolver::Dense || n <= super::jacobian::SPARSE_ABOVE {
         return None;
     }
-    let mut column_of = vec![None; c.states.len()];
-    for (j, &s) in sys.free.iter().enumerate() {
-        let k = c.states.iter().position(|&x| x == s)?;
-        column_of[k] = Some(j);
-    }
-    let deps = StateDeps::of_model(c);
-    let rows = c
-        .initial_equations
-        .iter()
-        .map(|e| deps.of_exprs(c, &[e.lhs, e.rhs]))
-        .chain(
-            sys.fixed_algebraic
-                .iter()
-                .map(|&(v, _)| deps.of_var(v).map(|d| d.to_vec())),
-        );
+    let rows = residual_rows(run, sys)?;
     let mut cols: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (i, row) in rows.enumerate() {
-        match row {
-            None => cols.iter_mut().for_each(|col| col.push(i)),
-            Some(states) => {
-                for k in states {
-                    if let Some(j) = column_of[k as usize] {
-                        cols[j].push(i);
-                    }
-                }
-            }
+    for (i, row) in rows.iter().enumerate() {
+        for &j in row {
+            cols[j].push(i);
         }
     }
     for (j, col) in cols.iter_mut().enumerate() {
@@ -315,23 +488,12 @@ fn sparse_newton(
         if rn <= 1e-13 * scale(x) {
             return Ok(true);
         }
-        let mut xp = x.to_vec();
-        for colour in &pattern.colours {
-            for &j in colour {
-                let j = j as usize;
-                xp[j] = x[j] + 1e-7 * x[j].abs().max(1e-3);
+        coloured_differences(run, sys, pattern, x, |j, rp, h| {
+            for k in pattern.column(j) {
+                let i = pattern.row_idx[k];
+                jac.set_entry(k, i, j, (rp[i] - r[i]) / h);
             }
-            let rp = residuals(run, sys, &xp)?;
-            for &j in colour {
-                let j = j as usize;
-                let h = xp[j] - x[j];
-                for k in pattern.column(j) {
-                    let i = pattern.row_idx[k];
-                    jac.set_entry(k, i, j, (rp[i] - r[i]) / h);
-                }
-                xp[j] = x[j];
-            }
-        }
+        })?;
         let Some(mut lu) = IterationMatrix::factor_jacobian(&jac) else {
             return Ok(false);
         };
