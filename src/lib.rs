@@ -290,15 +290,18 @@ pub fn compile(lib: &mut Library, model: ClassId) -> Result<Compiled, Vec<Diagno
             peak_memory()
         );
     }
-    let program = jit::lower::lower(&mut causal).map_err(|m| {
+    let mut program = jit::lower::lower(&mut causal).map_err(|m| {
         vec![Diagnostic::error_nospan(format!(
             "code generation failed: {m}"
         ))]
     })?;
+    let t3 = std::time::Instant::now();
+    jit::reroll::reroll_program(&mut program);
     if timing {
         eprintln!(
-            "lower {:.1} ms{}",
+            "lower {:.1} ms (of which rerolling {:.1} ms){}",
             t2.elapsed().as_secs_f64() * 1e3,
+            t3.elapsed().as_secs_f64() * 1e3,
             peak_memory()
         );
     }
@@ -310,7 +313,7 @@ pub fn compile(lib: &mut Library, model: ClassId) -> Result<Compiled, Vec<Diagno
             }
         }
     }
-    if let Err(e) = jit::ir::verify(&program.entries().map(|f| f.clone()), &program.user) {
+    if let Err(e) = jit::ir::verify(program.entries(), &program.user) {
         return Err(vec![Diagnostic::error_nospan(format!(
             "internal error: generated code failed verification: {}",
             e.0

@@ -10,7 +10,7 @@
 //! calls of Rust's libm routines, registered as JIT symbols, so compiled code
 //! and the interpreter compute the very same values.
 
-use super::ir::{Expr, Func, Op1, Op2, Stmt, status};
+use super::ir::{self as rir, Expr, Func, Op1, Op2, Stmt, status};
 use super::lower::Program;
 use crate::flat::{Fn1, Fn2, RelOp};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
@@ -140,7 +140,7 @@ fn statements(body: &[Stmt]) -> usize {
         .map(|s| {
             1 + match s {
                 Stmt::If(_, a, b) => statements(a) + statements(b),
-                Stmt::Loop(a) => statements(a),
+                Stmt::Loop(a) | Stmt::Repeat { body: a, .. } => statements(a),
                 _ => 0,
             }
         })
@@ -475,7 +475,7 @@ fn parts(body: &[Stmt], part_statements: usize) -> Vec<std::ops::Range<usize>> {
     let mut first_write: HashMap<u32, usize> = HashMap::new();
     let mut last_read: HashMap<u32, usize> = HashMap::new();
     for (k, s) in body.iter().enumerate() {
-        locals_in_stmt(s, &mut |l, write| {
+        rir::for_each_local(s, &mut |l, write| {
             if write {
                 first_write.entry(l).or_insert(k);
             } else {
@@ -506,53 +506,6 @@ fn parts(body: &[Stmt], part_statements: usize) -> Vec<std::ops::Range<usize>> {
     }
     out.push(start..n);
     out
-}
-
-/// Calls `f(local, is_write)` for every local a statement reads or writes.
-fn locals_in_stmt(s: &Stmt, f: &mut impl FnMut(u32, bool)) {
-    match s {
-        Stmt::Store(_, e) => locals_in_expr(e, f),
-        Stmt::StoreElem { index, value, .. } => {
-            locals_in_expr(index, f);
-            locals_in_expr(value, f);
-        }
-        Stmt::Set(l, e) => {
-            locals_in_expr(e, f);
-            f(*l, true);
-        }
-        Stmt::If(c, a, b) => {
-            locals_in_expr(c, f);
-            a.iter().chain(b).for_each(|s| locals_in_stmt(s, f));
-        }
-        Stmt::Loop(body) => body.iter().for_each(|s| locals_in_stmt(s, f)),
-        Stmt::Break | Stmt::Return(_) => {}
-        Stmt::Call { args, outs, .. } => {
-            args.iter().for_each(|e| locals_in_expr(e, f));
-            outs.iter().for_each(|&l| f(l, true));
-        }
-        Stmt::Solve { a, b, x, .. } => {
-            a.iter().chain(b).for_each(|&l| f(l, false));
-            x.iter().for_each(|&l| f(l, true));
-        }
-    }
-}
-
-fn locals_in_expr(e: &Expr, f: &mut impl FnMut(u32, bool)) {
-    match e {
-        Expr::Const(_) | Expr::Load(_) => {}
-        Expr::Local(l) => f(*l, false),
-        Expr::LoadElem { index, .. } => locals_in_expr(index, f),
-        Expr::Un(_, a) => locals_in_expr(a, f),
-        Expr::Bin(_, a, b) => {
-            locals_in_expr(a, f);
-            locals_in_expr(b, f);
-        }
-        Expr::Select(c, a, b) => {
-            locals_in_expr(c, f);
-            locals_in_expr(a, f);
-            locals_in_expr(b, f);
-        }
-    }
 }
 
 /// A function translated to cranelift IR, waiting for code generation.
@@ -684,6 +637,8 @@ struct Gen<'a, 'b> {
     /// declares only the locals it uses.
     locals: Vec<Option<Variable>>,
     loop_exits: Vec<ir::Block>,
+    /// The index k of the repeat being translated (an i64 variable).
+    repeat_index: Option<Variable>,
     func_refs: HashMap<FuncId, ir::FuncRef>,
 }
 
@@ -710,6 +665,7 @@ fn build(
         frame,
         locals: vec![None; f.n_locals as usize],
         loop_exits: Vec::new(),
+        repeat_index: None,
         func_refs: HashMap::new(),
     };
     g.stmts(&f.body)?;
@@ -805,6 +761,15 @@ impl Gen<'_, '_> {
         Ok(self.b.ins().iadd(self.frame, off))
     }
 
+    /// The address `frame + 8 (stride k)` of a strided access in a repeat;
+    /// the access adds `8 base` as its offset.
+    fn strided_addr(&mut self, stride: i32) -> Result<ir::Value, String> {
+        let k = self.repeat_index.ok_or("strided access outside a repeat")?;
+        let k = self.b.use_var(k);
+        let off = self.b.ins().imul_imm_s(k, stride as i64 * 8);
+        Ok(self.b.ins().iadd(self.frame, off))
+    }
+
     fn expr(&mut self, e: &Expr) -> Result<ir::Value, String> {
         Ok(match e {
             Expr::Const(c) => self.b.ins().f64const(*c),
@@ -816,6 +781,12 @@ impl Gen<'_, '_> {
             Expr::LoadElem { base, len, index } => {
                 let addr = self.elem_addr(*base, *len, index)?;
                 self.b.ins().load(types::F64, Self::flags(), addr, 0)
+            }
+            Expr::LoadStrided { base, stride } => {
+                let addr = self.strided_addr(*stride)?;
+                self.b
+                    .ins()
+                    .load(types::F64, Self::flags(), addr, (*base as i32) * 8)
             }
             Expr::Local(l) => {
                 let v = self.local(*l);
@@ -994,6 +965,39 @@ impl Gen<'_, '_> {
                 let v = self.expr(e)?;
                 let var = self.local(*l);
                 self.b.def_var(var, v);
+            }
+            Stmt::StoreStrided {
+                base,
+                stride,
+                value,
+            } => {
+                let v = self.expr(value)?;
+                let addr = self.strided_addr(*stride)?;
+                self.b
+                    .ins()
+                    .store(Self::flags(), v, addr, (*base as i32) * 8);
+            }
+            Stmt::Repeat { count, body } => {
+                // k = 0; do { body; k += 1 } while k < count (count >= 1).
+                let k = self.b.declare_var(types::I64);
+                let zero = self.b.ins().iconst(types::I64, 0);
+                self.b.def_var(k, zero);
+                let head = self.b.create_block();
+                let exit = self.b.create_block();
+                self.b.ins().jump(head, &[]);
+                self.b.switch_to_block(head);
+                self.repeat_index = Some(k);
+                self.stmts(body)?;
+                self.repeat_index = None;
+                let kv = self.b.use_var(k);
+                let next = self.b.ins().iadd_imm_s(kv, 1);
+                self.b.def_var(k, next);
+                let more = self
+                    .b
+                    .ins()
+                    .icmp_imm_u(IntCC::UnsignedLessThan, next, *count as i64);
+                self.b.ins().brif(more, head, &[], exit, &[]);
+                self.b.switch_to_block(exit);
             }
             Stmt::If(c, t, e) => {
                 let cv = self.expr(c)?;

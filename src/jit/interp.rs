@@ -15,7 +15,7 @@ pub fn run(f: &Func, frame: &mut [f64], user: &[Func]) -> i32 {
         return status::encode(status::FRAME, 0);
     }
     let mut locals = vec![0.0; f.n_locals as usize];
-    match exec(&f.body, frame, &mut locals, user) {
+    match exec(&f.body, frame, &mut locals, user, 0) {
         Flow::Return(c) => c,
         Flow::Next | Flow::Break => status::OK,
     }
@@ -48,7 +48,14 @@ pub fn apply1(op: Op1, x: f64) -> f64 {
     }
 }
 
-fn eval(e: &Expr, frame: &[f64], locals: &[f64]) -> Result<f64, i32> {
+/// The frame slot of a strided access at repeat index `k`.
+fn strided(base: u32, stride: i32, k: i64) -> usize {
+    (base as i64 + stride as i64 * k) as usize
+}
+
+/// The value of `e`; `k` is the index of the enclosing repeat.
+fn eval(e: &Expr, frame: &[f64], locals: &[f64], k: i64) -> Result<f64, i32> {
+    let eval = |e, frame, locals| eval(e, frame, locals, k);
     Ok(match e {
         Expr::Const(c) => *c,
         Expr::Load(s) => frame[*s as usize],
@@ -60,6 +67,7 @@ fn eval(e: &Expr, frame: &[f64], locals: &[f64]) -> Result<f64, i32> {
             frame[(*base + i as u32 - 1) as usize]
         }
         Expr::Local(l) => locals[*l as usize],
+        Expr::LoadStrided { base, stride } => frame[strided(*base, *stride, k)],
         Expr::Un(op, a) => apply1(*op, eval(a, frame, locals)?),
         Expr::Bin(op, a, c) => apply2(*op, eval(a, frame, locals)?, eval(c, frame, locals)?),
         Expr::Select(c, a, d) => {
@@ -71,10 +79,11 @@ fn eval(e: &Expr, frame: &[f64], locals: &[f64]) -> Result<f64, i32> {
     })
 }
 
-fn exec(body: &[Stmt], frame: &mut [f64], locals: &mut [f64], user: &[Func]) -> Flow {
+/// Runs `body`; `k` is the index of the enclosing repeat.
+fn exec(body: &[Stmt], frame: &mut [f64], locals: &mut [f64], user: &[Func], k: i64) -> Flow {
     macro_rules! ev {
         ($e:expr) => {
-            match eval($e, frame, locals) {
+            match eval($e, frame, locals, k) {
                 Ok(v) => v,
                 Err(c) => return Flow::Return(c),
             }
@@ -103,15 +112,31 @@ fn exec(body: &[Stmt], frame: &mut [f64], locals: &mut [f64], user: &[Func]) -> 
                 let v = ev!(e);
                 locals[*l as usize] = v;
             }
+            Stmt::StoreStrided {
+                base,
+                stride,
+                value,
+            } => {
+                let v = ev!(value);
+                frame[strided(*base, *stride, k)] = v;
+            }
+            Stmt::Repeat { count, body } => {
+                for pass in 0..*count as i64 {
+                    match exec(body, frame, locals, user, pass) {
+                        Flow::Next => {}
+                        other => return other,
+                    }
+                }
+            }
             Stmt::If(c, t, e) => {
                 let branch = if ev!(c) != 0.0 { t } else { e };
-                match exec(branch, frame, locals, user) {
+                match exec(branch, frame, locals, user, k) {
                     Flow::Next => {}
                     other => return other,
                 }
             }
             Stmt::Loop(body) => loop {
-                match exec(body, frame, locals, user) {
+                match exec(body, frame, locals, user, k) {
                     Flow::Next => {}
                     Flow::Break => break,
                     Flow::Return(c) => return Flow::Return(c),

@@ -48,6 +48,12 @@ pub enum Expr {
         index: Box<Expr>,
     },
     Local(u32),
+    /// `frame[base + stride * k]`, where k is the index of the enclosing
+    /// [`Stmt::Repeat`]; its range is checked by [`verify`].
+    LoadStrided {
+        base: u32,
+        stride: i32,
+    },
     Un(Op1, Box<Expr>),
     Bin(Op2, Box<Expr>, Box<Expr>),
     /// Both branches are evaluated; the condition picks one.
@@ -64,6 +70,22 @@ pub enum Stmt {
         value: Expr,
     },
     Set(u32, Expr),
+    /// `frame[base + stride * k] = value` inside a [`Stmt::Repeat`].
+    StoreStrided {
+        base: u32,
+        stride: i32,
+        value: Expr,
+    },
+    /// Runs `body` `count` times (count >= 1) with the repeat index k = 0,
+    /// 1, ..., count - 1, which [`Expr::LoadStrided`] and
+    /// [`Stmt::StoreStrided`] read. Made by [`super::reroll`] from runs of
+    /// statements that differ only in evenly spaced frame slots; its body
+    /// holds only `Store`, `StoreStrided` and `Set`, and repeats do not
+    /// nest.
+    Repeat {
+        count: u32,
+        body: Vec<Stmt>,
+    },
     If(Expr, Vec<Stmt>, Vec<Stmt>),
     /// Repeats until a `Break` (of this loop) or a `Return`.
     Loop(Vec<Stmt>),
@@ -130,9 +152,12 @@ pub mod status {
 pub struct VerifyError(pub String);
 
 /// Checks a program (model entries and user functions) against the IR's rules.
-pub fn verify(funcs: &[Func], user: &[Func]) -> Result<(), VerifyError> {
-    for f in funcs.iter().chain(user) {
-        verify_body(f, &f.body, user, 0)?;
+pub fn verify<'a>(
+    funcs: impl IntoIterator<Item = &'a Func>,
+    user: &'a [Func],
+) -> Result<(), VerifyError> {
+    for f in funcs.into_iter().chain(user) {
+        verify_body(f, &f.body, user, 0, None)?;
         for &s in f.inputs.iter().chain(&f.outputs) {
             if s >= f.frame_size {
                 return Err(VerifyError(format!(
@@ -145,7 +170,32 @@ pub fn verify(funcs: &[Func], user: &[Func]) -> Result<(), VerifyError> {
     Ok(())
 }
 
-fn verify_expr(f: &Func, e: &Expr) -> Result<(), VerifyError> {
+/// Checks that `base + stride * k` is a frame slot for every repeat index
+/// k of a repeat of `count` (none outside a repeat).
+fn verify_strided(
+    f: &Func,
+    base: u32,
+    stride: i32,
+    repeat: Option<u32>,
+) -> Result<(), VerifyError> {
+    let Some(count) = repeat else {
+        return Err(VerifyError(format!(
+            "{}: strided access outside a repeat",
+            f.name
+        )));
+    };
+    let last = base as i64 + stride as i64 * (count as i64 - 1);
+    if base >= f.frame_size || last < 0 || last >= f.frame_size as i64 {
+        return Err(VerifyError(format!(
+            "{}: strided access {base}+{stride}k, k < {count}, outside frame {}",
+            f.name, f.frame_size
+        )));
+    }
+    Ok(())
+}
+
+fn verify_expr(f: &Func, e: &Expr, repeat: Option<u32>) -> Result<(), VerifyError> {
+    let verify_expr = |f, e| verify_expr(f, e, repeat);
     match e {
         Expr::Const(_) => Ok(()),
         Expr::Load(s) => {
@@ -175,6 +225,7 @@ fn verify_expr(f: &Func, e: &Expr) -> Result<(), VerifyError> {
             }
             Ok(())
         }
+        Expr::LoadStrided { base, stride } => verify_strided(f, *base, *stride, repeat),
         Expr::Un(_, a) => verify_expr(f, a),
         Expr::Bin(_, a, b) => {
             verify_expr(f, a)?;
@@ -188,7 +239,14 @@ fn verify_expr(f: &Func, e: &Expr) -> Result<(), VerifyError> {
     }
 }
 
-fn verify_body(f: &Func, body: &[Stmt], user: &[Func], loops: usize) -> Result<(), VerifyError> {
+fn verify_body(
+    f: &Func,
+    body: &[Stmt],
+    user: &[Func],
+    loops: usize,
+    repeat: Option<u32>,
+) -> Result<(), VerifyError> {
+    let verify_expr = |f, e| verify_expr(f, e, repeat);
     let local = |l: u32| {
         if l >= f.n_locals {
             Err(VerifyError(format!(
@@ -229,12 +287,40 @@ fn verify_body(f: &Func, body: &[Stmt], user: &[Func], loops: usize) -> Result<(
                 local(*l)?;
                 verify_expr(f, e)?;
             }
+            Stmt::StoreStrided {
+                base,
+                stride,
+                value,
+            } => {
+                verify_strided(f, *base, *stride, repeat)?;
+                verify_expr(f, value)?;
+            }
+            Stmt::Repeat { count, body } => {
+                if repeat.is_some() || *count == 0 {
+                    return Err(VerifyError(format!(
+                        "{}: a repeat inside a repeat, or of no passes",
+                        f.name
+                    )));
+                }
+                if let Some(s) = body.iter().find(|s| {
+                    !matches!(
+                        s,
+                        Stmt::Store(..) | Stmt::StoreStrided { .. } | Stmt::Set(..)
+                    )
+                }) {
+                    return Err(VerifyError(format!(
+                        "{}: a repeat's body holds {s:?}",
+                        f.name
+                    )));
+                }
+                verify_body(f, body, user, loops, Some(*count))?;
+            }
             Stmt::If(c, a, b) => {
                 verify_expr(f, c)?;
-                verify_body(f, a, user, loops)?;
-                verify_body(f, b, user, loops)?;
+                verify_body(f, a, user, loops, repeat)?;
+                verify_body(f, b, user, loops, repeat)?;
             }
-            Stmt::Loop(b) => verify_body(f, b, user, loops + 1)?,
+            Stmt::Loop(b) => verify_body(f, b, user, loops + 1, repeat)?,
             Stmt::Break => {
                 if loops == 0 {
                     return Err(VerifyError(format!("{}: break outside a loop", f.name)));
@@ -287,6 +373,7 @@ pub fn display(f: &Func) -> String {
             Expr::Load(s) => format!("[{s}]"),
             Expr::LoadElem { base, len, index } => format!("[{base}+{}:{len}]", expr(index)),
             Expr::Local(l) => format!("%{l}"),
+            Expr::LoadStrided { base, stride } => format!("[{base}{stride:+}k]"),
             Expr::Un(op, a) => format!("{op:?}({})", expr(a)),
             Expr::Bin(op, a, b) => format!("{op:?}({}, {})", expr(a), expr(b)),
             Expr::Select(c, a, b) => format!("select({}, {}, {})", expr(c), expr(a), expr(b)),
@@ -309,6 +396,18 @@ pub fn display(f: &Func) -> String {
                 }
                 Stmt::Set(l, e) => {
                     let _ = writeln!(s, "{pad}%{l} = {}", expr(e));
+                }
+                Stmt::StoreStrided {
+                    base,
+                    stride,
+                    value,
+                } => {
+                    let _ = writeln!(s, "{pad}[{base}{stride:+}k] = {}", expr(value));
+                }
+                Stmt::Repeat { count, body: b } => {
+                    let _ = writeln!(s, "{pad}repeat k < {count} {{");
+                    body(b, ind + 2, s);
+                    let _ = writeln!(s, "{pad}}}");
                 }
                 Stmt::If(c, a, e) => {
                     let _ = writeln!(s, "{pad}if {} {{", expr(c));
@@ -346,4 +445,55 @@ pub fn display(f: &Func) -> String {
     }
     body(&f.body, 2, &mut s);
     s
+}
+
+/// Calls `f(local, is_write)` for every local a statement reads or writes,
+/// in the order of execution (an assignment's value before its target).
+pub fn for_each_local(s: &Stmt, f: &mut impl FnMut(u32, bool)) {
+    match s {
+        Stmt::Store(_, e) => locals_in_expr(e, f),
+        Stmt::StoreElem { index, value, .. } => {
+            locals_in_expr(index, f);
+            locals_in_expr(value, f);
+        }
+        Stmt::StoreStrided { value, .. } => locals_in_expr(value, f),
+        Stmt::Set(l, e) => {
+            locals_in_expr(e, f);
+            f(*l, true);
+        }
+        Stmt::If(c, a, b) => {
+            locals_in_expr(c, f);
+            a.iter().chain(b).for_each(|s| for_each_local(s, f));
+        }
+        Stmt::Loop(body) | Stmt::Repeat { body, .. } => {
+            body.iter().for_each(|s| for_each_local(s, f))
+        }
+        Stmt::Break | Stmt::Return(_) => {}
+        Stmt::Call { args, outs, .. } => {
+            args.iter().for_each(|e| locals_in_expr(e, f));
+            outs.iter().for_each(|&l| f(l, true));
+        }
+        Stmt::Solve { a, b, x, .. } => {
+            a.iter().chain(b).for_each(|&l| f(l, false));
+            x.iter().for_each(|&l| f(l, true));
+        }
+    }
+}
+
+fn locals_in_expr(e: &Expr, f: &mut impl FnMut(u32, bool)) {
+    match e {
+        Expr::Const(_) | Expr::Load(_) | Expr::LoadStrided { .. } => {}
+        Expr::Local(l) => f(*l, false),
+        Expr::LoadElem { index, .. } => locals_in_expr(index, f),
+        Expr::Un(_, a) => locals_in_expr(a, f),
+        Expr::Bin(_, a, b) => {
+            locals_in_expr(a, f);
+            locals_in_expr(b, f);
+        }
+        Expr::Select(c, a, b) => {
+            locals_in_expr(c, f);
+            locals_in_expr(a, f);
+            locals_in_expr(b, f);
+        }
+    }
 }

@@ -84,6 +84,22 @@ pub struct FunctionCheck {
 pub use crate::flat::MAX_WHILE_ITERATIONS;
 
 impl Program {
+    /// The entries, mutable, in the order of [`Program::entries`].
+    pub fn entries_mut(&mut self) -> [&mut Func; 10] {
+        [
+            &mut self.parameters,
+            &mut self.starts,
+            &mut self.ode,
+            &mut self.tangent,
+            &mut self.zero_crossings,
+            &mut self.conditions,
+            &mut self.actions,
+            &mut self.initial_residuals,
+            &mut self.asserts,
+            &mut self.residuals,
+        ]
+    }
+
     pub fn entries(&self) -> [&Func; 10] {
         [
             &self.parameters,

@@ -6,3 +6,4 @@ pub mod frame;
 pub mod interp;
 pub mod ir;
 pub mod lower;
+pub mod reroll;
