@@ -175,6 +175,18 @@ impl Frame {
     pub fn var(&self, v: VarId) -> f64 {
         self.buf[self.layout.var(v) as usize]
     }
+
+    /// Whether every model variable is finite: one pass without branches
+    /// over the exponent bits (all ones for infinities and NaN), which the
+    /// compiler vectorizes.
+    pub fn all_vars_finite(&self) -> bool {
+        const EXPONENT: u64 = 0x7ff0_0000_0000_0000;
+        let start = self.layout.vars as usize;
+        let vars = &self.buf[start..start + self.layout.n_vars as usize];
+        !vars
+            .iter()
+            .fold(false, |bad, x| bad | (x.to_bits() & EXPONENT == EXPONENT))
+    }
     pub fn set_var(&mut self, v: VarId, x: f64) {
         let k = self.layout.var(v) as usize;
         self.buf[k] = x;

@@ -278,6 +278,30 @@ pub(super) struct GeneralizedAlpha {
     dense: Hermite,
     stats: AlphaStats,
     work: Vec<f64>,
+    /// Buffers a step reuses instead of allocating (the model's size
+    /// each): see [`Buffers`].
+    buffers: Buffers,
+}
+
+/// The vectors of one step, kept between steps: a step at N = 1 000
+/// would otherwise allocate (and the allocator zero) a dozen vectors of
+/// 1 000-2 000 values.
+#[derive(Default)]
+struct Buffers {
+    /// 1 / (atol + rtol |x0|) per state.
+    inverse_weight: Vec<f64>,
+    /// Each state's coefficient in its unknown.
+    coefficient: Vec<f64>,
+    /// The right-hand side at the iterate.
+    f: Vec<f64>,
+    /// The Newton correction on the rates.
+    delta: Vec<f64>,
+    /// The error estimate's predictor.
+    predicted: Vec<f64>,
+    /// Storage for the next step's z and x (recycled from the dense
+    /// output's old ones).
+    z: Vec<f64>,
+    x: Vec<f64>,
 }
 
 impl GeneralizedAlpha {
@@ -371,19 +395,22 @@ impl GeneralizedAlpha {
             dense: Hermite::default(),
             stats,
             work: Vec::new(),
+            buffers: Buffers::default(),
         })
     }
 
-    /// The coefficient of a state in its unknown: x[i] moves by
-    /// `coefficient(i, h)` dz[source[i]] (h gamma c for a rate, h^2 beta c
+    /// The coefficients of the states in their unknowns into `out`: x[i]
+    /// moves by `out[i]` dz[source[i]] (h gamma c for a rate, h^2 beta c
     /// for a position).
-    fn coefficient(&self, i: usize, h: f64) -> f64 {
+    fn coefficients(&self, h: f64, out: &mut Vec<f64>) {
         let p = &self.p;
         let c = (1.0 - p.alpha_f) / (1.0 - p.alpha_m);
-        match self.kinds[i] {
-            Kind::Rate => h * p.gamma * c,
-            Kind::Position(_) => h * h * p.beta * c,
-        }
+        let (rate, position) = (h * p.gamma * c, h * h * p.beta * c);
+        out.clear();
+        out.extend(self.kinds.iter().map(|k| match k {
+            Kind::Rate => rate,
+            Kind::Position(_) => position,
+        }));
     }
 
     /// The states at the end of a step of length `h` whose derivative
@@ -405,26 +432,30 @@ impl GeneralizedAlpha {
         }
     }
 
-    /// The acceleration-like vector at the step's end.
-    fn acceleration(&self, z1: &[f64]) -> Vec<f64> {
+    /// The acceleration-like vector at the step's end into `self.a`
+    /// (`self.z` still the step's start values).
+    fn update_acceleration(&mut self, z1: &[f64]) {
         let p = &self.p;
         let (w1, wf, wm) = (
             (1.0 - p.alpha_f) / (1.0 - p.alpha_m),
             p.alpha_f / (1.0 - p.alpha_m),
             p.alpha_m / (1.0 - p.alpha_m),
         );
-        (0..z1.len())
-            .map(|i| w1 * z1[i] + wf * self.z[i] - wm * self.a_step[i])
-            .collect()
+        self.a.clear();
+        self.a.extend(
+            (z1.iter().zip(&self.z).zip(&self.a_step))
+                .map(|((z1, z), a)| w1 * z1 + wf * z - wm * a),
+        );
     }
 
     /// The weighted RMS of the local error estimate of a step (t, x) -> (t +
     /// h, x1): its difference from the extrapolated cubic of the last step
     /// (third order, so the difference is the method's error), or, right
     /// after a (re)start, from the first-order predictor x + h z.
-    fn error_norm(&self, t: f64, x: &[f64], h: f64, x1: &[f64]) -> f64 {
+    fn error_norm(&mut self, t: f64, x: &[f64], h: f64, x1: &[f64]) -> f64 {
         let n = x.len();
-        let mut predicted = vec![0.0; n];
+        let mut predicted = std::mem::take(&mut self.buffers.predicted);
+        predicted.resize(n, 0.0);
         if self.history {
             self.dense.extrapolate(t + h, &mut predicted);
         } else {
@@ -438,6 +469,7 @@ impl GeneralizedAlpha {
                 ((x1[i] - predicted[i]) / w).powi(2)
             })
             .sum();
+        self.buffers.predicted = predicted;
         (sum / n.max(1) as f64).sqrt()
     }
 
@@ -484,6 +516,11 @@ impl GeneralizedAlpha {
             .iter()
             .map(|&k| run.frame.relation(k))
             .collect()
+    }
+
+    /// Whether the frame's switching relations differ from `set`.
+    fn active_set_differs(&self, run: &Run, set: &[bool]) -> bool {
+        (self.relations.iter().zip(set)).any(|(&k, &on)| run.frame.relation(k) != on)
     }
 
     /// The jump a switch of the active set inside the step (t, x) -> (t +
@@ -605,7 +642,6 @@ impl GeneralizedAlpha {
         x0: &[f64],
         h: f64,
     ) -> Result<Option<StepEnd>, Diagnostic> {
-        let n = x0.len();
         // Fixed steps differ in length by rounding: the matrix of a step
         // within 1e-8 of its length is kept. Adaptive steps keep it while
         // the length stays within 25% (as IDA keeps its Newton matrix);
@@ -629,31 +665,54 @@ impl GeneralizedAlpha {
         self.a_step.clear();
         self.a_step
             .extend(self.z.iter().zip(&self.a).map(|(z, a)| z + (a - z) * scale));
+        let mut b = std::mem::take(&mut self.buffers);
+        let result = self.newton(run, t1, x0, h, &mut b);
+        self.buffers = b;
+        result
+    }
+
+    /// The Newton iteration of [`Self::solve_step`] on the step's buffers.
+    fn newton(
+        &mut self,
+        run: &mut Run,
+        t1: f64,
+        x0: &[f64],
+        h: f64,
+        b: &mut Buffers,
+    ) -> Result<Option<StepEnd>, Diagnostic> {
+        let n = x0.len();
         // The inverse weights of the step's norms, from its start (as
         // CVODE's ewt).
-        let inverse_weight: Vec<f64> = (0..n)
-            .map(|i| 1.0 / (self.atol[i] + self.rtol * x0[i].abs()))
-            .collect();
+        let inverse_weight = &mut b.inverse_weight;
+        inverse_weight.clear();
+        inverse_weight
+            .extend((self.atol.iter().zip(x0)).map(|(atol, x)| 1.0 / (atol + self.rtol * x.abs())));
         // Predictor: the derivatives stay as they were.
-        let mut z1 = self.z.clone();
-        let mut x1 = vec![0.0; n];
+        let mut z1 = std::mem::take(&mut b.z);
+        z1.clear();
+        z1.extend_from_slice(&self.z);
+        let mut x1 = std::mem::take(&mut b.x);
+        x1.resize(n, 0.0);
         self.states_at(x0, &z1, h, &mut x1);
-        let coefficient: Vec<f64> = (0..n).map(|i| self.coefficient(i, h)).collect();
-        let mut f = vec![0.0; n];
-        let mut delta = vec![0.0; self.rates.len()];
+        let coefficient = &mut b.coefficient;
+        self.coefficients(h, coefficient);
+        let f = &mut b.f;
+        f.resize(n, 0.0);
+        let delta = &mut b.delta;
+        delta.resize(self.rates.len(), 0.0);
         // The last correction's size with the current matrix.
         let mut previous: Option<f64> = None;
-        let mut active;
         for m in 0..MAX_NEWTON {
             self.stats.newton_iterations += 1;
-            if self.rhs(run, t1, &x1, &mut f, true).is_err() {
+            if self.rhs(run, t1, &x1, f, true).is_err() {
+                b.z = z1;
+                b.x = x1;
                 return Ok(None);
             }
             // Seed 000, 4.3: a relation that switched since the Jacobian
             // was evaluated changes the equations; the Jacobian is
             // evaluated again here, under the new active set.
-            active = self.active_set(run);
-            if active != self.jac_active {
+            if self.active_set_differs(run, &self.jac_active) {
                 self.stats.active_set_changes += 1;
                 self.jacobian(run, t1, &x1)?;
                 if !self.factor(h) {
@@ -667,7 +726,7 @@ impl GeneralizedAlpha {
             let Some(lu) = self.lu.as_mut() else {
                 return Ok(None);
             };
-            lu.solve(&mut delta, &mut self.work);
+            lu.solve(delta, &mut self.work);
             if delta.iter().any(|d| !d.is_finite()) {
                 return Ok(None);
             }
@@ -701,7 +760,7 @@ impl GeneralizedAlpha {
                 return Ok(Some(StepEnd {
                     z: z1,
                     x: x1,
-                    active,
+                    active: self.active_set(run),
                 }));
             }
             previous = Some(norm);
@@ -879,16 +938,17 @@ impl Integrator for GeneralizedAlpha {
                 self.j += 1;
             }
         }
-        self.a = self.acceleration(&z1);
-        // The dense output reuses its buffers: d0 takes the old z.
+        self.update_acceleration(&z1);
+        // The dense output reuses its buffers: d0 takes the old z, and the
+        // vectors it lets go hold the next step's z and x.
         let dense = &mut self.dense;
         (dense.t0, dense.t1) = (t, t1);
         dense.x0.clear();
         dense.x0.extend_from_slice(x);
         dense.d1.clear();
         dense.d1.extend_from_slice(&z1);
-        dense.x1 = x1;
-        dense.d0 = std::mem::replace(&mut self.z, z1);
+        self.buffers.x = std::mem::replace(&mut dense.x1, x1);
+        self.buffers.z = std::mem::replace(&mut dense.d0, std::mem::replace(&mut self.z, z1));
         self.history = true;
         self.step_active = active;
         self.last_h = h;

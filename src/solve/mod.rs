@@ -422,6 +422,12 @@ impl<'a> Run<'a> {
     /// The first variable, in evaluation order, that is NaN or infinite at
     /// the buffer's point.
     fn first_non_finite(&self) -> Option<u32> {
+        // Nearly always all are finite: checked in one pass over the frame
+        // before the search (the scan of a large model's computed variables
+        // was 4% of a generalized-alpha step).
+        if self.frame.all_vars_finite() {
+            return None;
+        }
         self.computed
             .iter()
             .copied()
