@@ -256,18 +256,36 @@ fn twenty_impacts_of_a_bouncing_ball_at_the_closed_form_times() {
 }
 
 /// A CSV streamed while the run goes (`Options::rows`, what `rmoc
-/// simulate` does) is byte for byte the file written from the results at
-/// the end, on a model with events (two rows at each impact, the first
-/// compared with the second).
+/// simulate` does: numbers formatted on a writer thread, in batches) is
+/// byte for byte the file written from the results at the end, on a model
+/// with events (two rows at each impact, the first compared with the
+/// second) and on one whose rows fill several batches.
 #[test]
 fn a_streamed_csv_equals_the_one_written_at_the_end() {
-    let path = common::project("tests/models/reference/bouncing_ball.rmo");
+    check_streamed_csv("tests/models/reference/bouncing_ball.rmo", None, 100);
+    // The 7 x 7 grid: 1 001 rows of 211 values, about 3 batches.
+    check_streamed_csv("tests/models/grid.rmo", Some(1e-3), 3 * (1 << 16) / 211);
+}
+
+/// Runs `model` twice, written at the end and streamed, and compares the
+/// files; at least `rows` rows must have streamed.
+fn check_streamed_csv(model: &str, interval: Option<f64>, rows: usize) {
+    let path = common::project(model);
     let c = common::compile_file(&path, None);
     let jit = rmoc::jit::codegen::compile(&c.program).expect("jit");
-    let dir = std::env::temp_dir().join(format!("rmoc-stream-{}", std::process::id()));
+    let name = path
+        .file_stem()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned();
+    let dir = std::env::temp_dir().join(format!("rmoc-stream-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
     let (whole, streamed) = (dir.join("whole.csv"), dir.join("streamed.csv"));
-    let opts = common::options(&c, &common::Run::default());
+    let run = common::Run {
+        interval,
+        ..Default::default()
+    };
+    let opts = common::options(&c, &run);
     let r = rmoc::solve::simulate(&c.causal, &c.program, &jit, &opts).expect("runs");
     rmoc::output::write(&r, &whole).expect("write");
     let stream = std::sync::Arc::new(std::sync::Mutex::new(
@@ -277,7 +295,7 @@ fn a_streamed_csv_equals_the_one_written_at_the_end() {
     let mut opts = opts;
     opts.rows = Some(rmoc::solve::RowSinkHandle(sink));
     let s = rmoc::solve::simulate(&c.causal, &c.program, &jit, &opts).expect("runs");
-    assert!(s.streamed > 100, "{} rows streamed", s.streamed);
+    assert!(s.streamed > rows, "{model}: {} rows streamed", s.streamed);
     assert_eq!(s.rows.len(), 1, "only the last row is held");
     assert!(
         !streamed.exists(),
