@@ -25,6 +25,32 @@ use instantiate::library::{ClassId, Library};
 use std::path::Path;
 use syntax::ast;
 
+/// Reads and parses `path` and nothing else (`rmoc check --parse-only`):
+/// no name is looked up, not even its `within`. The parsed file, or its
+/// syntax errors; the source map renders either.
+pub fn parse_file(path: &Path) -> (SourceMap, Result<ast::StoredDefinition, Vec<Diagnostic>>) {
+    let mut sources = SourceMap::default();
+    let shown = path.display().to_string();
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => {
+            let d = Diagnostic::error_nospan(format!("cannot read `{shown}`: {e}"))
+                .with_hint("check the file name and that it is readable");
+            return (sources, Err(vec![d]));
+        }
+    };
+    let id = sources.add(shown, text.clone());
+    let parsed = match syntax::parse(&text, id) {
+        Ok(p) => p,
+        Err(d) => return (sources, Err(vec![d])),
+    };
+    let diags = check_end_names(&parsed);
+    if diag::has_errors(&diags) {
+        return (sources, Err(diags));
+    }
+    (sources, Ok(parsed))
+}
+
 /// Reads and parses `path`, and sets up the library lookup around it. On a
 /// syntax error the diagnostics are returned with the library (whose source
 /// map renders them).
@@ -48,11 +74,18 @@ pub fn load(path: &Path) -> (Library, Result<Loaded, Vec<Diagnostic>>) {
             p.to_path_buf()
         }
     });
-    let mut lib = Library::new(sources, dir);
     let parsed = match syntax::parse(&text, id) {
         Ok(p) => p,
-        Err(d) => return (lib, Err(vec![d])),
+        Err(d) => return (Library::new(sources, dir), Err(vec![d])),
     };
+    // A file of a library (`within Modelica.Mechanics;` in
+    // `.../Modelica/Mechanics/X.mo`) looks up top-level names in the folder
+    // that holds its library, not in its own.
+    let dir = match (&parsed.within, &dir) {
+        (Some(w), Some(d)) if !w.parts.is_empty() => library_root(d, w).or(Some(d.clone())),
+        _ => dir,
+    };
+    let mut lib = Library::new(sources, dir);
     let mut diags = check_end_names(&parsed);
     let classes = match lib.add_user_file(&parsed) {
         Ok(c) => c,
@@ -73,6 +106,20 @@ pub fn load(path: &Path) -> (Library, Result<Loaded, Vec<Diagnostic>>) {
             stem,
         }),
     )
+}
+
+/// The folder that holds the library of a file in `dir` that says `within
+/// w;`: `dir` must end in the folders named by `w`'s parts.
+fn library_root(dir: &Path, w: &ast::Name) -> Option<std::path::PathBuf> {
+    let dir = dir.canonicalize().ok()?;
+    let mut d = dir.as_path();
+    for part in w.parts.iter().rev() {
+        if d.file_name()?.to_str()? != part.name {
+            return None;
+        }
+        d = d.parent()?;
+    }
+    Some(d.to_path_buf())
 }
 
 /// The parsed user file and its classes.

@@ -217,6 +217,31 @@ fn run() -> ExitCode {
     }
 }
 
+/// `rmoc check --parse-only`: the file's syntax, and nothing looked up.
+fn parse_only_check(file: &std::path::Path) -> ExitCode {
+    let (sources, parsed) = rmoc::parse_file(file);
+    match parsed {
+        Ok(def) if def.classes.is_empty() => {
+            let d = Diagnostic::error_nospan(format!("`{}` defines no class", file.display()))
+                .with_hint("a model file holds at least one `model ... end ...;`");
+            eprint!("{}", diag::render(&sources, &[d], color()));
+            ExitCode::from(1)
+        }
+        Ok(def) => {
+            emit(&format!(
+                "{}: parsed {} class(es)\n",
+                file.display(),
+                def.classes.len()
+            ));
+            ExitCode::SUCCESS
+        }
+        Err(d) => {
+            eprint!("{}", diag::render(&sources, &d, color()));
+            ExitCode::from(1)
+        }
+    }
+}
+
 /// `rmoc plot`: errors are about the command line or the result file, so
 /// they carry no source span.
 fn plot(
@@ -295,6 +320,9 @@ fn report(lib: &rmoc::instantiate::library::Library, diags: &[Diagnostic]) -> Ex
 }
 
 fn check(file: &std::path::Path, model: Option<&str>, parse_only: bool) -> ExitCode {
+    if parse_only {
+        return parse_only_check(file);
+    }
     let (mut lib, loaded) = rmoc::load(file);
     let loaded = match loaded {
         Ok(l) => l,
@@ -308,14 +336,6 @@ fn check(file: &std::path::Path, model: Option<&str>, parse_only: bool) -> ExitC
                     .with_hint("a model file holds at least one `model ... end ...;`"),
             ],
         );
-    }
-    if parse_only {
-        emit(&format!(
-            "{}: parsed {} class(es)\n",
-            file.display(),
-            loaded.classes.len()
-        ));
-        return ExitCode::SUCCESS;
     }
     let targets: Vec<_> = match model {
         Some(_) => match rmoc::select_model(&mut lib, &loaded, model) {

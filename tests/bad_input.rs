@@ -3,6 +3,8 @@
 //! (`tests/bad/expected.json`) names and the words it lists, and no panic.
 //! The rendered diagnostics of the whole corpus are pinned in one snapshot.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -24,12 +26,7 @@ fn run(file: &str) -> (Option<i32>, String) {
         .args(["check", file])
         .output()
         .expect("run rmoc");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.code(), text)
+    common::exit_and_text(&out)
 }
 
 #[test]

@@ -255,6 +255,15 @@ impl<'l> Flattener<'l> {
             ExprKind::String(_) => Err(Diagnostic::error(e.span, "a string is not allowed here")
                 .with_hint("strings may only appear in descriptions and in the messages of assert and terminate")),
             ExprKind::Ref(r) => self.resolve_ref(r, ctx),
+            ExprKind::FunctionPartial { func, .. } => Err(Diagnostic::error(
+                e.span,
+                format!(
+                    "functions passed as arguments (`function {}(...)`) are not supported",
+                    func.dotted()
+                ),
+            )
+            .with_label("a function argument")
+            .with_hint("call a function written for this one purpose instead")),
             ExprKind::End => match ctx.end {
                 Some(n) => Ok(Value::scalar(Ty::Integer, self.arena.constant(n as f64))),
                 None => Err(Diagnostic::error(e.span, "`end` is only allowed inside a subscript")),

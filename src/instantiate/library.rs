@@ -2,9 +2,12 @@
 //! Modelica's class lookup over it.
 //!
 //! Lookup of a top-level name, in order (docs/language.md, "Name lookup"):
-//! classes of the model's own file; in the model's folder only `X.rmo` or
-//! `X/package.rmo`; then each `RMOCPATH` root the same way; then the built-in
-//! standard library embedded in the binary. Unrelated files are never read.
+//! classes of the model's own file; in the model's folder only `X.rmo`,
+//! `X.mo`, `X/package.rmo` or `X/package.mo` (for a file that says `within
+//! P.Q;`, the folder that holds its library `P` instead); then each
+//! `RMOCPATH` root, then each `MODELICAPATH` root, the same way; then the
+//! built-in standard library embedded in the binary. Unrelated files are
+//! never read. A folder's `package.order` gives the order of its members.
 //!
 //! Library files are indexed with the logos scanner ([`crate::syntax::scan`]);
 //! a class is parsed only when it is used, from the file text with every other
@@ -65,6 +68,15 @@ impl Root {
     /// The shown path and text of `rel`, and for an embedded file its index
     /// in [`embedded_stdlib`].
     fn read(&self, rel: &str) -> Option<(String, String, Option<usize>)> {
+        self.read_exact(rel).or_else(|| {
+            // Modelica's own extension: `X.mo` and `X/package.mo` beside
+            // rmoc's `.rmo`.
+            let mo = format!("{}.mo", rel.strip_suffix(".rmo")?);
+            self.read_exact(&mo)
+        })
+    }
+
+    fn read_exact(&self, rel: &str) -> Option<(String, String, Option<usize>)> {
         match self {
             Root::Dir(d) => {
                 let p = d.join(rel);
@@ -79,24 +91,47 @@ impl Root {
         }
     }
 
-    /// Names `X` for which `dir/X.rmo` or `dir/X/package.rmo` exists.
+    /// Names `X` for which `dir/X.rmo`, `dir/X.mo`, `dir/X/package.rmo` or
+    /// `dir/X/package.mo` exists: in the order of the folder's
+    /// `package.order` where it has one (names it does not list follow, in
+    /// alphabetical order), else alphabetical.
     fn entries(&self, dir: &str) -> Vec<String> {
         let mut out = Vec::new();
         match self {
             Root::Dir(d) => {
-                let Ok(rd) = std::fs::read_dir(d.join(dir)) else {
+                let folder = d.join(dir);
+                let Ok(rd) = std::fs::read_dir(&folder) else {
                     return out;
                 };
                 for e in rd.flatten() {
                     let name = e.file_name().to_string_lossy().to_string();
-                    if let Some(stem) = name.strip_suffix(".rmo") {
+                    let stem = name
+                        .strip_suffix(".rmo")
+                        .or_else(|| name.strip_suffix(".mo"));
+                    if let Some(stem) = stem {
                         if stem != "package" {
                             out.push(stem.to_string());
                         }
-                    } else if e.path().join("package.rmo").is_file() {
+                    } else if e.path().join("package.rmo").is_file()
+                        || e.path().join("package.mo").is_file()
+                    {
                         out.push(name);
                     }
                 }
+                out.sort();
+                out.dedup();
+                if let Ok(order) = std::fs::read_to_string(folder.join("package.order")) {
+                    let listed: Vec<String> = order
+                        .lines()
+                        .map(str::trim)
+                        .filter(|l| out.iter().any(|n| n == l))
+                        .map(str::to_string)
+                        .collect();
+                    let rest = out.into_iter().filter(|n| !listed.contains(n));
+                    out = listed.iter().cloned().chain(rest).collect();
+                    out.dedup();
+                }
+                return out;
             }
             Root::Embedded => {
                 let prefix = if dir.is_empty() {
@@ -182,16 +217,19 @@ pub struct Library {
 
 impl Library {
     /// A library whose roots are, in order: `model_dir` (if any), the
-    /// `RMOCPATH` roots, and the embedded standard library.
+    /// `RMOCPATH` roots, the `MODELICAPATH` roots, and the embedded standard
+    /// library.
     pub fn new(sources: SourceMap, model_dir: Option<PathBuf>) -> Library {
         let mut roots = Vec::new();
         if let Some(d) = model_dir {
             roots.push(Root::Dir(d));
         }
-        if let Ok(p) = std::env::var("RMOCPATH") {
-            for part in std::env::split_paths(&p) {
-                if !part.as_os_str().is_empty() {
-                    roots.push(Root::Dir(part));
+        for var in ["RMOCPATH", "MODELICAPATH"] {
+            if let Some(p) = std::env::var_os(var) {
+                for part in std::env::split_paths(&p) {
+                    if !part.as_os_str().is_empty() {
+                        roots.push(Root::Dir(part));
+                    }
                 }
             }
         }
@@ -672,8 +710,9 @@ impl Library {
             d = d.with_hint(format!("did you mean `{s}`?"));
         } else {
             d = d.with_hint(
-                "classes are looked up in the model's file, then `NAME.rmo` or `NAME/package.rmo` \
-                 in its folder, then RMOCPATH, then the standard library",
+                "classes are looked up in the model's file, then `NAME.rmo`, `NAME.mo` or \
+                 `NAME/package.mo` in its folder, then RMOCPATH, then MODELICAPATH (the \
+                 folder that holds a library such as `Modelica`), then the standard library",
             );
         }
         d

@@ -448,6 +448,41 @@ impl<'l> Flattener<'l> {
         let ClassBody::Long(comp) = &def.body else {
             return Ok(out);
         };
+        // `model extends M` here, or in a class declared here (it would
+        // replace the inherited M of the components that use it).
+        let nested = comp.elements.iter().filter_map(|e| match e {
+            Element::Class(c) => match &c.def.body {
+                ClassBody::Long(inner) => inner.class_extends.as_ref().map(|x| (&c.def, x)),
+                _ => None,
+            },
+            _ => None,
+        });
+        let own = comp.class_extends.as_ref().map(|x| (&*def, x));
+        if let Some((d, ce)) = own.into_iter().chain(nested).next() {
+            return self.err(
+                ce.span,
+                format!(
+                    "`{} extends {}` (extending the inherited class of that name) is not supported",
+                    d.kind.keyword(),
+                    d.name.name
+                ),
+            );
+        }
+        if let Some(ext) = &comp.external {
+            let what = match &ext.function {
+                Some(f) => format!(" (`{}`)", f.name),
+                None => String::new(),
+            };
+            return Err(Diagnostic::error(
+                ext.span,
+                format!(
+                    "`{}`: external functions are not supported{what}",
+                    def.name.name
+                ),
+            )
+            .with_label("rmoc compiles every function itself and needs no C compiler or library")
+            .with_hint("write the function's body as an `algorithm` section in the `.rmo` file"));
+        }
         let own_scope = Scope {
             inst,
             class: Some(class),

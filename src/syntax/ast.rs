@@ -161,9 +161,33 @@ pub struct Composition {
     pub elements: Vec<Element>,
     pub equations: Vec<EquationSection>,
     pub algorithms: Vec<AlgorithmSection>,
+    /// A function's `external` clause.
+    pub external: Option<Box<External>>,
+    /// `model extends M(...)`: the class extends the inherited class of its
+    /// name, with these modifications.
+    pub class_extends: Option<Box<ClassExtends>>,
     pub annotations: Vec<ClassMod>,
     /// The name after `end`; must equal the class name.
     pub end_name: Option<Ident>,
+}
+
+/// `external "C" out = name(args) annotation(...);`
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct External {
+    /// The language string (`"C"`, `"FORTRAN 77"`, `"builtin"`).
+    pub language: Option<String>,
+    /// The external function's name; `None` for the default call.
+    pub function: Option<Ident>,
+    pub output: Option<ComponentRef>,
+    pub args: Vec<Expr>,
+    pub span: Span,
+}
+
+/// The header of `model extends M(mods) ... end M;`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ClassExtends {
+    pub modification: Option<ClassMod>,
+    pub span: Span,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -496,6 +520,12 @@ pub enum ExprKind {
     Tuple(Vec<Option<Expr>>),
     /// `end` inside a subscript.
     End,
+    /// `function f(k = 2)`: function `f` with inputs bound, passed as an
+    /// argument.
+    FunctionPartial {
+        func: Name,
+        args: Vec<(Ident, Expr)>,
+    },
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -177,13 +177,6 @@ fn syntax_error(text: &str, file: u32, e: pest::error::Error<Rule>) -> Diagnosti
         .with_label("an exponent needs digits")
         .with_hint("write e.g. `1.5e3`");
     }
-    if rest.starts_with("external")
-        && !rest[8..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
-    {
-        return Diagnostic::error(point(pos, pos + 8), "external functions are not supported")
-            .with_label("rmoc compiles every function itself and needs no C compiler or library")
-            .with_hint("write the function's body as an `algorithm` section in the `.rmo` file");
-    }
     if rest.starts_with('=') && text[..pos].trim_end().ends_with(':') {
         let colon = text[..pos].trim_end().len() - 1;
         return Diagnostic::error(
@@ -777,7 +770,22 @@ impl Builder {
         match p.as_rule() {
             Rule::long_class_specifier => {
                 let mut it = p.into_inner();
-                let name = self.ident(it.next().expect("class name"));
+                let head = it.next().expect("class name");
+                let mut class_extends = None;
+                let name = if head.as_rule() == Rule::class_extends {
+                    let mut h = head.into_inner();
+                    let kw = h.next().expect("extends keyword");
+                    let name = self.ident(h.next().expect("class extends name"));
+                    let modification = h.next().map(|m| self.class_modification(m));
+                    // From `extends` through the name or its modification
+                    // (the rule's own span runs on over the blanks after it).
+                    let mut span = self.span(&kw);
+                    span.end = modification.as_ref().map_or(name.span.end, |m| m.span.end);
+                    class_extends = Some(Box::new(ClassExtends { modification, span }));
+                    name
+                } else {
+                    self.ident(head)
+                };
                 let mut description = None;
                 let mut comp = Composition::default();
                 for c in it {
@@ -793,6 +801,7 @@ impl Builder {
                         _ => {}
                     }
                 }
+                comp.class_extends = class_extends;
                 (name, description, ClassBody::Long(comp))
             }
             Rule::short_class_specifier => {
@@ -926,11 +935,44 @@ impl Builder {
                         span,
                     });
                 }
+                Rule::external_clause => comp.external = Some(Box::new(self.external_clause(c))),
                 Rule::class_modification => comp.annotations.push(self.class_modification(c)),
                 _ => {}
             }
         }
         comp
+    }
+
+    fn external_clause(&self, p: P) -> External {
+        let span = self.span(&p);
+        let mut ext = External {
+            language: None,
+            function: None,
+            output: None,
+            args: Vec::new(),
+            span,
+        };
+        for c in p.into_inner() {
+            match c.as_rule() {
+                Rule::string => ext.language = Some(unescape(c.as_str())),
+                Rule::external_function_call => {
+                    for x in c.into_inner() {
+                        match x.as_rule() {
+                            Rule::component_reference => {
+                                ext.output = Some(self.component_reference(x))
+                            }
+                            Rule::ident => ext.function = Some(self.ident(x)),
+                            Rule::expression_list => {
+                                ext.args = x.into_inner().map(|e| self.expression(e)).collect()
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        ext
     }
 
     fn element_list(&self, p: P, protected: bool, comp: &mut Composition) {
@@ -1656,6 +1698,23 @@ impl Builder {
                 kind: ExprKind::End,
                 span,
             },
+            Rule::function_partial => {
+                let mut it = p.into_inner();
+                let _kw = it.next();
+                let func = self.type_specifier(it.next().expect("function name"));
+                let args = it
+                    .filter(|x| x.as_rule() == Rule::named_argument)
+                    .map(|x| {
+                        let mut a = x.into_inner();
+                        let name = self.ident(a.next().expect("name"));
+                        (name, self.expression(a.next().expect("value")))
+                    })
+                    .collect();
+                Expr {
+                    kind: ExprKind::FunctionPartial { func, args },
+                    span,
+                }
+            }
             Rule::component_reference => Expr {
                 kind: ExprKind::Ref(self.component_reference(p)),
                 span,

@@ -50,6 +50,7 @@ pub enum Token {
     #[token("while")]
     BlockKeyword,
     #[regex(r"[A-Za-z_][A-Za-z0-9_]*")]
+    #[regex(r"'([^'\\]|\\.)*'")]
     Ident,
     #[regex(r#""([^"\\]|\\.)*""#)]
     String,
@@ -154,14 +155,21 @@ pub fn scan(text: &str) -> ScannedFile {
             }
             Some(Token::ClassKind) if depth == 0 => {
                 let prev = i.checked_sub(1).and_then(|p| toks[p].kind);
+                // `model extends M`: the class is named M.
+                let extends = toks.get(i + 1).is_some_and(|n| n.text == "extends");
+                let name_at = if extends { i + 2 } else { i + 1 };
                 if prev != Some(Token::End)
-                    && let Some(n) = toks.get(i + 1)
+                    && let Some(n) = toks.get(name_at)
                     && n.kind == Some(Token::Ident)
                 {
-                    // Walk back over prefixes to find where the definition and
+                    // Walk back over prefixes (and the `operator` of
+                    // `operator record`) to find where the definition and
                     // the element start.
                     let mut s = i;
-                    while s > 0 && toks[s - 1].kind == Some(Token::ClassPrefix) {
+                    while s > 0
+                        && (toks[s - 1].kind == Some(Token::ClassPrefix)
+                            || toks[s - 1].text == "operator")
+                    {
                         s -= 1;
                     }
                     let mut e = s;
@@ -182,10 +190,10 @@ pub fn scan(text: &str) -> ScannedFile {
                         Some(p) => out.classes[p].children.push(idx),
                         None => out.top.push(idx),
                     }
-                    let short = toks.get(i + 2).map(|x| x.kind) == Some(Some(Token::Equals));
+                    let short = toks.get(name_at + 1).map(|x| x.kind) == Some(Some(Token::Equals));
                     if short {
                         // A short definition ends at the next `;` outside brackets.
-                        let mut j = i + 2;
+                        let mut j = name_at + 1;
                         let mut d = 0;
                         while j < toks.len() {
                             match toks[j].kind {
@@ -201,7 +209,7 @@ pub fn scan(text: &str) -> ScannedFile {
                         continue;
                     }
                     open.push(idx);
-                    i += 2;
+                    i = name_at + 1;
                     continue;
                 }
             }

@@ -280,3 +280,14 @@ pub fn check_terminated_at_start(r: &Results) {
             .any(|w| w.message.contains("terminate at t = 0"))
     );
 }
+
+/// A finished `rmoc` process: its exit code, and its standard output then
+/// its standard error as one text.
+pub fn exit_and_text(out: &std::process::Output) -> (Option<i32>, String) {
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), text)
+}
