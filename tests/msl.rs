@@ -279,3 +279,125 @@ fn an_msl_class_is_found_through_modelicapath() {
         .unwrap_or(f64::NAN);
     assert!((w - 2.0).abs() < 1e-9, "w = {w}: {text}");
 }
+
+/// Reads column `name` of a CSV result.
+fn column(path: &Path, name: &str) -> Vec<f64> {
+    let (names, rows) = rmoc::output::csv::read(path).expect("result");
+    let k = names
+        .iter()
+        .position(|n| n == name)
+        .unwrap_or_else(|| panic!("no column {name}"));
+    rows.iter().map(|r| r[k]).collect()
+}
+
+/// `Modelica.Mechanics.Rotational.Examples.First`, unchanged from the MSL,
+/// against the same drive train written as plain equations (the motor
+/// inertia reduced through the ideal gear: (J2 + Jm i^2) w2' = i tau - d w2
+/// + c (phi3 - phi2), J3 w3' = -c (phi3 - phi2)) over its whole run.
+#[test]
+fn the_msl_first_example_runs_unchanged() {
+    let Some(root) = msl("the_msl_first_example_runs_unchanged") else {
+        return;
+    };
+    let d = folder("first");
+    let first = root.join("Modelica/Mechanics/Rotational/Examples/First.mo");
+    let res = d.join("first.csv");
+    let (code, text) = rmoc(
+        &[
+            "simulate",
+            &first.display().to_string(),
+            "--interval",
+            "0.01",
+            "--tolerance",
+            "1e-8",
+            "-o",
+            &res.display().to_string(),
+        ],
+        Some(&root),
+    );
+    assert_eq!(code, Some(0), "{text}");
+    write(
+        &d,
+        "Plain.mo",
+        "model Plain\n  parameter Real Jm = 0.1, J2 = 2, J3 = 2, i = 10, damping = 10, c = 1e4, A = 10, f = 5;\n  constant Real pi = 3.141592653589793;\n  Real phi2(start = 0, fixed = true), w2(start = 0, fixed = true);\n  Real phi3(start = 0, fixed = true), w3(start = 0, fixed = true);\nequation\n  der(phi2) = w2;\n  der(phi3) = w3;\n  (J2 + Jm*i^2)*der(w2) = i*A*sin(2*pi*f*time) - damping*w2 + c*(phi3 - phi2);\n  J3*der(w3) = -c*(phi3 - phi2);\n  annotation(experiment(StopTime = 1));\nend Plain;\n",
+    );
+    let plain = d.join("plain.csv");
+    let (code, text) = rmoc(
+        &[
+            "simulate",
+            &d.join("Plain.mo").display().to_string(),
+            "--interval",
+            "0.01",
+            "--tolerance",
+            "1e-8",
+            "-o",
+            &plain.display().to_string(),
+        ],
+        None,
+    );
+    assert_eq!(code, Some(0), "{text}");
+    for (msl_name, plain_name) in [
+        ("inertia2.w", "w2"),
+        ("inertia3.phi", "phi3"),
+        ("inertia1.w", "w2"),
+    ] {
+        let (a, b) = (column(&res, msl_name), column(&plain, plain_name));
+        assert_eq!(a.len(), b.len(), "{msl_name}: rows");
+        // inertia1 turns `i` times as fast as inertia2.
+        let scale = if msl_name == "inertia1.w" { 10.0 } else { 1.0 };
+        let big = b.iter().fold(0.0f64, |m, v| m.max(v.abs())) * scale;
+        assert!(big > 0.1, "{plain_name} stays near 0");
+        let worst = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| (x - scale * y).abs())
+            .fold(0.0, f64::max);
+        assert!(worst <= 1e-5 * big, "{msl_name}: off by {worst:e} of {big}");
+    }
+}
+
+/// What the MSL's components need of names and bindings, without the MSL:
+/// constants brought in by imports (`import P.g;`, `import h = P.h;`,
+/// `import P.*;`), a function called in a constant binding and used where
+/// a value must be known while compiling (an array size), and a parameter
+/// of type StateSelect passed on as a `stateSelect` attribute.
+#[test]
+fn imported_constants_functions_in_bindings_and_stateselect_parameters() {
+    let flat = common::flatten(
+        r#"package P
+  constant Real g = 9.81;
+  constant Real h = 2*halfOf(2);
+  constant Integer n = integerOf(3.0);
+  function halfOf
+    input Real x;
+    output Real y;
+  algorithm
+    y := x/2;
+  end halfOf;
+  function integerOf
+    input Real x;
+    output Integer k;
+  algorithm
+    k := integer(x);
+  end integerOf;
+end P;
+model M
+  import P.g;
+  import hh = P.h;
+  import P.*;
+  parameter StateSelect sel = StateSelect.prefer;
+  Real x[n](each stateSelect = sel, each start = 0, each fixed = true);
+equation
+  der(x) = fill(g + hh, n);
+end M;
+"#,
+        Some("M"),
+    );
+    assert!(flat.contains("x[3]"), "{flat}");
+    assert!(!flat.contains("x[4]"), "{flat}");
+    assert!(flat.contains("11.81"), "g + hh = 9.81 + 2: {flat}");
+    assert!(
+        flat.contains("prefer"),
+        "stateSelect from the parameter: {flat}"
+    );
+}

@@ -1311,7 +1311,12 @@ impl<'l> Flattener<'l> {
         if !r.global {
             let mut s = ctx.scope.class;
             while let Some(c) = s {
-                if let Some(v) = self.package_constant(c, first, r.parts[0].ident.span)? {
+                let span = r.parts[0].ident.span;
+                let found = match self.package_constant(c, first, span)? {
+                    Some(v) => Some(v),
+                    None => self.imported_constant(c, first, span)?,
+                };
+                if let Some(v) = found {
                     if r.parts.len() > 1 {
                         return Err(Diagnostic::error(
                             r.span,
@@ -1401,6 +1406,59 @@ impl<'l> Flattener<'l> {
 
     /// The value of constant `name` declared in class `class` (a package or
     /// an enclosing model), evaluated in that class's scope.
+    /// A constant that an import of `class` binds to `name`: `import
+    /// Modelica.Constants.pi;`, `import g = P.g;`, `import P.*;` or
+    /// `import P.{g, h};` (MLS 13.2.2). Class imports are the library's.
+    fn imported_constant(
+        &mut self,
+        class: ast_class::ClassId,
+        name: &str,
+        span: Span,
+    ) -> Result<Option<Value>, Diagnostic> {
+        let Some(def) = self.lib.def(class)? else {
+            return Ok(None);
+        };
+        let ast::ClassBody::Long(comp) = &def.body else {
+            return Ok(None);
+        };
+        for e in &comp.elements {
+            let ast::Element::Import(imp) = e else {
+                continue;
+            };
+            // The package and the constant's name in it.
+            let (package, constant) = match imp {
+                ast::Import::Named { alias, target } if alias.name == name => {
+                    let Some((last, prefix)) = target.parts.split_last() else {
+                        continue;
+                    };
+                    if prefix.is_empty() {
+                        continue;
+                    }
+                    let package = ast::Name {
+                        parts: prefix.to_vec(),
+                        global: false,
+                        span: target.span,
+                    };
+                    (package, last.name.clone())
+                }
+                ast::Import::Wildcard { package } => (package.clone(), name.to_string()),
+                ast::Import::List { package, names } if names.iter().any(|n| n.name == name) => {
+                    (package.clone(), name.to_string())
+                }
+                _ => continue,
+            };
+            // An import that names no class here binds a class or nothing:
+            // the library reports it where it is used as one.
+            let Ok(p) = self.lib.lookup(None, &package) else {
+                continue;
+            };
+            if let Some(v) = self.package_constant(p, &constant, span)? {
+                return Ok(Some(v));
+            }
+        }
+        Ok(None)
+    }
+
     fn package_constant(
         &mut self,
         class: ast_class::ClassId,
@@ -2083,6 +2141,21 @@ impl<'l> Flattener<'l> {
             }
         };
         let def = self.lib.def(class)?;
+        // `external "builtin" y = asin(u);` (the MSL's Modelica.Math): the
+        // builtin of that name (MLS 12.9.1.3).
+        if let Some(d) = &def
+            && let ast::ClassBody::Long(comp) = &d.body
+            && let Some(ext) = &comp.external
+            && ext.language.as_deref() == Some("builtin")
+        {
+            let builtin = ext
+                .function
+                .as_ref()
+                .map_or(d.name.name.as_str(), |f| f.name.as_str());
+            if BUILTINS.contains(&builtin) {
+                return Ok(vec![self.eval_builtin(builtin, args, span, ctx)?]);
+            }
+        }
         match def.as_ref().map(|d| d.kind) {
             Some(ast::ClassKind::Function) => {}
             Some(ast::ClassKind::Record) => {

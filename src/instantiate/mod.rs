@@ -1257,6 +1257,33 @@ impl<'l> Flattener<'l> {
                         }
                         _ => None,
                     };
+                    // Otherwise a parameter of type StateSelect
+                    // (`stateSelect = stateSelect`, as the MSL's
+                    // components pass it on): its literal's number.
+                    let literal = matches!(&b.expr.kind, ast::ExprKind::Ref(r)
+                        if r.parts.iter().any(|p| p.ident.name == "StateSelect"));
+                    let sel = match sel {
+                        Some(sel) => Some(sel),
+                        None if literal => None,
+                        None => {
+                            let e = self.eval_binding_scalar(
+                                b,
+                                &format!("{name}.stateSelect"),
+                                ScalarType::Integer,
+                            )?;
+                            let k = self.const_value(e, b.expr.span)?;
+                            [
+                                StateSelect::Never,
+                                StateSelect::Avoid,
+                                StateSelect::Default,
+                                StateSelect::Prefer,
+                                StateSelect::Always,
+                            ]
+                            .get((k as usize).wrapping_sub(1))
+                            .copied()
+                            .filter(|_| k == k.trunc())
+                        }
+                    };
                     let Some(sel) = sel else {
                         return self.err(b.expr.span, "stateSelect must be StateSelect.never, avoid, default, prefer or always");
                     };
@@ -1469,6 +1496,25 @@ impl<'l> Flattener<'l> {
                 self.const_value_memo(a, span, memo)?,
                 self.const_value_memo(b, span, memo)?,
             ),
+            // A user function of known arguments (`pi = 2*Modelica.Math.asin(1.0)`):
+            // run by the reference interpreter of flat functions.
+            Node::Call { call, output } => {
+                let site = self.arena.calls[call as usize].clone();
+                let mut args = Vec::with_capacity(site.args.len());
+                for &a in &site.args {
+                    args.push(self.const_value_memo(a, span, memo)?);
+                }
+                let outs = crate::symbolic::eval::call_function(&self.functions, site.func, &args)
+                    .map_err(|m| {
+                        Diagnostic::error(
+                            span,
+                            format!("evaluating a function call here failed: {m}"),
+                        )
+                    })?;
+                outs.get(output as usize).copied().ok_or_else(|| {
+                    Diagnostic::error(span, "a function call here has too few outputs")
+                })?
+            }
             _ => {
                 return Err(Diagnostic::error(span, "this value must be known while compiling (a parameter expression)")
                     .with_hint("array sizes, for-ranges and the conditions of if-equations must depend only on parameters and constants"));
