@@ -360,7 +360,8 @@ fn the_msl_first_example_runs_unchanged() {
 /// constants brought in by imports (`import P.g;`, `import h = P.h;`,
 /// `import P.*;`), a function called in a constant binding and used where
 /// a value must be known while compiling (an array size), and a parameter
-/// of type StateSelect passed on as a `stateSelect` attribute.
+/// of type StateSelect passed on as a `stateSelect` attribute; an array
+/// sized `:` by its binding; a component of an enumeration type.
 #[test]
 fn imported_constants_functions_in_bindings_and_stateselect_parameters() {
     let flat = common::flatten(
@@ -381,18 +382,26 @@ fn imported_constants_functions_in_bindings_and_stateselect_parameters() {
     k := integer(x);
   end integerOf;
 end P;
+type Mode = enumeration(slow, fast);
 model M
   import P.g;
   import hh = P.h;
   import P.*;
   parameter StateSelect sel = StateSelect.prefer;
+  parameter Real table[:, 2] = [0, 1; 1, 3; 2, 4];
+  parameter Mode mode = Mode.fast;
   Real x[n](each stateSelect = sel, each start = 0, each fixed = true);
+  Real y = if mode == Mode.fast then table[size(table, 1), 2] else 0;
 equation
   der(x) = fill(g + hh, n);
 end M;
 "#,
         Some("M"),
     );
+    // `table[:, 2]` takes 3 rows from its binding; `mode` is an Integer
+    // (fast = 2), so y = table[3, 2] = 4.
+    assert!(flat.contains("table[3,2]") && !flat.contains("table[4,"), "{flat}");
+    assert!(flat.contains("mode = 2"), "{flat}");
     assert!(flat.contains("x[3]"), "{flat}");
     assert!(!flat.contains("x[4]"), "{flat}");
     assert!(flat.contains("11.81"), "g + hh = 9.81 + 2: {flat}");
@@ -400,4 +409,47 @@ end M;
         flat.contains("prefer"),
         "stateSelect from the parameter: {flat}"
     );
+}
+
+/// `Modelica.Mechanics.Rotational.Examples.CompareBrakingTorque`
+/// (components of an enumeration type: `SignTorque`'s `reg`), against the
+/// closed forms of two of its brakes on J = 1, w(0) = 100: the linear one
+/// (tau = -w) gives w = 100 e^-t, the quadratic one (tau = -w^2/100)
+/// w = 100/(1 + t).
+#[test]
+fn the_msl_braking_torques_follow_their_closed_forms() {
+    let Some(root) = msl("the_msl_braking_torques_follow_their_closed_forms") else {
+        return;
+    };
+    let d = folder("braking");
+    let model = root.join("Modelica/Mechanics/Rotational/Examples/CompareBrakingTorque.mo");
+    let res = d.join("braking.csv");
+    let (code, text) = rmoc(
+        &[
+            "simulate",
+            &model.display().to_string(),
+            "--tolerance",
+            "1e-9",
+            "-o",
+            &res.display().to_string(),
+        ],
+        Some(&root),
+    );
+    assert_eq!(code, Some(0), "{text}");
+    let t = column(&res, "time");
+    assert!(t.last().is_some_and(|&e| e >= 1.0), "{t:?}");
+    let (linear, quadratic) = (column(&res, "inertia2.w"), column(&res, "inertia3.w"));
+    for (k, &tk) in t.iter().enumerate() {
+        let (wl, wq) = (100.0 * (-tk).exp(), 100.0 / (1.0 + tk));
+        assert!(
+            (linear[k] - wl).abs() <= 1e-5 * 100.0,
+            "t = {tk}: {} against {wl}",
+            linear[k]
+        );
+        assert!(
+            (quadratic[k] - wq).abs() <= 1e-5 * 100.0,
+            "t = {tk}: {} against {wq}",
+            quadratic[k]
+        );
+    }
 }

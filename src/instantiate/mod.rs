@@ -756,6 +756,13 @@ impl<'l> Flattener<'l> {
             .lib
             .def(class)?
             .expect("non-builtin class has a definition");
+        // A component of an enumeration type is an Integer variable: its
+        // literals are the Integers 1, 2, ... (as `StateSelect`'s are).
+        if let ClassBody::Enumeration(_) = def.body {
+            return self
+                .primitive(library::Builtin::Enumeration, m, path, prefix, span)
+                .map(CompNode::Var);
+        }
         if self.class_stack.contains(&class) {
             let comp = path.rsplit('.').next().unwrap_or(&path).to_string();
             return Err(Diagnostic::error(
@@ -950,13 +957,19 @@ impl<'l> Flattener<'l> {
         modifier::check_final(&pc.outer, &decl_mod, &decl.name.name)?;
         let m = merge(&pc.outer, &decl_mod);
         let resolved = self.resolve_short(type_class, m, Some(inst))?;
+        // `:` sizes come from the binding's shape (`parameter Real
+        // table[:, 2] = [0, 1; 1, 2]`).
         let mut dims = Vec::new();
-        for s in decl.dims.iter().chain(decl.type_dims.iter()) {
-            dims.push(self.eval_dim(s, pc.decl_scope, &decl)?);
+        let subscripts = (decl.dims.iter().chain(decl.type_dims.iter()))
+            .map(|s| (s, pc.decl_scope))
+            .chain(resolved.dims.iter().map(|s| (s, resolved.dims_scope)));
+        for (s, scope) in subscripts.collect::<Vec<_>>() {
+            dims.push(match s {
+                ast::Subscript::All(_) => None,
+                _ => Some(self.eval_dim(s, scope, &decl)?),
+            });
         }
-        for s in &resolved.dims {
-            dims.push(self.eval_dim(s, resolved.dims_scope, &decl)?);
-        }
+        let dims = self.sizes_from_binding(dims, &resolved, &decl)?;
         let _ = scope_here;
         let parent_prefix = self.instances[inst as usize].prefix;
         let mut prefix = merge_prefix(parent_prefix, decl.prefix);
@@ -1007,6 +1020,52 @@ impl<'l> Flattener<'l> {
             }
             CompNode::Inst(_) => {}
         }
+    }
+
+    /// The array sizes of a declaration, those written `:` taken from its
+    /// binding's shape.
+    fn sizes_from_binding(
+        &mut self,
+        dims: Vec<Option<usize>>,
+        resolved: &Resolved,
+        decl: &ast::Component,
+    ) -> Result<Vec<usize>, Diagnostic> {
+        if dims.iter().all(Option::is_some) {
+            return Ok(dims.into_iter().flatten().collect());
+        }
+        let colon = (decl.dims.iter().chain(decl.type_dims.iter()))
+            .find_map(|s| match s {
+                ast::Subscript::All(sp) => Some(*sp),
+                _ => None,
+            })
+            .unwrap_or(decl.name.span);
+        let Some(b) = resolved.modifier.binding.clone() else {
+            return self.err(
+                colon,
+                format!(
+                    "`{}`: an array size `:` needs a binding to take it from",
+                    decl.name.name
+                ),
+            );
+        };
+        let v = self.eval_expr(&b.expr, &eval::Ctx::model(b.scope))?;
+        if v.dims.len() != dims.len() {
+            return Err(Diagnostic::error(
+                b.expr.span,
+                format!(
+                    "`{}` has {} dimension(s) but its binding has {}",
+                    decl.name.name,
+                    dims.len(),
+                    v.dims.len()
+                ),
+            )
+            .with_secondary(colon, "size taken from the binding"));
+        }
+        Ok(dims
+            .iter()
+            .zip(&v.dims)
+            .map(|(d, &b)| d.unwrap_or(b))
+            .collect())
     }
 
     fn eval_dim(
