@@ -280,6 +280,19 @@ fn an_msl_class_is_found_through_modelicapath() {
     assert!((w - 2.0).abs() < 1e-9, "w = {w}: {text}");
 }
 
+/// Simulates `Modelica.Mechanics.Rotational.Examples.NAME` of the MSL at
+/// `root` unchanged, with `args`, into `dir/NAME.csv`; panics on failure.
+fn simulate_example(root: &Path, dir: &Path, name: &str, args: &[&str]) -> PathBuf {
+    let model = root.join(format!("Modelica/Mechanics/Rotational/Examples/{name}.mo"));
+    let res = dir.join(format!("{name}.csv"));
+    let (model_s, res_s) = (model.display().to_string(), res.display().to_string());
+    let mut all = vec!["simulate", model_s.as_str(), "-o", res_s.as_str()];
+    all.extend_from_slice(args);
+    let (code, text) = rmoc(&all, Some(root));
+    assert_eq!(code, Some(0), "{name}: {text}");
+    res
+}
+
 /// Reads column `name` of a CSV result.
 fn column(path: &Path, name: &str) -> Vec<f64> {
     let (names, rows) = rmoc::output::csv::read(path).expect("result");
@@ -300,22 +313,12 @@ fn the_msl_first_example_runs_unchanged() {
         return;
     };
     let d = folder("first");
-    let first = root.join("Modelica/Mechanics/Rotational/Examples/First.mo");
-    let res = d.join("first.csv");
-    let (code, text) = rmoc(
-        &[
-            "simulate",
-            &first.display().to_string(),
-            "--interval",
-            "0.01",
-            "--tolerance",
-            "1e-8",
-            "-o",
-            &res.display().to_string(),
-        ],
-        Some(&root),
+    let res = simulate_example(
+        &root,
+        &d,
+        "First",
+        &["--interval", "0.01", "--tolerance", "1e-8"],
     );
-    assert_eq!(code, Some(0), "{text}");
     write(
         &d,
         "Plain.mo",
@@ -400,7 +403,10 @@ end M;
     );
     // `table[:, 2]` takes 3 rows from its binding; `mode` is an Integer
     // (fast = 2), so y = table[3, 2] = 4.
-    assert!(flat.contains("table[3,2]") && !flat.contains("table[4,"), "{flat}");
+    assert!(
+        flat.contains("table[3,2]") && !flat.contains("table[4,"),
+        "{flat}"
+    );
     assert!(flat.contains("mode = 2"), "{flat}");
     assert!(flat.contains("x[3]"), "{flat}");
     assert!(!flat.contains("x[4]"), "{flat}");
@@ -422,20 +428,7 @@ fn the_msl_braking_torques_follow_their_closed_forms() {
         return;
     };
     let d = folder("braking");
-    let model = root.join("Modelica/Mechanics/Rotational/Examples/CompareBrakingTorque.mo");
-    let res = d.join("braking.csv");
-    let (code, text) = rmoc(
-        &[
-            "simulate",
-            &model.display().to_string(),
-            "--tolerance",
-            "1e-9",
-            "-o",
-            &res.display().to_string(),
-        ],
-        Some(&root),
-    );
-    assert_eq!(code, Some(0), "{text}");
+    let res = simulate_example(&root, &d, "CompareBrakingTorque", &["--tolerance", "1e-9"]);
     let t = column(&res, "time");
     assert!(t.last().is_some_and(|&e| e >= 1.0), "{t:?}");
     let (linear, quadratic) = (column(&res, "inertia2.w"), column(&res, "inertia3.w"));
