@@ -446,3 +446,52 @@ fn the_msl_braking_torques_follow_their_closed_forms() {
         );
     }
 }
+
+/// `Modelica.Mechanics.Rotational.Examples.RollingWheel` (conditional
+/// support connectors, their connections dropped): wheel J = 1, r = 1 on a
+/// mass m = 1 against the force -10 (v/5)^2, a torque of 10 from t = 0.1:
+/// 2 v' = 10 (1 - v^2/25), so v = 5 tanh(t - 0.1).
+#[test]
+fn the_msl_rolling_wheel_follows_its_closed_form() {
+    let Some(root) = msl("the_msl_rolling_wheel_follows_its_closed_form") else {
+        return;
+    };
+    let d = folder("wheel");
+    let res = simulate_example(
+        &root,
+        &d,
+        "RollingWheel",
+        &["--tolerance", "1e-9", "--interval", "0.01"],
+    );
+    let (t, v) = (column(&res, "time"), column(&res, "mass.v"));
+    assert!(t.last().is_some_and(|&e| e >= 5.0 - 1e-9), "{t:?}");
+    for (&tk, &vk) in t.iter().zip(&v) {
+        let want = if tk < 0.1 {
+            0.0
+        } else {
+            5.0 * (tk - 0.1).tanh()
+        };
+        assert!(
+            (vk - want).abs() <= 1e-5 * 5.0,
+            "t = {tk}: v = {vk}, closed form {want}"
+        );
+    }
+}
+
+/// A connection to a conditional component whose condition is false is
+/// removed with it (MLS 4.4.5); with the condition true it connects.
+#[test]
+fn connections_to_disabled_conditional_components_are_dropped() {
+    let src = |use_support: bool| {
+        format!(
+            "connector Flange\n  Real phi;\n  flow Real tau;\nend Flange;\nmodel Fixed\n  Flange flange;\nequation\n  flange.phi = 0;\nend Fixed;\nmodel InternalSupport\n  input Real tau;\n  Real phi;\n  Flange flange;\nequation\n  flange.tau = tau;\n  flange.phi = phi;\nend InternalSupport;\nmodel Shaft\n  parameter Boolean useSupport = {use_support};\n  Flange support if useSupport;\n  Fixed fixed if not useSupport;\n  InternalSupport internal(tau = w);\n  Real w(start = 1, fixed = true);\nequation\n  connect(internal.flange, support);\n  connect(internal.flange, fixed.flange);\n  der(w) = -w + internal.phi;\nend Shaft;\nmodel M\n  Shaft shaft;\nend M;\n"
+        )
+    };
+    let grounded = common::check(&src(false));
+    assert!(grounded.contains("M: ok"), "{grounded}");
+    // With the support there, `internal.flange` is connected to it instead
+    // of the fixed point.
+    let flat = common::flatten(&src(true), Some("M"));
+    assert!(flat.contains("shaft.support.phi"), "{flat}");
+    assert!(!flat.contains("shaft.fixed"), "{flat}");
+}

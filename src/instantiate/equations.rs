@@ -905,6 +905,16 @@ impl<'l> Flattener<'l> {
         span: Span,
         ctx: &Ctx,
     ) -> Result<(), Diagnostic> {
+        // A connection to a conditional component that is not there is
+        // removed with it (MLS 4.4.5).
+        let gone = |r: &ast::ComponentRef| {
+            ctx.scope
+                .inst
+                .is_some_and(|i| self.disabled.contains(&(i, r.parts[0].ident.name.clone())))
+        };
+        if gone(a) || gone(b) {
+            return Ok(());
+        }
         let na = self.connector_nodes(a, ctx)?;
         let nb = self.connector_nodes(b, ctx)?;
         if na.dims != nb.dims {

@@ -128,6 +128,9 @@ pub struct Flattener<'l> {
     binding_spans: HashMap<VarId, Span>,
     /// Variables with a declaration equation (`Real E = ...`).
     bound_by_equation: std::collections::HashSet<VarId>,
+    /// Conditional components whose condition is false (instance, name):
+    /// connections to them are dropped (MLS 4.4.5).
+    disabled: std::collections::HashSet<(InstId, String)>,
 }
 
 /// Flattens model `model` (a class of the user's file, or a dotted name).
@@ -159,6 +162,7 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
         synthetic_scopes: HashMap::new(),
         binding_spans: HashMap::new(),
         bound_by_equation: Default::default(),
+        disabled: Default::default(),
     };
     let name = f.lib.entry(model).full_name.clone();
     let def = match f.lib.def(model) {
@@ -936,6 +940,7 @@ impl<'l> Flattener<'l> {
         if let Some(cond) = &decl.condition {
             let v = self.eval_structural(cond, pc.decl_scope)?;
             if v == 0.0 {
+                self.disabled.insert((inst, decl.name.name.clone()));
                 return Ok(None);
             }
         }
