@@ -1,0 +1,168 @@
+//! Calls: a function name resolved to a builtin or a user function (compiled
+//! for the argument shapes, `external "builtin"` ones mapped to builtins),
+//! its arguments matched by position and name.
+
+use super::*;
+
+impl Flattener<'_> {
+    pub(super) fn eval_call(
+        &mut self,
+        func: &ComponentRef,
+        args: &[Arg],
+        span: Span,
+        ctx: &Ctx,
+    ) -> Result<Value, Diagnostic> {
+        let name = func.dotted();
+        if func.parts.len() == 1 && BUILTINS.contains(&name.as_str()) {
+            return self.eval_builtin(&name, args, span, ctx);
+        }
+        if name == "reinit" || name == "assert" || name == "terminate" {
+            return Err(Diagnostic::error(
+                span,
+                format!("`{name}` is an equation or statement, not a function with a value"),
+            ));
+        }
+        let outs = self.call_user_function(func, args, span, ctx)?;
+        outs.into_iter()
+            .next()
+            .ok_or_else(|| Diagnostic::error(span, format!("function `{name}` has no output")))
+    }
+
+    /// Calls a user function; returns every output's value.
+    pub(in crate::instantiate) fn call_user_function(
+        &mut self,
+        func: &ComponentRef,
+        args: &[Arg],
+        span: Span,
+        ctx: &Ctx,
+    ) -> Result<Vec<Value>, Diagnostic> {
+        let Some(fname) = func.as_name() else {
+            return Err(Diagnostic::error(
+                func.span,
+                "a function name cannot have subscripts",
+            ));
+        };
+        let class = match self.lib.lookup(ctx.scope.class, &fname) {
+            Ok(c) => c,
+            Err(_) => {
+                let mut d =
+                    Diagnostic::error(func.span, format!("unknown function `{}`", fname.dotted()))
+                        .with_label("no function of this name is visible here");
+                if let Some(c) = crate::diag::closest(&fname.dotted(), BUILTINS.iter().copied()) {
+                    d = d.with_hint(format!("did you mean the builtin `{c}`?"));
+                }
+                return Err(d);
+            }
+        };
+        let def = self.lib.def(class)?;
+        // `external "builtin" y = asin(u);` (the MSL's Modelica.Math): the
+        // builtin of that name (MLS 12.9.1.3).
+        if let Some(d) = &def
+            && let ast::ClassBody::Long(comp) = &d.body
+            && let Some(ext) = &comp.external
+            && ext.language.as_deref() == Some("builtin")
+        {
+            let builtin = ext
+                .function
+                .as_ref()
+                .map_or(d.name.name.as_str(), |f| f.name.as_str());
+            if BUILTINS.contains(&builtin) {
+                return Ok(vec![self.eval_builtin(builtin, args, span, ctx)?]);
+            }
+        }
+        match def.as_ref().map(|d| d.kind) {
+            Some(ast::ClassKind::Function) => {}
+            Some(ast::ClassKind::Record) => {
+                return Err(Diagnostic::error(
+                    span,
+                    format!(
+                        "record constructor `{}` is not supported yet",
+                        fname.dotted()
+                    ),
+                ));
+            }
+            _ => {
+                return Err(Diagnostic::error(
+                    func.span,
+                    format!("`{}` is not a function", fname.dotted()),
+                ));
+            }
+        }
+        let sig = self.function_signature(class, span)?;
+        // Match arguments to inputs: positional in declaration order, then named.
+        let mut given: Vec<Option<Value>> = vec![None; sig.inputs.len()];
+        let mut k = 0;
+        for a in args {
+            match a {
+                Arg::Positional(e) => {
+                    if k >= sig.inputs.len() {
+                        return Err(Diagnostic::error(
+                            e.span,
+                            format!(
+                                "`{}` takes {} argument(s)",
+                                fname.dotted(),
+                                sig.inputs.len()
+                            ),
+                        ));
+                    }
+                    given[k] = Some(self.eval_expr(e, ctx)?);
+                    k += 1;
+                }
+                Arg::Named(n, e) => {
+                    let Some(i) = sig.inputs.iter().position(|x| x.name == n.name) else {
+                        return Err(Diagnostic::error(
+                            n.span,
+                            format!("`{}` has no input `{}`", fname.dotted(), n.name),
+                        ));
+                    };
+                    given[i] = Some(self.eval_expr(e, ctx)?);
+                }
+            }
+        }
+        let mut values = Vec::new();
+        for (i, g) in given.into_iter().enumerate() {
+            match g {
+                Some(v) => values.push(v),
+                None => match &sig.inputs[i].default {
+                    Some(d) => {
+                        let c = Ctx::model(Scope {
+                            inst: None,
+                            class: Some(class),
+                        });
+                        values.push(self.eval_expr(d, &c)?);
+                    }
+                    None => {
+                        return Err(Diagnostic::error(
+                            span,
+                            format!("`{}` needs input `{}`", fname.dotted(), sig.inputs[i].name),
+                        ));
+                    }
+                },
+            }
+        }
+        let shapes: Vec<Vec<usize>> = values.iter().map(|v| v.dims.clone()).collect();
+        let (fid, out_shapes) = self.compile_function(class, &shapes, span)?;
+        let mut flat_args = Vec::new();
+        for v in &values {
+            flat_args.extend_from_slice(&v.elems);
+        }
+        let call = self.arena.call_site(CallSite {
+            func: fid,
+            args: flat_args,
+        });
+        let mut outs = Vec::new();
+        let mut output = 0u32;
+        for (dims, ty) in out_shapes {
+            let n: usize = dims.iter().product();
+            let elems = (0..n)
+                .map(|_| {
+                    let e = self.arena.intern(Node::Call { call, output });
+                    output += 1;
+                    e
+                })
+                .collect();
+            outs.push(Value { ty, dims, elems });
+        }
+        Ok(outs)
+    }
+}
