@@ -495,3 +495,76 @@ fn connections_to_disabled_conditional_components_are_dropped() {
     assert!(flat.contains("shaft.support.phi"), "{flat}");
     assert!(!flat.contains("shaft.fixed"), "{flat}");
 }
+
+/// A torsional model as a user writes it against MSL 4 (issue 20, "Why":
+/// `import SI = Modelica.Units.SI`, `Rotational.Components.Inertia`,
+/// `Modelica.Blocks.Sources.Sine`), unchanged, against the same two-mass
+/// drive as plain equations: J1 w1' = tau - c (phi1 - phi2) - d (w1 - w2),
+/// J2 w2' = c (phi1 - phi2) + d (w1 - w2), tau = 10 sin(2 pi 2 t).
+#[test]
+fn a_users_msl_model_runs_unchanged() {
+    let Some(root) = msl("a_users_msl_model_runs_unchanged") else {
+        return;
+    };
+    let d = folder("user-model");
+    write(
+        &d,
+        "TorsionalDrive.mo",
+        r#"model TorsionalDrive "A motor, a compliant shaft and a load, driven by a sine torque"
+  import SI = Modelica.Units.SI;
+  parameter SI.Inertia J1 = 0.5 "motor";
+  parameter SI.Inertia J2 = 1.5 "load";
+  parameter SI.RotationalSpringConstant c = 200;
+  parameter SI.RotationalDampingConstant d = 2;
+  Modelica.Mechanics.Rotational.Components.Inertia motor(J = J1,
+    phi(start = 0, fixed = true), w(start = 0, fixed = true));
+  Modelica.Mechanics.Rotational.Components.SpringDamper shaft(c = c, d = d,
+    phi_rel(start = 0, fixed = true), w_rel(start = 0, fixed = true));
+  Modelica.Mechanics.Rotational.Components.Inertia load(J = J2);
+  Modelica.Mechanics.Rotational.Sources.Torque torque;
+  Modelica.Blocks.Sources.Sine sine(amplitude = 10, f = 2);
+equation
+  connect(sine.y, torque.tau);
+  connect(torque.flange, motor.flange_a);
+  connect(motor.flange_b, shaft.flange_a);
+  connect(shaft.flange_b, load.flange_a);
+  annotation(experiment(StopTime = 2, Tolerance = 1e-8, Interval = 0.01));
+end TorsionalDrive;
+"#,
+    );
+    write(
+        &d,
+        "Plain.mo",
+        "model Plain\n  parameter Real J1 = 0.5, J2 = 1.5, c = 200, d = 2;\n  constant Real pi = 3.141592653589793;\n  Real phi1(start = 0, fixed = true), w1(start = 0, fixed = true);\n  Real phi2(start = 0, fixed = true), w2(start = 0, fixed = true);\n  Real tau_shaft = c*(phi1 - phi2) + d*(w1 - w2);\nequation\n  der(phi1) = w1;\n  der(phi2) = w2;\n  J1*der(w1) = 10*sin(2*pi*2*time) - tau_shaft;\n  J2*der(w2) = tau_shaft;\n  annotation(experiment(StopTime = 2, Tolerance = 1e-8, Interval = 0.01));\nend Plain;\n",
+    );
+    let run = |file: &str, path: Option<&Path>| {
+        let res = d.join(format!("{file}.csv"));
+        let (model, out) = (
+            d.join(format!("{file}.mo")).display().to_string(),
+            res.display().to_string(),
+        );
+        let (code, text) = rmoc(&["simulate", &model, "-o", &out], path);
+        assert_eq!(code, Some(0), "{file}: {text}");
+        res
+    };
+    let (user, plain) = (run("TorsionalDrive", Some(&root)), run("Plain", None));
+    // The MSL's shaft torque is c phi_rel + d w_rel with phi_rel = phi2 -
+    // phi1: the opposite sign of `tau_shaft`.
+    for (a, b, sign) in [
+        ("load.w", "w2", 1.0),
+        ("motor.phi", "phi1", 1.0),
+        ("shaft.tau", "tau_shaft", -1.0),
+    ] {
+        let x = column(&user, a);
+        let y: Vec<f64> = column(&plain, b).iter().map(|v| sign * v).collect();
+        assert_eq!(x.len(), y.len(), "{a}: rows");
+        let big = y.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        assert!(big > 1e-3, "{b} stays near 0");
+        let worst = x
+            .iter()
+            .zip(&y)
+            .map(|(p, q)| (p - q).abs())
+            .fold(0.0, f64::max);
+        assert!(worst <= 1e-5 * big, "{a}: off by {worst:e} of {big}");
+    }
+}
