@@ -568,3 +568,47 @@ end TorsionalDrive;
         assert!(worst <= 1e-5 * big, "{a}: off by {worst:e} of {big}");
     }
 }
+
+/// A function's declared derivative (`annotation(derivative(noDerivative =
+/// q) = pos_der)`, MLS 12.7.1, as the MSL's `Sources.Move` declares its
+/// position function) is what index reduction uses. The speed signal given
+/// here is deliberately twice the derivative of the position signal, so the
+/// declared derivative (v = 2 cos t) and the body's (cos t) differ; the
+/// second derivative differentiates `pos_der`'s body (f = m (-2 sin t)).
+#[test]
+fn index_reduction_uses_a_declared_derivative() {
+    let r = common::simulate(
+        r#"function pos "position from a signal vector {position, speed}"
+  input Real q[2];
+  input Real dummy;
+  output Real y;
+algorithm
+  y := q[1];
+  annotation(derivative(noDerivative = q) = pos_der);
+end pos;
+function pos_der
+  input Real q[2];
+  input Real dummy;
+  input Real dummy_der;
+  output Real yd;
+algorithm
+  yd := q[2];
+end pos_der;
+model M
+  parameter Real m = 2;
+  Real s;
+  Real v;
+  Real f;
+equation
+  der(s) = v;
+  m*der(v) = f;
+  s = pos({sin(time), 2*cos(time)}, time);
+  annotation(experiment(StopTime = 1));
+end M;
+"#,
+        Some("M"),
+        &common::Run::default(),
+    );
+    common::assert_close(common::last(&r, "v"), 2.0 * 1f64.cos(), 1e-9, 1e-12);
+    common::assert_close(common::last(&r, "f"), -4.0 * 1f64.sin(), 1e-9, 1e-12);
+}

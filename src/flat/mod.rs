@@ -248,10 +248,27 @@ pub struct Function {
     pub init: Vec<(u32, ExprId)>,
     pub body: Vec<Statement>,
     pub span: Span,
+    /// The derivative the function declares (`annotation(derivative = f_der)`,
+    /// MLS 12.7.1), used by index reduction and Jacobians instead of
+    /// differentiating the body.
+    pub derivative: Option<DeclaredDerivative>,
     /// Evaluation orders of the arena's expressions, filled by the
     /// interpreter ([`crate::symbolic::eval`]) as it meets them.
     #[serde(skip)]
     pub eval_orders: EvalOrders,
+}
+
+/// A function's declared derivative: `f_der` takes f's arguments, then the
+/// derivatives of some of them, and returns the derivatives of f's outputs.
+#[derive(Clone, Debug, Serialize)]
+pub struct DeclaredDerivative {
+    /// The derivative function (an index into the model's functions).
+    pub function: u32,
+    /// Which of f's scalarized arguments have their derivative passed, in
+    /// order: for a first derivative those of the inputs not named by
+    /// `noDerivative`/`zeroDerivative`; for a higher one (`order = 2`
+    /// declared on f_der) the derivative arguments f_der received itself.
+    pub differentiated: Vec<bool>,
 }
 
 /// Each expression's [`ExprArena::reachable`] nodes, computed once per

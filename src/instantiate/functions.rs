@@ -80,7 +80,117 @@ impl<'l> Flattener<'l> {
         self.functions.push(f);
         self.function_index.insert(key, (id, arg_shapes.to_vec()));
         self.function_out_types.insert(id, outs.clone());
+        self.functions[id as usize].derivative =
+            self.declared_derivative(class, arg_shapes, span)?;
         Ok((id, outs))
+    }
+
+    /// The derivative function `class` declares (`annotation(derivative(
+    /// noDerivative = x, order = 2) = f_der)`, MLS 12.7.1), compiled for
+    /// the shapes it is called with. `None` when the class declares none,
+    /// or one whose inputs do not fit (the body is then differentiated).
+    fn declared_derivative(
+        &mut self,
+        class: ClassId,
+        arg_shapes: &[Vec<usize>],
+        span: Span,
+    ) -> Result<Option<flat::DeclaredDerivative>, Diagnostic> {
+        let Some(def) = self.lib.def(class)? else {
+            return Ok(None);
+        };
+        let ast::ClassBody::Long(comp) = &def.body else {
+            return Ok(None);
+        };
+        // The first `derivative` annotation that names a function (one per
+        // order; the first is the order-1 one unless it says otherwise).
+        let mut found = None;
+        for m in &comp.annotations {
+            for a in &m.args {
+                let ast::ModArg::Modify {
+                    path,
+                    modification: Some(md),
+                    ..
+                } = a
+                else {
+                    continue;
+                };
+                let Some(ast::Expr {
+                    kind: ast::ExprKind::Ref(target),
+                    ..
+                }) = &md.binding
+                else {
+                    continue;
+                };
+                if path.dotted() != "derivative" || found.is_some() {
+                    continue;
+                }
+                let mut excluded = Vec::new();
+                let mut order = 1.0;
+                for x in md.class_mod.iter().flat_map(|c| &c.args) {
+                    if let ast::ModArg::Modify {
+                        path,
+                        modification: Some(v),
+                        ..
+                    } = x
+                        && let Some(b) = &v.binding
+                    {
+                        match (path.dotted().as_str(), &b.kind) {
+                            ("noDerivative" | "zeroDerivative", ast::ExprKind::Ref(r)) => {
+                                excluded.push(r.dotted())
+                            }
+                            ("order", ast::ExprKind::Integer(k)) => order = *k as f64,
+                            _ => {}
+                        }
+                    }
+                }
+                found = Some((target.clone(), excluded, order));
+            }
+        }
+        let Some((target, excluded, order)) = found else {
+            return Ok(None);
+        };
+        let Some(name) = target.as_name() else {
+            return Ok(None);
+        };
+        let parent = self.lib.entry(class).parent;
+        let Ok(der_class) = self.lib.lookup(parent, &name) else {
+            return Ok(None);
+        };
+        let inputs: Vec<String> = self
+            .function_signature(class, span)?
+            .inputs
+            .into_iter()
+            .map(|i| i.name)
+            .collect();
+        let der_inputs = self.function_signature(der_class, span)?.inputs.len();
+        let extra = der_inputs.saturating_sub(inputs.len());
+        // Which inputs have their derivative passed: for order 1 those not
+        // excluded; for a higher order the last `extra` ones (the
+        // derivative inputs this function received, MLS 12.7.1).
+        let passed: Vec<bool> = if order <= 1.0 {
+            inputs.iter().map(|n| !excluded.contains(n)).collect()
+        } else {
+            (0..inputs.len())
+                .map(|k| k + extra >= inputs.len())
+                .collect()
+        };
+        if passed.iter().filter(|&&p| p).count() != extra || arg_shapes.len() != inputs.len() {
+            return Ok(None);
+        }
+        let mut der_shapes = arg_shapes.to_vec();
+        der_shapes.extend(
+            (arg_shapes.iter().zip(&passed))
+                .filter(|(_, p)| **p)
+                .map(|(s, _)| s.clone()),
+        );
+        let (function, _) = self.compile_function(der_class, &der_shapes, span)?;
+        let differentiated = (arg_shapes.iter().zip(&passed))
+            .flat_map(|(s, &p)| std::iter::repeat_n(p, s.iter().product::<usize>()))
+            .collect();
+        Ok(Some(flat::DeclaredDerivative {
+            function,
+            differentiated,
+        }))
     }
 
     fn function_outputs(&self, id: u32) -> Vec<(Vec<usize>, Ty)> {
@@ -268,6 +378,7 @@ impl<'l> Flattener<'l> {
                 init,
                 body,
                 span: def_span,
+                derivative: None,
                 eval_orders: Default::default(),
             },
             out_types,

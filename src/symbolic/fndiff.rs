@@ -38,6 +38,25 @@ impl Derivatives {
         dargs: &[ExprId],
     ) -> Result<ExprId, String> {
         let site = arena.calls[call as usize].clone();
+        let declared = self
+            .functions
+            .get(site.func as usize)
+            .and_then(|f| f.derivative.clone());
+        if let Some(d) = declared {
+            // The declared derivative: the arguments, then the derivatives
+            // of those it differentiates.
+            let mut args = site.args.clone();
+            args.extend(
+                (dargs.iter().zip(&d.differentiated))
+                    .filter(|(_, on)| **on)
+                    .map(|(&x, _)| x),
+            );
+            let c = arena.call_site(CallSite {
+                func: d.function,
+                args,
+            });
+            return Ok(arena.intern(Node::Call { call: c, output }));
+        }
         let fd = self.derivative_function(site.func)?;
         let mut args = site.args.clone();
         args.extend_from_slice(dargs);
@@ -89,6 +108,7 @@ impl Derivatives {
             init,
             body,
             span: func.span,
+            derivative: None,
             eval_orders: Default::default(),
         });
         self.derived.insert(f, id);
