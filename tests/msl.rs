@@ -612,3 +612,43 @@ end M;
     common::assert_close(common::last(&r, "v"), 2.0 * 1f64.cos(), 1e-9, 1e-12);
     common::assert_close(common::last(&r, "f"), -4.0 * 1f64.sin(), 1e-9, 1e-12);
 }
+
+/// A package folder's member files are read when a member is used, not
+/// when the package is opened (`Origin::Pending` in the library): a model
+/// using `Lib.A` reads `Lib/package.mo` and `Lib/A.mo`, never `Lib/B.mo`;
+/// a member file that does not define its class is reported as such.
+#[test]
+fn package_members_are_read_only_when_used() {
+    let d = folder("lazy");
+    write(&d, "Lib/package.mo", "package Lib\nend Lib;\n");
+    write(
+        &d,
+        "Lib/A.mo",
+        "within Lib;\nmodel A\n  Real x(start = 1, fixed = true);\nequation\n  der(x) = -x;\nend A;\n",
+    );
+    write(
+        &d,
+        "Lib/B.mo",
+        "within Lib;\nmodel B\n  Real y = 1;\nend B;\n",
+    );
+    write(&d, "Lib/Wrong.mo", "within Lib;\nmodel Other\nend Other;\n");
+    write(&d, "Use.mo", "model Use\n  Lib.A a;\nend Use;\n");
+    write(
+        &d,
+        "UseWrong.mo",
+        "model UseWrong\n  Lib.Wrong w;\nend UseWrong;\n",
+    );
+    let (mut lib, loaded) = rmoc::load(&d.join("Use.mo"));
+    let loaded = loaded.expect("parses");
+    let m = rmoc::select_model(&mut lib, &loaded, None).expect("model");
+    rmoc::check_model(&mut lib, m).expect("checks");
+    let read: Vec<String> = lib.sources.files.iter().map(|f| f.path.clone()).collect();
+    assert!(read.iter().any(|f| f.ends_with("A.mo")), "{read:?}");
+    assert!(!read.iter().any(|f| f.ends_with("B.mo")), "{read:?}");
+    let (code, text) = rmoc(
+        &["check", &d.join("UseWrong.mo").display().to_string()],
+        None,
+    );
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("the file does not define `Wrong`"), "{text}");
+}

@@ -183,6 +183,14 @@ enum Origin {
     },
     /// Made by the flattener (a redeclared short class).
     Synthetic,
+    /// A member file of a package folder not read yet: `name` in `dir` of
+    /// root `root`. Read (and becomes `Scanned`) when its definition or
+    /// members are first needed, so a package's other files are never read.
+    Pending {
+        root: usize,
+        dir: String,
+        name: String,
+    },
 }
 
 #[derive(Debug)]
@@ -210,6 +218,8 @@ pub struct Library {
     /// Source-map ids of the embedded standard-library files read, with their
     /// index in [`embedded_stdlib`]: their classes come parsed (`build.rs`).
     embedded_files: HashMap<u32, usize>,
+    /// Pending package members whose file turned out not to define them.
+    not_in_file: Vec<ClassId>,
     /// Time spent parsing library classes, and their size (for `RMOC_TIMING`).
     pub parse_time: std::time::Duration,
     pub parsed_bytes: usize,
@@ -242,6 +252,7 @@ impl Library {
             loaded_top: HashMap::new(),
             builtins: HashMap::new(),
             embedded_files: HashMap::new(),
+            not_in_file: Vec::new(),
             parse_time: std::time::Duration::ZERO,
             parsed_bytes: 0,
         };
@@ -356,6 +367,15 @@ impl Library {
         if let Some(d) = &self.classes[id as usize].def {
             return Ok(Some(d.clone()));
         }
+        self.materialize(id);
+        if self.not_in_file.contains(&id) {
+            let e = &self.classes[id as usize];
+            return Err(Diagnostic::error_nospan(format!(
+                "`{}`: its package folder has a file for it, but the file does not define `{}`",
+                e.full_name, e.name
+            ))
+            .with_hint("a library file `X.mo` must define the class `X`"));
+        }
         let Origin::Scanned {
             file,
             scan,
@@ -391,7 +411,34 @@ impl Library {
         prebuilt_class(k, scan_idx, file)
     }
 
+    /// Reads the file of a pending package member (see `Origin::Pending`);
+    /// a file that no longer holds the class leaves a class without a
+    /// definition.
+    fn materialize(&mut self, id: ClassId) {
+        let Origin::Pending { root, dir, name } = self.classes[id as usize].origin.clone() else {
+            return;
+        };
+        self.classes[id as usize].origin = Origin::Synthetic;
+        let parent = self.classes[id as usize].parent;
+        if let Some(loaded) = self.load_from_root(root, &dir, &name, parent) {
+            // The loaded entry's origin, moved into `id` (its own id stays
+            // unused).
+            let origin =
+                std::mem::replace(&mut self.classes[loaded as usize].origin, Origin::Synthetic);
+            let e = &mut self.classes[id as usize];
+            e.origin = origin;
+            e.children = None;
+        } else {
+            self.classes[id as usize].children = Some(HashMap::new());
+            self.not_in_file.push(id);
+        }
+    }
+
     fn ensure_children(&mut self, id: ClassId) {
+        if self.classes[id as usize].children.is_some() {
+            return;
+        }
+        self.materialize(id);
         if self.classes[id as usize].children.is_some() {
             return;
         }
@@ -431,13 +478,26 @@ impl Library {
                         if children.contains_key(&name) {
                             continue;
                         }
-                        if let Some(cid) = self.load_from_root(root, &dir, &name, Some(id)) {
-                            children.insert(name, cid);
-                        }
+                        let full_name = format!("{}.{name}", self.classes[id as usize].full_name);
+                        let cid = self.push(ClassEntry {
+                            name: name.clone(),
+                            full_name,
+                            parent: Some(id),
+                            origin: Origin::Pending {
+                                root,
+                                dir: dir.clone(),
+                                name: name.clone(),
+                            },
+                            def: None,
+                            replaceable: false,
+                            constrainedby: None,
+                            children: None,
+                        });
+                        children.insert(name, cid);
                     }
                 }
             }
-            Origin::Builtin(_) | Origin::Synthetic => {}
+            Origin::Builtin(_) | Origin::Synthetic | Origin::Pending { .. } => {}
         }
         self.classes[id as usize].children = Some(children);
     }
