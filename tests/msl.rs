@@ -284,12 +284,23 @@ fn an_msl_class_is_found_through_modelicapath() {
 /// `root` unchanged, with `args`, into `dir/NAME.csv`; panics on failure.
 fn simulate_example(root: &Path, dir: &Path, name: &str, args: &[&str]) -> PathBuf {
     let model = root.join(format!("Modelica/Mechanics/Rotational/Examples/{name}.mo"));
-    let res = dir.join(format!("{name}.csv"));
+    simulate_model(&model, dir, Some(root), args)
+}
+
+/// Simulates `model` (with `MODELICAPATH` as given) and `args` into
+/// `dir/STEM.csv`; panics on failure.
+fn simulate_model(model: &Path, dir: &Path, modelicapath: Option<&Path>, args: &[&str]) -> PathBuf {
+    let stem = model
+        .file_stem()
+        .expect("stem")
+        .to_string_lossy()
+        .into_owned();
+    let res = dir.join(format!("{stem}.csv"));
     let (model_s, res_s) = (model.display().to_string(), res.display().to_string());
     let mut all = vec!["simulate", model_s.as_str(), "-o", res_s.as_str()];
     all.extend_from_slice(args);
-    let (code, text) = rmoc(&all, Some(root));
-    assert_eq!(code, Some(0), "{name}: {text}");
+    let (code, text) = rmoc(&all, modelicapath);
+    assert_eq!(code, Some(0), "{stem}: {text}");
     res
 }
 
@@ -324,21 +335,12 @@ fn the_msl_first_example_runs_unchanged() {
         "Plain.mo",
         "model Plain\n  parameter Real Jm = 0.1, J2 = 2, J3 = 2, i = 10, damping = 10, c = 1e4, A = 10, f = 5;\n  constant Real pi = 3.141592653589793;\n  Real phi2(start = 0, fixed = true), w2(start = 0, fixed = true);\n  Real phi3(start = 0, fixed = true), w3(start = 0, fixed = true);\nequation\n  der(phi2) = w2;\n  der(phi3) = w3;\n  (J2 + Jm*i^2)*der(w2) = i*A*sin(2*pi*f*time) - damping*w2 + c*(phi3 - phi2);\n  J3*der(w3) = -c*(phi3 - phi2);\n  annotation(experiment(StopTime = 1));\nend Plain;\n",
     );
-    let plain = d.join("plain.csv");
-    let (code, text) = rmoc(
-        &[
-            "simulate",
-            &d.join("Plain.mo").display().to_string(),
-            "--interval",
-            "0.01",
-            "--tolerance",
-            "1e-8",
-            "-o",
-            &plain.display().to_string(),
-        ],
+    let plain = simulate_model(
+        &d.join("Plain.mo"),
+        &d,
         None,
+        &["--interval", "0.01", "--tolerance", "1e-8"],
     );
-    assert_eq!(code, Some(0), "{text}");
     for (msl_name, plain_name) in [
         ("inertia2.w", "w2"),
         ("inertia3.phi", "phi3"),
@@ -537,17 +539,8 @@ end TorsionalDrive;
         "Plain.mo",
         "model Plain\n  parameter Real J1 = 0.5, J2 = 1.5, c = 200, d = 2;\n  constant Real pi = 3.141592653589793;\n  Real phi1(start = 0, fixed = true), w1(start = 0, fixed = true);\n  Real phi2(start = 0, fixed = true), w2(start = 0, fixed = true);\n  Real tau_shaft = c*(phi1 - phi2) + d*(w1 - w2);\nequation\n  der(phi1) = w1;\n  der(phi2) = w2;\n  J1*der(w1) = 10*sin(2*pi*2*time) - tau_shaft;\n  J2*der(w2) = tau_shaft;\n  annotation(experiment(StopTime = 2, Tolerance = 1e-8, Interval = 0.01));\nend Plain;\n",
     );
-    let run = |file: &str, path: Option<&Path>| {
-        let res = d.join(format!("{file}.csv"));
-        let (model, out) = (
-            d.join(format!("{file}.mo")).display().to_string(),
-            res.display().to_string(),
-        );
-        let (code, text) = rmoc(&["simulate", &model, "-o", &out], path);
-        assert_eq!(code, Some(0), "{file}: {text}");
-        res
-    };
-    let (user, plain) = (run("TorsionalDrive", Some(&root)), run("Plain", None));
+    let user = simulate_model(&d.join("TorsionalDrive.mo"), &d, Some(&root), &[]);
+    let plain = simulate_model(&d.join("Plain.mo"), &d, None, &[]);
     // The MSL's shaft torque is c phi_rel + d w_rel with phi_rel = phi2 -
     // phi1: the opposite sign of `tau_shaft`.
     for (a, b, sign) in [
@@ -651,4 +644,52 @@ fn package_members_are_read_only_when_used() {
     );
     assert_eq!(code, Some(1), "{text}");
     assert!(text.contains("the file does not define `Wrong`"), "{text}");
+}
+
+/// `Modelica.Blocks.Sources.Pulse` (an `initial algorithm` of assignments,
+/// taken as the equations it is equivalent to) against the pulse train it
+/// describes: offset 0.5, amplitude 2 for the first half of each 0.2 s
+/// period. Rows at the switching instants are skipped (two rows each).
+#[test]
+fn the_msl_pulse_source_gives_its_pulse_train() {
+    let Some(root) = msl("the_msl_pulse_source_gives_its_pulse_train") else {
+        return;
+    };
+    let d = folder("pulse");
+    write(
+        &d,
+        "PulseTest.mo",
+        "model PulseTest\n  Modelica.Blocks.Sources.Pulse pulse(amplitude = 2, width = 50, period = 0.2, offset = 0.5);\n  annotation(experiment(StopTime = 1, Interval = 0.01));\nend PulseTest;\n",
+    );
+    let res = simulate_model(&d.join("PulseTest.mo"), &d, Some(&root), &[]);
+    let (t, y) = (column(&res, "time"), column(&res, "pulse.y"));
+    let mut compared = 0;
+    for (&tk, &yk) in t.iter().zip(&y) {
+        let phase = (tk + 1e-9) % 0.2;
+        if phase < 1e-6 || (phase - 0.1).abs() < 1e-6 || (phase - 0.2).abs() < 1e-6 {
+            continue;
+        }
+        let want = if phase < 0.1 { 2.5 } else { 0.5 };
+        assert!(
+            (yk - want).abs() < 1e-12,
+            "t = {tk}: y = {yk}, pulse {want}"
+        );
+        compared += 1;
+    }
+    assert!(compared > 80, "{compared} rows compared");
+}
+
+/// An algorithm section of a model that is a sequence of assignments, each
+/// variable assigned once and not read before, is the equations it is
+/// equivalent to; `initial algorithm` gives initial equations.
+#[test]
+fn algorithm_sections_of_assignments_are_equations() {
+    let r = common::simulate(
+        "model M\n  parameter Real p = 3;\n  Real a;\n  Real b;\n  Real x;\ninitial algorithm\n  x := 2*p;\nalgorithm\n  a := p*time;\n  b := a + 1;\nequation\n  der(x) = b;\n  annotation(experiment(StopTime = 1));\nend M;\n",
+        Some("M"),
+        &common::Run::default(),
+    );
+    // x(0) = 2 p = 6 and b = 3 t + 1, so x(1) = 6 + 3/2 + 1.
+    common::assert_close(common::last(&r, "x"), 8.5, 1e-6, 1e-9);
+    common::assert_close(common::last(&r, "b"), 4.0, 1e-12, 1e-12);
 }

@@ -75,7 +75,7 @@ struct Instance {
     order: Vec<String>,
     /// Classes replaced by `redeclare model X = ...` for this instance.
     class_overrides: HashMap<String, ClassId>,
-    equations: Vec<(Rc<ast::Equation>, Option<ClassId>, bool)>,
+    equations: Vec<ClassEquation>,
     prefix: ast::TypePrefix,
 }
 
@@ -89,10 +89,14 @@ struct PendingAttrs {
 }
 
 /// What a class contributes once `extends` is resolved.
+/// An equation of a class as written, the class it is written in, and
+/// whether it is an initial equation.
+type ClassEquation = (Rc<ast::Equation>, Option<ClassId>, bool);
+
 #[derive(Default)]
 struct Contents {
     components: Vec<PendingComp>,
-    equations: Vec<(Rc<ast::Equation>, Option<ClassId>, bool)>,
+    equations: Vec<ClassEquation>,
     algorithms: Vec<(Rc<ast::AlgorithmSection>, Option<ClassId>)>,
     class_overrides: HashMap<String, ClassId>,
 }
@@ -839,16 +843,14 @@ impl<'l> Flattener<'l> {
             .map(|c| c.decl.name.name.clone())
             .collect();
         self.check_modifier_names(m, &names, class, &contents.class_overrides)?;
-        if let Some((alg, _)) = contents.algorithms.first() {
-            return self.err(
-                alg.span,
-                "algorithm sections are only supported in functions; write equations, or call a function",
-            );
+        let mut equations = contents.equations;
+        for (alg, alg_class) in &contents.algorithms {
+            equations.extend(algorithm_as_equations(alg, *alg_class)?);
         }
         {
             let inst = &mut self.instances[id as usize];
             inst.class_overrides = contents.class_overrides;
-            inst.equations = contents.equations;
+            inst.equations = equations;
             for pc in contents.components {
                 let name = pc.decl.name.name.clone();
                 if inst.pending.contains_key(&name) {
@@ -1742,4 +1744,129 @@ pub(crate) fn unflatten_index(mut k: usize, dims: &[usize]) -> Vec<usize> {
         k /= dims[d];
     }
     idx
+}
+
+/// An algorithm section of a model (or its `initial algorithm`) as the
+/// equations it is equivalent to: a sequence of assignments `v := e;`, each
+/// variable assigned once and not read by an earlier statement, computes
+/// what the equations `v = e` do (MLS 11.1.2: an algorithm section is an
+/// equation system whose unknowns are the variables it assigns). Blocks of
+/// the MSL's sources (`Pulse`, `Trapezoid`) initialize their period counter
+/// so. Other sections are refused.
+fn algorithm_as_equations(
+    alg: &ast::AlgorithmSection,
+    class: Option<ClassId>,
+) -> Result<Vec<ClassEquation>, Diagnostic> {
+    let refuse = |span: Span, why: &str| {
+        Err(Diagnostic::error(
+            span,
+            format!("this algorithm section cannot be written as equations: {why}"),
+        )
+        .with_label("in an algorithm section of a model")
+        .with_hint(
+            "rmoc supports algorithm sections in models that are a sequence of assignments, each variable assigned once and not read before it; write equations, or call a function",
+        ))
+    };
+    // The base names assigned by each statement, in order.
+    let mut targets: Vec<String> = Vec::new();
+    for st in &alg.statements {
+        let ast::StatementKind::Assign { target, .. } = &st.kind else {
+            return refuse(st.span, "it holds a statement other than `v := e`");
+        };
+        let name = base_name(target);
+        if targets.contains(&name) {
+            return refuse(st.span, &format!("`{name}` is assigned twice"));
+        }
+        targets.push(name);
+    }
+    let mut out = Vec::new();
+    for (k, st) in alg.statements.iter().enumerate() {
+        let ast::StatementKind::Assign { target, value } = &st.kind else {
+            continue;
+        };
+        let mut read = Vec::new();
+        refs_in(value, &mut read);
+        if let Some(late) = read.iter().find(|r| targets[k..].contains(r)) {
+            return refuse(
+                st.span,
+                &format!("`{late}` is read before the statement that assigns it"),
+            );
+        }
+        let lhs = ast::Expr {
+            kind: ast::ExprKind::Ref(target.clone()),
+            span: target.span,
+        };
+        let eq = ast::Equation {
+            kind: ast::EquationKind::Simple {
+                lhs,
+                rhs: value.clone(),
+            },
+            span: st.span,
+        };
+        out.push((Rc::new(eq), class, alg.initial));
+    }
+    Ok(out)
+}
+
+/// A reference's name without subscripts (`a.b` of `a.b[2]`).
+fn base_name(r: &ast::ComponentRef) -> String {
+    let parts: Vec<&str> = r.parts.iter().map(|p| p.ident.name.as_str()).collect();
+    parts.join(".")
+}
+
+/// The base names of the references in `e` (conservatively: every name,
+/// also those in subscripts and call arguments).
+fn refs_in(e: &ast::Expr, out: &mut Vec<String>) {
+    use ast::ExprKind as K;
+    match &e.kind {
+        K::Ref(r) => {
+            for p in &r.parts {
+                for s in &p.subscripts {
+                    if let ast::Subscript::Index(i) = s {
+                        refs_in(i, out);
+                    }
+                }
+            }
+            out.push(base_name(r));
+        }
+        K::Call { args, .. } => {
+            for a in args {
+                match a {
+                    ast::Arg::Positional(x) | ast::Arg::Named(_, x) => refs_in(x, out),
+                }
+            }
+        }
+        K::FunctionPartial { args, .. } => args.iter().for_each(|(_, x)| refs_in(x, out)),
+        K::Comprehension { body, indices, .. } => {
+            refs_in(body, out);
+            for i in indices {
+                if let Some(r) = &i.range {
+                    refs_in(r, out);
+                }
+            }
+        }
+        K::Unary { operand, .. } => refs_in(operand, out),
+        K::Binary { lhs, rhs, .. } => {
+            refs_in(lhs, out);
+            refs_in(rhs, out);
+        }
+        K::If { branches, else_ } => {
+            for (c, v) in branches {
+                refs_in(c, out);
+                refs_in(v, out);
+            }
+            refs_in(else_, out);
+        }
+        K::Range { start, step, stop } => {
+            refs_in(start, out);
+            if let Some(s) = step {
+                refs_in(s, out);
+            }
+            refs_in(stop, out);
+        }
+        K::Array(xs) => xs.iter().for_each(|x| refs_in(x, out)),
+        K::Matrix(rows) => rows.iter().flatten().for_each(|x| refs_in(x, out)),
+        K::Tuple(xs) => xs.iter().flatten().for_each(|x| refs_in(x, out)),
+        K::Real(_) | K::Integer(_) | K::Bool(_) | K::String(_) | K::End => {}
+    }
 }
