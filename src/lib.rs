@@ -81,8 +81,18 @@ pub fn load(path: &Path) -> (Library, Result<Loaded, Vec<Diagnostic>>) {
     // A file of a library (`within Modelica.Mechanics;` in
     // `.../Modelica/Mechanics/X.mo`) looks up top-level names in the folder
     // that holds its library, not in its own.
+    let package_file = path.file_stem().is_some_and(|s| s == "package");
     let dir = match (&parsed.within, &dir) {
-        (Some(w), Some(d)) if !w.parts.is_empty() => library_root(d, w).or(Some(d.clone())),
+        (Some(w), Some(d)) if !w.parts.is_empty() => {
+            // A `package.mo` is its folder's class: its library is above
+            // that folder.
+            let from = if package_file {
+                d.parent()
+            } else {
+                Some(d.as_path())
+            };
+            from.and_then(|f| library_root(f, w)).or(Some(d.clone()))
+        }
         _ => dir,
     };
     let mut lib = Library::new(sources, dir);
@@ -109,17 +119,29 @@ pub fn load(path: &Path) -> (Library, Result<Loaded, Vec<Diagnostic>>) {
 }
 
 /// The folder that holds the library of a file in `dir` that says `within
-/// w;`: `dir` must end in the folders named by `w`'s parts.
+/// w;`: `dir` must end in the folders named by `w`'s parts (the top one may
+/// carry a version, `Modelica 4.0.0`, MLS 13.4.1). The path is taken as
+/// given, then as resolved (a link named `Modelica` to a versioned folder
+/// matches the first way).
 fn library_root(dir: &Path, w: &ast::Name) -> Option<std::path::PathBuf> {
-    let dir = dir.canonicalize().ok()?;
-    let mut d = dir.as_path();
-    for part in w.parts.iter().rev() {
-        if d.file_name()?.to_str()? != part.name {
-            return None;
+    let walk = |dir: &Path| -> Option<std::path::PathBuf> {
+        let mut d = dir;
+        for (k, part) in w.parts.iter().rev().enumerate() {
+            let folder = d.file_name()?.to_str()?;
+            let top = k + 1 == w.parts.len();
+            let versioned = top
+                && folder
+                    .strip_prefix(part.name.as_str())
+                    .is_some_and(|rest| rest.starts_with(' '));
+            if folder != part.name && !versioned {
+                return None;
+            }
+            d = d.parent()?;
         }
-        d = d.parent()?;
-    }
-    Some(d.to_path_buf())
+        Some(d.to_path_buf())
+    };
+    let absolute = std::path::absolute(dir).ok()?;
+    walk(&absolute).or_else(|| walk(&dir.canonicalize().ok()?))
 }
 
 /// The parsed user file and its classes.

@@ -693,3 +693,70 @@ fn algorithm_sections_of_assignments_are_equations() {
     common::assert_close(common::last(&r, "x"), 8.5, 1e-6, 1e-9);
     common::assert_close(common::last(&r, "b"), 4.0, 1e-12, 1e-12);
 }
+
+/// A declaration with `zeroDerivative = k` is used only where k's
+/// derivative is zero; where k varies, the body is differentiated. The
+/// declared derivative here is deliberately twice the true one, so the
+/// result tells which was used: with a constant k, v = 2 k cos t (the
+/// declaration); with k = 1 + t, v = k cos t + sin t (the body).
+#[test]
+fn a_zero_derivative_declaration_holds_only_where_its_input_is_constant() {
+    let model = |k: &str| {
+        format!(
+            "function f\n  input Real x;\n  input Real k;\n  output Real y;\nalgorithm\n  y := k*x;\n  annotation(derivative(zeroDerivative = k) = f_der);\nend f;\nfunction f_der\n  input Real x;\n  input Real k;\n  input Real dx;\n  output Real dy;\nalgorithm\n  dy := 2*k*dx;\nend f_der;\nmodel M\n  {k};\n  Real s;\n  Real v;\nequation\n  der(s) = v;\n  s = f(sin(time), k);\n  annotation(experiment(StopTime = 1));\nend M;\n"
+        )
+    };
+    let constant = common::simulate(
+        &model("parameter Real k = 3"),
+        Some("M"),
+        &common::Run::default(),
+    );
+    common::assert_close(common::last(&constant, "v"), 6.0 * 1f64.cos(), 1e-9, 1e-12);
+    let varying = common::simulate(
+        &model("Real k = 1 + time"),
+        Some("M"),
+        &common::Run::default(),
+    );
+    let want = 2.0 * 1f64.cos() + 1f64.sin();
+    common::assert_close(common::last(&varying, "v"), want, 1e-9, 1e-12);
+}
+
+/// A library installed in a folder named with its version (`Ver 2.0/`, as
+/// `Modelica 4.0.0/`, MLS 13.4.1) is found by its name, through
+/// `MODELICAPATH` and from the `within` of its own files.
+#[test]
+fn a_versioned_library_folder_is_found() {
+    let d = folder("versioned");
+    let libs = d.join("libs");
+    write(
+        &libs,
+        "Ver 2.0/package.mo",
+        "package Ver\n  constant Real g = 2;\nend Ver;\n",
+    );
+    write(
+        &libs,
+        "Ver 1.0/package.mo",
+        "package Ver\n  constant Real g = 1;\nend Ver;\n",
+    );
+    write(
+        &libs,
+        "Ver 2.0/Sub/M.mo",
+        "within Ver.Sub;\nmodel M\n  Real x(start = 0, fixed = true);\nequation\n  der(x) = Ver.g;\nend M;\n",
+    );
+    write(
+        &libs,
+        "Ver 2.0/Sub/package.mo",
+        "within Ver;\npackage Sub\nend Sub;\n",
+    );
+    write(
+        &d,
+        "Use.mo",
+        "model Use\n  Ver.Sub.M m;\n  annotation(experiment(StopTime = 1));\nend Use;\n",
+    );
+    let res = simulate_model(&d.join("Use.mo"), &d, Some(&libs), &[]);
+    // The highest version: g = 2.
+    assert!((column(&res, "m.x").last().copied().unwrap_or(0.0) - 2.0).abs() < 1e-9);
+    let own = libs.join("Ver 2.0/Sub/M.mo").display().to_string();
+    let (code, text) = rmoc(&["check", &own], None);
+    assert_eq!(code, Some(0), "{text}");
+}

@@ -265,10 +265,12 @@ pub struct DeclaredDerivative {
     /// The derivative function (an index into the model's functions).
     pub function: u32,
     /// Which of f's scalarized arguments have their derivative passed, in
-    /// order: for a first derivative those of the inputs not named by
-    /// `noDerivative`/`zeroDerivative`; for a higher one (`order = 2`
-    /// declared on f_der) the derivative arguments f_der received itself.
+    /// order: those of the inputs not named by `noDerivative` or
+    /// `zeroDerivative`.
     pub differentiated: Vec<bool>,
+    /// The arguments whose derivative the declaration assumes zero
+    /// (`zeroDerivative`): where one is not, the body is differentiated.
+    pub assumed_zero: Vec<bool>,
 }
 
 /// Each expression's [`ExprArena::reachable`] nodes, computed once per

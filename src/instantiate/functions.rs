@@ -81,18 +81,24 @@ impl<'l> Flattener<'l> {
         self.function_index.insert(key, (id, arg_shapes.to_vec()));
         self.function_out_types.insert(id, outs.clone());
         self.functions[id as usize].derivative =
-            self.declared_derivative(class, arg_shapes, span)?;
+            self.declared_derivative(class, arg_shapes, &outs, span)?;
         Ok((id, outs))
     }
 
     /// The derivative function `class` declares (`annotation(derivative(
-    /// noDerivative = x, order = 2) = f_der)`, MLS 12.7.1), compiled for
-    /// the shapes it is called with. `None` when the class declares none,
-    /// or one whose inputs do not fit (the body is then differentiated).
+    /// noDerivative = x, zeroDerivative = k) = f_der)`, MLS 12.7.1),
+    /// compiled for the shapes it is called with. Only first derivatives
+    /// are taken (`order = 1`, the default): a higher-order declaration
+    /// holds for time derivatives only, and the same call rules also build
+    /// partial and directional derivatives for the Jacobians. `None` when
+    /// the class declares none, or one that does not fit (inputs, outputs,
+    /// or a derivative function that does not compile): the body is then
+    /// differentiated.
     fn declared_derivative(
         &mut self,
         class: ClassId,
         arg_shapes: &[Vec<usize>],
+        out_shapes: &OutputShapes,
         span: Span,
     ) -> Result<Option<flat::DeclaredDerivative>, Diagnostic> {
         let Some(def) = self.lib.def(class)? else {
@@ -101,52 +107,52 @@ impl<'l> Flattener<'l> {
         let ast::ClassBody::Long(comp) = &def.body else {
             return Ok(None);
         };
-        // The first `derivative` annotation that names a function (one per
-        // order; the first is the order-1 one unless it says otherwise).
+        // The first-order `derivative` annotation that names a function:
+        // its target, the inputs without a derivative argument, and those
+        // whose derivative it assumes zero.
         let mut found = None;
-        for m in &comp.annotations {
-            for a in &m.args {
-                let ast::ModArg::Modify {
+        for a in comp.annotations.iter().flat_map(|m| &m.args) {
+            let ast::ModArg::Modify {
+                path,
+                modification: Some(md),
+                ..
+            } = a
+            else {
+                continue;
+            };
+            let Some(ast::Expr {
+                kind: ast::ExprKind::Ref(target),
+                ..
+            }) = &md.binding
+            else {
+                continue;
+            };
+            if path.dotted() != "derivative" {
+                continue;
+            }
+            let (mut no, mut zero, mut order) = (Vec::new(), Vec::new(), 1);
+            for x in md.class_mod.iter().flat_map(|c| &c.args) {
+                if let ast::ModArg::Modify {
                     path,
-                    modification: Some(md),
+                    modification: Some(v),
                     ..
-                } = a
-                else {
-                    continue;
-                };
-                let Some(ast::Expr {
-                    kind: ast::ExprKind::Ref(target),
-                    ..
-                }) = &md.binding
-                else {
-                    continue;
-                };
-                if path.dotted() != "derivative" || found.is_some() {
-                    continue;
-                }
-                let mut excluded = Vec::new();
-                let mut order = 1.0;
-                for x in md.class_mod.iter().flat_map(|c| &c.args) {
-                    if let ast::ModArg::Modify {
-                        path,
-                        modification: Some(v),
-                        ..
-                    } = x
-                        && let Some(b) = &v.binding
-                    {
-                        match (path.dotted().as_str(), &b.kind) {
-                            ("noDerivative" | "zeroDerivative", ast::ExprKind::Ref(r)) => {
-                                excluded.push(r.dotted())
-                            }
-                            ("order", ast::ExprKind::Integer(k)) => order = *k as f64,
-                            _ => {}
-                        }
+                } = x
+                    && let Some(b) = &v.binding
+                {
+                    match (path.dotted().as_str(), &b.kind) {
+                        ("noDerivative", ast::ExprKind::Ref(r)) => no.push(r.dotted()),
+                        ("zeroDerivative", ast::ExprKind::Ref(r)) => zero.push(r.dotted()),
+                        ("order", ast::ExprKind::Integer(k)) => order = *k,
+                        _ => {}
                     }
                 }
-                found = Some((target.clone(), excluded, order));
+            }
+            if order == 1 {
+                found = Some((target.clone(), no, zero));
+                break;
             }
         }
-        let Some((target, excluded, order)) = found else {
+        let Some((target, no, zero)) = found else {
             return Ok(None);
         };
         let Some(name) = target.as_name() else {
@@ -162,18 +168,14 @@ impl<'l> Flattener<'l> {
             .into_iter()
             .map(|i| i.name)
             .collect();
-        let der_inputs = self.function_signature(der_class, span)?.inputs.len();
-        let extra = der_inputs.saturating_sub(inputs.len());
-        // Which inputs have their derivative passed: for order 1 those not
-        // excluded; for a higher order the last `extra` ones (the
-        // derivative inputs this function received, MLS 12.7.1).
-        let passed: Vec<bool> = if order <= 1.0 {
-            inputs.iter().map(|n| !excluded.contains(n)).collect()
-        } else {
-            (0..inputs.len())
-                .map(|k| k + extra >= inputs.len())
-                .collect()
+        let Ok(der_signature) = self.function_signature(der_class, span) else {
+            return Ok(None);
         };
+        let passed: Vec<bool> = inputs
+            .iter()
+            .map(|n| !no.contains(n) && !zero.contains(n))
+            .collect();
+        let extra = der_signature.inputs.len().saturating_sub(inputs.len());
         if passed.iter().filter(|&&p| p).count() != extra || arg_shapes.len() != inputs.len() {
             return Ok(None);
         }
@@ -183,13 +185,23 @@ impl<'l> Flattener<'l> {
                 .filter(|(_, p)| **p)
                 .map(|(s, _)| s.clone()),
         );
-        let (function, _) = self.compile_function(der_class, &der_shapes, span)?;
-        let differentiated = (arg_shapes.iter().zip(&passed))
-            .flat_map(|(s, &p)| std::iter::repeat_n(p, s.iter().product::<usize>()))
-            .collect();
+        // f_der must return what f returns, output for output.
+        let Ok((function, der_outs)) = self.compile_function(der_class, &der_shapes, span) else {
+            return Ok(None);
+        };
+        let shapes = |o: &OutputShapes| o.iter().map(|(d, _)| d.clone()).collect::<Vec<_>>();
+        if shapes(&der_outs) != shapes(out_shapes) {
+            return Ok(None);
+        }
+        let per_scalar = |flags: &dyn Fn(&String) -> bool| -> Vec<bool> {
+            (arg_shapes.iter().zip(&inputs))
+                .flat_map(|(s, n)| std::iter::repeat_n(flags(n), s.iter().product::<usize>()))
+                .collect()
+        };
         Ok(Some(flat::DeclaredDerivative {
             function,
-            differentiated,
+            differentiated: per_scalar(&|n| !no.contains(n) && !zero.contains(n)),
+            assumed_zero: per_scalar(&|n| zero.contains(n)),
         }))
     }
 

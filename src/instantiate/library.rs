@@ -91,6 +91,24 @@ impl Root {
         }
     }
 
+    /// For a top-level `name` with no folder of that name: the folder
+    /// `name VERSION` with the highest version, if any.
+    fn versioned(&self, dir: &str, name: &str) -> Option<String> {
+        let Root::Dir(d) = self else {
+            return None;
+        };
+        if !dir.is_empty() || d.join(name).is_dir() {
+            return None;
+        }
+        let prefix = format!("{name} ");
+        std::fs::read_dir(d)
+            .ok()?
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|f| f.starts_with(&prefix) && d.join(f).is_dir())
+            .max()
+    }
+
     /// Names `X` for which `dir/X.rmo`, `dir/X.mo`, `dir/X/package.rmo` or
     /// `dir/X/package.mo` exists: in the order of the folder's
     /// `package.order` where it has one (names it does not list follow, in
@@ -552,7 +570,13 @@ impl Library {
             }
         };
         let file_rel = join(dir, &format!("{name}.rmo"));
-        let pkg_dir = join(dir, name);
+        // A top-level library may sit in a folder named with its version,
+        // `Modelica 4.0.0` (MLS 13.4.1): the highest such version.
+        let folder = match self.roots[root].versioned(dir, name) {
+            Some(v) => v,
+            None => name.to_string(),
+        };
+        let pkg_dir = join(dir, &folder);
         let pkg_rel = format!("{pkg_dir}/package.rmo");
         let (rel, folder) = if let Some(x) = self.roots[root].read(&pkg_rel) {
             (x, Some((root, pkg_dir)))

@@ -1774,7 +1774,11 @@ fn algorithm_as_equations(
             return refuse(st.span, "it holds a statement other than `v := e`");
         };
         let name = base_name(target);
-        if targets.contains(&name) {
+        let prefix = |a: &str, b: &str| a.strip_prefix(b).is_some_and(|r| r.starts_with('.'));
+        if targets
+            .iter()
+            .any(|t| *t == name || prefix(t, &name) || prefix(&name, t))
+        {
             return refuse(st.span, &format!("`{name}` is assigned twice"));
         }
         targets.push(name);
@@ -1786,7 +1790,25 @@ fn algorithm_as_equations(
         };
         let mut read = Vec::new();
         refs_in(value, &mut read);
-        if let Some(late) = read.iter().find(|r| targets[k..].contains(r)) {
+        // The target's own subscripts are read too (`a[i] := ...`).
+        for p in &target.parts {
+            for sub in &p.subscripts {
+                if let ast::Subscript::Index(i) = sub {
+                    refs_in(i, &mut read);
+                }
+            }
+        }
+        // `r.x` and `r` name overlapping data: a read of either clashes
+        // with an assignment of the other.
+        let overlaps = |a: &str, b: &str| {
+            a == b
+                || a.strip_prefix(b).is_some_and(|rest| rest.starts_with('.'))
+                || b.strip_prefix(a).is_some_and(|rest| rest.starts_with('.'))
+        };
+        if let Some(late) = read
+            .iter()
+            .find(|r| targets[k..].iter().any(|t| overlaps(r, t)))
+        {
             return refuse(
                 st.span,
                 &format!("`{late}` is read before the statement that assigns it"),

@@ -80,6 +80,10 @@ impl CsvStream {
     pub fn create(target: &Path) -> std::io::Result<CsvStream> {
         let tmp = super::temp_path(target);
         let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        let remove_tmp = |e: std::io::Error| {
+            let _ = std::fs::remove_file(&tmp);
+            e
+        };
         // A few batches in flight at most: memory stays bounded when the
         // integrator outruns the disk.
         let (to_writer, messages) = std::sync::mpsc::sync_channel::<Message>(4);
@@ -92,6 +96,7 @@ impl CsvStream {
                         Message::Header(names) => header(&mut w, &names)?,
                         Message::Rows(b) => {
                             let width = b.values.len() / b.times.len().max(1);
+                            debug_assert_eq!(width * b.times.len(), b.values.len());
                             for (k, &t) in b.times.iter().enumerate() {
                                 let row = &b.values[k * width..(k + 1) * width];
                                 row_line(&mut w, &mut text, t, row)?;
@@ -99,8 +104,12 @@ impl CsvStream {
                         }
                     }
                 }
-                w.flush()
-            })?;
+                // On disk before the file is renamed into place: after a
+                // crash the target is whole or absent, never cut short.
+                w.flush()?;
+                w.get_ref().sync_all()
+            })
+            .map_err(remove_tmp)?;
         Ok(CsvStream {
             batch: Batch::default(),
             to_writer: Some(to_writer),

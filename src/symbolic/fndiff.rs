@@ -42,6 +42,11 @@ impl Derivatives {
             .functions
             .get(site.func as usize)
             .and_then(|f| f.derivative.clone());
+        // A declaration that assumes an argument constant holds only where
+        // its derivative is zero here (MLS 12.7.1, zeroDerivative).
+        let declared = declared.filter(|d| {
+            (dargs.iter().zip(&d.assumed_zero)).all(|(&x, &zero)| !zero || arena.is_const(x, 0.0))
+        });
         if let Some(d) = declared {
             // The declared derivative: the arguments, then the derivatives
             // of those it differentiates.
