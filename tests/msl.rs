@@ -481,12 +481,13 @@ fn the_msl_rolling_wheel_follows_its_closed_form() {
 }
 
 /// A connection to a conditional component whose condition is false is
-/// removed with it (MLS 4.4.5); with the condition true it connects.
+/// removed with it (MLS 4.4.5), inside the component (`support`) and from
+/// outside (`shaft.support`); with the condition true it connects.
 #[test]
 fn connections_to_disabled_conditional_components_are_dropped() {
     let src = |use_support: bool| {
         format!(
-            "connector Flange\n  Real phi;\n  flow Real tau;\nend Flange;\nmodel Fixed\n  Flange flange;\nequation\n  flange.phi = 0;\nend Fixed;\nmodel InternalSupport\n  input Real tau;\n  Real phi;\n  Flange flange;\nequation\n  flange.tau = tau;\n  flange.phi = phi;\nend InternalSupport;\nmodel Shaft\n  parameter Boolean useSupport = {use_support};\n  Flange support if useSupport;\n  Fixed fixed if not useSupport;\n  InternalSupport internal(tau = w);\n  Real w(start = 1, fixed = true);\nequation\n  connect(internal.flange, support);\n  connect(internal.flange, fixed.flange);\n  der(w) = -w + internal.phi;\nend Shaft;\nmodel M\n  Shaft shaft;\nend M;\n"
+            "connector Flange\n  Real phi;\n  flow Real tau;\nend Flange;\nmodel Fixed\n  Flange flange;\nequation\n  flange.phi = 0;\nend Fixed;\nmodel InternalSupport\n  input Real tau;\n  Real phi;\n  Flange flange;\nequation\n  flange.tau = tau;\n  flange.phi = phi;\nend InternalSupport;\nmodel Shaft\n  parameter Boolean useSupport = {use_support};\n  Flange support if useSupport;\n  Fixed fixed if not useSupport;\n  InternalSupport internal(tau = w);\n  Real w(start = 1, fixed = true);\nequation\n  connect(internal.flange, support);\n  connect(internal.flange, fixed.flange);\n  der(w) = -w + internal.phi;\nend Shaft;\nmodel M\n  Shaft shaft;\n  Fixed ground;\nequation\n  connect(shaft.support, ground.flange);\nend M;\n"
         )
     };
     let grounded = common::check(&src(false));

@@ -907,16 +907,10 @@ impl<'l> Flattener<'l> {
     ) -> Result<(), Diagnostic> {
         // A connection to a conditional component that is not there is
         // removed with it (MLS 4.4.5).
-        let gone = |r: &ast::ComponentRef| {
-            ctx.scope
-                .inst
-                .is_some_and(|i| self.disabled.contains(&(i, r.parts[0].ident.name.clone())))
-        };
-        if gone(a) || gone(b) {
+        let (Some(na), Some(nb)) = (self.connector_nodes(a, ctx)?, self.connector_nodes(b, ctx)?)
+        else {
             return Ok(());
-        }
-        let na = self.connector_nodes(a, ctx)?;
-        let nb = self.connector_nodes(b, ctx)?;
+        };
         if na.dims != nb.dims {
             return Err(Diagnostic::error(
                 span,
@@ -939,16 +933,51 @@ impl<'l> Flattener<'l> {
         Ok(())
     }
 
+    /// Whether `r` names a conditional component whose condition is false,
+    /// or something inside one: `support`, or `sub.support` with `support`
+    /// disabled inside `sub`.
+    fn names_disabled(&mut self, r: &ast::ComponentRef, ctx: &Ctx) -> Result<bool, Diagnostic> {
+        let Some(inst) = ctx.scope.inst else {
+            return Ok(false);
+        };
+        if self
+            .disabled
+            .contains(&(inst, r.parts[0].ident.name.clone()))
+        {
+            return Ok(true);
+        }
+        for k in 1..r.parts.len() {
+            let prefix = ast::ComponentRef {
+                parts: r.parts[..k].to_vec(),
+                ..r.clone()
+            };
+            let Ok(Some(nodes)) = self.resolve_nodes(&prefix, ctx) else {
+                return Ok(false);
+            };
+            let name = &r.parts[k].ident.name;
+            let inside = nodes.leaves.iter().any(
+                |n| matches!(n, CompNode::Inst(i) if self.disabled.contains(&(*i, name.clone()))),
+            );
+            if inside {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The connector `r` names; `None` for one inside a conditional
+    /// component that is not there (its connections are dropped).
     fn connector_nodes(
         &mut self,
         r: &ast::ComponentRef,
         ctx: &Ctx,
-    ) -> Result<NodeArray, Diagnostic> {
-        match self.resolve_nodes(r, ctx)? {
-            Some(n) => {
-                // The last component must be declared as a connector.
-                Ok(n)
-            }
+    ) -> Result<Option<NodeArray>, Diagnostic> {
+        let resolved = match self.resolve_nodes(r, ctx) {
+            Err(_) | Ok(None) if self.names_disabled(r, ctx)? => return Ok(None),
+            other => other?,
+        };
+        match resolved {
+            Some(n) => Ok(Some(n)),
             None => Err(
                 Diagnostic::error(r.span, format!("unknown connector `{}`", r.dotted()))
                     .with_label("no component of this name"),
