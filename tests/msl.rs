@@ -761,3 +761,16 @@ fn a_versioned_library_folder_is_found() {
     let (code, text) = rmoc(&["check", &own], None);
     assert_eq!(code, Some(0), "{text}");
 }
+
+/// A constant of a package that extends another with a modifier takes the
+/// modified value, and the base's constants that use it follow (as the
+/// MSL's packages redefine constants through `extends`).
+#[test]
+fn package_constants_follow_extends_modifiers() {
+    let flat = common::flatten(
+        "package Q\n  constant Real k = 1;\n  constant Real k2 = 2*k;\nend Q;\npackage P\n  extends Q(k = 4);\nend P;\nmodel M\n  Real x = P.k + P.k2 + Q.k2;\nend M;\n",
+        Some("M"),
+    );
+    // P.k = 4, P.k2 = 8, Q.k2 = 2.
+    assert!(flat.contains("x = 14;"), "{flat}");
+}

@@ -611,22 +611,37 @@ impl Flattener<'_> {
         ) {
             return Ok(None);
         }
-        let Some(b) = pc
-            .decl
-            .modification
-            .as_ref()
-            .and_then(|m| m.binding.as_ref())
-        else {
-            return Err(Diagnostic::error(
-                span,
-                format!("constant `{name}` has no value"),
-            ));
+        // A modifier from an `extends` (`package P extends Q(k = 4)`) wins
+        // over the declaration's binding and is evaluated where it is
+        // written. The declaration's binding sees the class asked about
+        // first (`k2 = 2*k` in Q, asked of P, reads P's k = 4), then the
+        // scope it is written in (Q's own imports and packages).
+        let (b, scope) = match &pc.outer.binding {
+            Some(outer) => (outer.expr.clone(), outer.scope),
+            None => {
+                let Some(b) = pc
+                    .decl
+                    .modification
+                    .as_ref()
+                    .and_then(|m| m.binding.as_ref())
+                else {
+                    return Err(Diagnostic::error(
+                        span,
+                        format!("constant `{name}` has no value"),
+                    ));
+                };
+                (std::rc::Rc::new(b.clone()), pc.decl_scope)
+            }
         };
-        let ctx = Ctx::model(Scope {
+        let own = Scope {
             inst: None,
             class: Some(class),
-        });
-        let v = self.eval_expr(b, &ctx)?;
+        };
+        let v = match self.eval_expr(&b, &Ctx::model(own)) {
+            Ok(v) => v,
+            Err(_) if scope != own => self.eval_expr(&b, &Ctx::model(scope))?,
+            Err(e) => return Err(e),
+        };
         // Fold to numbers: package constants are compile-time values.
         let mut elems = Vec::new();
         for &e in &v.elems {
