@@ -774,3 +774,26 @@ fn package_constants_follow_extends_modifiers() {
     // P.k = 4, P.k2 = 8, Q.k2 = 2.
     assert!(flat.contains("x = 14;"), "{flat}");
 }
+
+/// String parameters and constants are compile-time texts (the MSL's
+/// blocks name their signals with them): modified from outside, joined
+/// with `+`, and read by messages.
+#[test]
+fn string_parameters_reach_messages() {
+    let src = "model S\n  parameter String name = \"motor\";\n  parameter String full = name + \" 1\";\n  Real x(start = 1, fixed = true);\nequation\n  der(x) = -x;\n  assert(x > 2, \"too slow in \" + full);\nend S;\nmodel T\n  S s(name = \"pump\");\nend T;\n";
+    let d = folder("strings");
+    write(&d, "T.mo", src);
+    let (code, text) = rmoc(
+        &[
+            "simulate",
+            &d.join("T.mo").display().to_string(),
+            "--model",
+            "T",
+            "-o",
+            &d.join("t.csv").display().to_string(),
+        ],
+        None,
+    );
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("too slow in pump 1"), "{text}");
+}

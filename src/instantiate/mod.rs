@@ -135,6 +135,8 @@ pub struct Flattener<'l> {
     /// Conditional components whose condition is false (instance, name):
     /// connections to them are dropped (MLS 4.4.5).
     disabled: std::collections::HashSet<(InstId, String)>,
+    /// String parameters and constants: their texts, by instance and name.
+    strings: HashMap<(InstId, String), String>,
 }
 
 /// Flattens model `model` (a class of the user's file, or a dotted name).
@@ -167,6 +169,7 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
         binding_spans: HashMap::new(),
         bound_by_equation: Default::default(),
         disabled: Default::default(),
+        strings: HashMap::new(),
     };
     let name = f.lib.entry(model).full_name.clone();
     let def = match f.lib.def(model) {
@@ -964,6 +967,25 @@ impl<'l> Flattener<'l> {
         modifier::check_final(&pc.outer, &decl_mod, &decl.name.name)?;
         let m = merge(&pc.outer, &decl_mod);
         let resolved = self.resolve_short(type_class, m, Some(inst))?;
+        // A String parameter or constant is a compile-time text, no
+        // variable: messages and other String bindings read it.
+        let constant = matches!(
+            decl.prefix.variability,
+            ast::Variability::Parameter | ast::Variability::Constant
+        );
+        if constant
+            && self.lib.builtin(resolved.class) == Some(library::Builtin::String)
+            && decl.dims.is_empty()
+            && decl.type_dims.is_empty()
+            && resolved.dims.is_empty()
+        {
+            let text = match &resolved.modifier.binding {
+                Some(b) => self.eval_string(&b.expr, &eval::Ctx::model(b.scope))?,
+                None => String::new(),
+            };
+            self.strings.insert((inst, decl.name.name.clone()), text);
+            return Ok(None);
+        }
         // `:` sizes come from the binding's shape (`parameter Real
         // table[:, 2] = [0, 1; 1, 2]`).
         let mut dims = Vec::new();

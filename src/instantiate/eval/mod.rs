@@ -485,11 +485,14 @@ impl<'l> Flattener<'l> {
                 };
                 Ok(text)
             }
-            ExprKind::Ref(r) => match self.resolve_lexical(r, ctx) {
-                Ok(Some(_)) | Ok(None) | Err(_) => {
-                    Err(Diagnostic::error(e.span, "expected a string"))
-                }
-            },
+            // A String parameter of the current instance.
+            ExprKind::Ref(r) if r.parts.len() == 1 && r.parts[0].subscripts.is_empty() => {
+                let name = &r.parts[0].ident.name;
+                ctx.scope
+                    .inst
+                    .and_then(|i| self.strings.get(&(i, name.clone())).cloned())
+                    .ok_or_else(|| Diagnostic::error(e.span, "expected a string"))
+            }
             _ => Err(Diagnostic::error(e.span, "expected a string")),
         }
     }

@@ -199,6 +199,18 @@ impl Flattener<'_> {
     ) -> Result<Value, Diagnostic> {
         let first = &r.parts[0];
         let name = first.ident.name.as_str();
+        if let Some(i) = ctx.scope.inst
+            && r.parts.len() == 1
+            && self.strings.contains_key(&(i, name.to_string()))
+        {
+            return Err(Diagnostic::error(
+                r.span,
+                format!("`{name}` is a String parameter, which has no numeric value"),
+            )
+            .with_hint(
+                "String parameters may only appear in messages and in other String bindings",
+            ));
+        }
         if !r.global
             && r.parts.len() == 1
             && let Some((_, v)) = ctx.loops.iter().rev().find(|(n, _)| n == name)
