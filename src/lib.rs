@@ -29,6 +29,20 @@ use syntax::ast;
 /// no name is looked up, not even its `within`. The parsed file, or its
 /// syntax errors; the source map renders either.
 pub fn parse_file(path: &Path) -> (SourceMap, Result<ast::StoredDefinition, Vec<Diagnostic>>) {
+    let (sources, parsed) = read_and_parse(path);
+    let parsed = parsed.and_then(|p| {
+        let diags = check_end_names(&p);
+        if diag::has_errors(&diags) {
+            Err(diags)
+        } else {
+            Ok(p)
+        }
+    });
+    (sources, parsed)
+}
+
+/// Reads `path` into a new source map and parses it.
+fn read_and_parse(path: &Path) -> (SourceMap, Result<ast::StoredDefinition, Vec<Diagnostic>>) {
     let mut sources = SourceMap::default();
     let shown = path.display().to_string();
     let text = match std::fs::read_to_string(path) {
@@ -40,33 +54,15 @@ pub fn parse_file(path: &Path) -> (SourceMap, Result<ast::StoredDefinition, Vec<
         }
     };
     let id = sources.add(shown, text.clone());
-    let parsed = match syntax::parse(&text, id) {
-        Ok(p) => p,
-        Err(d) => return (sources, Err(vec![d])),
-    };
-    let diags = check_end_names(&parsed);
-    if diag::has_errors(&diags) {
-        return (sources, Err(diags));
-    }
-    (sources, Ok(parsed))
+    let parsed = syntax::parse(&text, id).map_err(|d| vec![d]);
+    (sources, parsed)
 }
 
 /// Reads and parses `path`, and sets up the library lookup around it. On a
 /// syntax error the diagnostics are returned with the library (whose source
 /// map renders them).
 pub fn load(path: &Path) -> (Library, Result<Loaded, Vec<Diagnostic>>) {
-    let mut sources = SourceMap::default();
-    let shown = path.display().to_string();
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) => {
-            let lib = Library::new(sources, None);
-            let d = Diagnostic::error_nospan(format!("cannot read `{shown}`: {e}"))
-                .with_hint("check the file name and that it is readable");
-            return (lib, Err(vec![d]));
-        }
-    };
-    let id = sources.add(shown, text.clone());
+    let (sources, parsed) = read_and_parse(path);
     let dir = path.parent().map(|p| {
         if p.as_os_str().is_empty() {
             Path::new(".").to_path_buf()
@@ -74,9 +70,9 @@ pub fn load(path: &Path) -> (Library, Result<Loaded, Vec<Diagnostic>>) {
             p.to_path_buf()
         }
     });
-    let parsed = match syntax::parse(&text, id) {
+    let parsed = match parsed {
         Ok(p) => p,
-        Err(d) => return (Library::new(sources, dir), Err(vec![d])),
+        Err(d) => return (Library::new(sources, dir), Err(d)),
     };
     // A file of a library (`within Modelica.Mechanics;` in
     // `.../Modelica/Mechanics/X.mo`) looks up top-level names in the folder

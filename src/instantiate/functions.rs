@@ -193,15 +193,17 @@ impl<'l> Flattener<'l> {
         if shapes(&der_outs) != shapes(out_shapes) {
             return Ok(None);
         }
-        let per_scalar = |flags: &dyn Fn(&String) -> bool| -> Vec<bool> {
-            (arg_shapes.iter().zip(&inputs))
-                .flat_map(|(s, n)| std::iter::repeat_n(flags(n), s.iter().product::<usize>()))
+        // Per-input flags, one per scalarized argument.
+        let per_scalar = |flags: &[bool]| -> Vec<bool> {
+            (arg_shapes.iter().zip(flags))
+                .flat_map(|(s, &f)| std::iter::repeat_n(f, s.iter().product::<usize>()))
                 .collect()
         };
+        let zeroed: Vec<bool> = inputs.iter().map(|n| zero.contains(n)).collect();
         Ok(Some(flat::DeclaredDerivative {
             function,
-            differentiated: per_scalar(&|n| !no.contains(n) && !zero.contains(n)),
-            assumed_zero: per_scalar(&|n| zero.contains(n)),
+            differentiated: per_scalar(&passed),
+            assumed_zero: per_scalar(&zeroed),
         }))
     }
 

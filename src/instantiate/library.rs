@@ -209,6 +209,8 @@ enum Origin {
         dir: String,
         name: String,
     },
+    /// A pending member whose file turned out not to define it.
+    NotInFile,
 }
 
 #[derive(Debug)]
@@ -236,8 +238,6 @@ pub struct Library {
     /// Source-map ids of the embedded standard-library files read, with their
     /// index in [`embedded_stdlib`]: their classes come parsed (`build.rs`).
     embedded_files: HashMap<u32, usize>,
-    /// Pending package members whose file turned out not to define them.
-    not_in_file: Vec<ClassId>,
     /// Time spent parsing library classes, and their size (for `RMOC_TIMING`).
     pub parse_time: std::time::Duration,
     pub parsed_bytes: usize,
@@ -270,7 +270,6 @@ impl Library {
             loaded_top: HashMap::new(),
             builtins: HashMap::new(),
             embedded_files: HashMap::new(),
-            not_in_file: Vec::new(),
             parse_time: std::time::Duration::ZERO,
             parsed_bytes: 0,
         };
@@ -386,7 +385,7 @@ impl Library {
             return Ok(Some(d.clone()));
         }
         self.materialize(id);
-        if self.not_in_file.contains(&id) {
+        if let Origin::NotInFile = self.classes[id as usize].origin {
             let e = &self.classes[id as usize];
             return Err(Diagnostic::error_nospan(format!(
                 "`{}`: its package folder has a file for it, but the file does not define `{}`",
@@ -429,27 +428,21 @@ impl Library {
         prebuilt_class(k, scan_idx, file)
     }
 
-    /// Reads the file of a pending package member (see `Origin::Pending`);
-    /// a file that no longer holds the class leaves a class without a
-    /// definition.
+    /// Reads the file of a pending package member (see `Origin::Pending`):
+    /// it becomes `Scanned`, or `NotInFile` if the file does not define it.
     fn materialize(&mut self, id: ClassId) {
         let Origin::Pending { root, dir, name } = self.classes[id as usize].origin.clone() else {
             return;
         };
-        self.classes[id as usize].origin = Origin::Synthetic;
-        let parent = self.classes[id as usize].parent;
-        if let Some(loaded) = self.load_from_root(root, &dir, &name, parent) {
-            // The loaded entry's origin, moved into `id` (its own id stays
-            // unused).
-            let origin =
-                std::mem::replace(&mut self.classes[loaded as usize].origin, Origin::Synthetic);
-            let e = &mut self.classes[id as usize];
-            e.origin = origin;
-            e.children = None;
-        } else {
-            self.classes[id as usize].children = Some(HashMap::new());
-            self.not_in_file.push(id);
-        }
+        self.classes[id as usize].origin = match self.read_class_file(root, &dir, &name) {
+            Some((file, scan, scan_idx, folder)) => Origin::Scanned {
+                file,
+                scan,
+                scan_idx,
+                folder,
+            },
+            None => Origin::NotInFile,
+        };
     }
 
     fn ensure_children(&mut self, id: ClassId) {
@@ -457,9 +450,6 @@ impl Library {
             return;
         }
         self.materialize(id);
-        if self.classes[id as usize].children.is_some() {
-            return;
-        }
         let mut children = HashMap::new();
         match self.classes[id as usize].origin.clone() {
             Origin::Ast => {
@@ -515,7 +505,8 @@ impl Library {
                     }
                 }
             }
-            Origin::Builtin(_) | Origin::Synthetic | Origin::Pending { .. } => {}
+            Origin::Builtin(_) | Origin::Synthetic | Origin::Pending { .. } | Origin::NotInFile => {
+            }
         }
         self.classes[id as usize].children = Some(children);
     }
@@ -562,6 +553,20 @@ impl Library {
         name: &str,
         parent: Option<ClassId>,
     ) -> Option<ClassId> {
+        let (file, scan, idx, folder) = self.read_class_file(root, dir, name)?;
+        Some(self.add_scanned(file, scan, idx, parent, folder))
+    }
+
+    /// Reads and scans the file of class `name` in `dir` of root `root`:
+    /// its source-map id, its scan, the class's index in it, and for a
+    /// `package` file the folder of its further members.
+    #[allow(clippy::type_complexity)]
+    fn read_class_file(
+        &mut self,
+        root: usize,
+        dir: &str,
+        name: &str,
+    ) -> Option<(u32, Arc<ScannedFile>, usize, Option<(usize, String)>)> {
         let join = |a: &str, b: &str| {
             if a.is_empty() {
                 b.to_string()
@@ -594,7 +599,7 @@ impl Library {
             .iter()
             .copied()
             .find(|&i| scanned.classes[i].name == name)?;
-        Some(self.add_scanned(file, scanned, idx, parent, folder))
+        Some((file, scanned, idx, folder))
     }
 
     fn top_level(&mut self, name: &str) -> Option<ClassId> {

@@ -88,11 +88,11 @@ struct PendingAttrs {
     equation: bool,
 }
 
-/// What a class contributes once `extends` is resolved.
 /// An equation of a class as written, the class it is written in, and
 /// whether it is an initial equation.
 type ClassEquation = (Rc<ast::Equation>, Option<ClassId>, bool);
 
+/// What a class contributes once `extends` is resolved.
 #[derive(Default)]
 struct Contents {
     components: Vec<PendingComp>,
@@ -1795,12 +1795,8 @@ fn algorithm_as_equations(
         let ast::StatementKind::Assign { target, .. } = &st.kind else {
             return refuse(st.span, "it holds a statement other than `v := e`");
         };
-        let name = base_name(target);
-        let prefix = |a: &str, b: &str| a.strip_prefix(b).is_some_and(|r| r.starts_with('.'));
-        if targets
-            .iter()
-            .any(|t| *t == name || prefix(t, &name) || prefix(&name, t))
-        {
+        let name = target.dotted();
+        if targets.iter().any(|t| names_overlap(t, &name)) {
             return refuse(st.span, &format!("`{name}` is assigned twice"));
         }
         targets.push(name);
@@ -1813,23 +1809,10 @@ fn algorithm_as_equations(
         let mut read = Vec::new();
         refs_in(value, &mut read);
         // The target's own subscripts are read too (`a[i] := ...`).
-        for p in &target.parts {
-            for sub in &p.subscripts {
-                if let ast::Subscript::Index(i) = sub {
-                    refs_in(i, &mut read);
-                }
-            }
-        }
-        // `r.x` and `r` name overlapping data: a read of either clashes
-        // with an assignment of the other.
-        let overlaps = |a: &str, b: &str| {
-            a == b
-                || a.strip_prefix(b).is_some_and(|rest| rest.starts_with('.'))
-                || b.strip_prefix(a).is_some_and(|rest| rest.starts_with('.'))
-        };
+        subscript_refs(target, &mut read);
         if let Some(late) = read
             .iter()
-            .find(|r| targets[k..].iter().any(|t| overlaps(r, t)))
+            .find(|r| targets[k..].iter().any(|t| names_overlap(r, t)))
         {
             return refuse(
                 st.span,
@@ -1852,10 +1835,22 @@ fn algorithm_as_equations(
     Ok(out)
 }
 
-/// A reference's name without subscripts (`a.b` of `a.b[2]`).
-fn base_name(r: &ast::ComponentRef) -> String {
-    let parts: Vec<&str> = r.parts.iter().map(|p| p.ident.name.as_str()).collect();
-    parts.join(".")
+/// Whether two dotted names denote overlapping data: equal, or one a
+/// component of the other (`r` and `r.x`).
+fn names_overlap(a: &str, b: &str) -> bool {
+    let inside = |a: &str, b: &str| a.strip_prefix(b).is_some_and(|r| r.starts_with('.'));
+    a == b || inside(a, b) || inside(b, a)
+}
+
+/// The names read by the subscripts of a reference.
+fn subscript_refs(r: &ast::ComponentRef, out: &mut Vec<String>) {
+    for p in &r.parts {
+        for s in &p.subscripts {
+            if let ast::Subscript::Index(i) = s {
+                refs_in(i, out);
+            }
+        }
+    }
 }
 
 /// The base names of the references in `e` (conservatively: every name,
@@ -1864,14 +1859,8 @@ fn refs_in(e: &ast::Expr, out: &mut Vec<String>) {
     use ast::ExprKind as K;
     match &e.kind {
         K::Ref(r) => {
-            for p in &r.parts {
-                for s in &p.subscripts {
-                    if let ast::Subscript::Index(i) = s {
-                        refs_in(i, out);
-                    }
-                }
-            }
-            out.push(base_name(r));
+            subscript_refs(r, out);
+            out.push(r.dotted());
         }
         K::Call { args, .. } => {
             for a in args {

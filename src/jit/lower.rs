@@ -83,36 +83,33 @@ pub struct FunctionCheck {
 
 pub use crate::flat::MAX_WHILE_ITERATIONS;
 
-impl Program {
-    /// The entries, mutable, in the order of [`Program::entries`].
-    pub fn entries_mut(&mut self) -> [&mut Func; 10] {
+/// The ten entries of a program in `entries()` order (the order of
+/// `frame::Entry::ALL`), borrowed shared or `mut`: one list for both.
+macro_rules! entry_list {
+    ($p:expr $(, $m:tt)?) => {
         [
-            &mut self.parameters,
-            &mut self.starts,
-            &mut self.ode,
-            &mut self.tangent,
-            &mut self.zero_crossings,
-            &mut self.conditions,
-            &mut self.actions,
-            &mut self.initial_residuals,
-            &mut self.asserts,
-            &mut self.residuals,
+            &$($m)? $p.parameters,
+            &$($m)? $p.starts,
+            &$($m)? $p.ode,
+            &$($m)? $p.tangent,
+            &$($m)? $p.zero_crossings,
+            &$($m)? $p.conditions,
+            &$($m)? $p.actions,
+            &$($m)? $p.initial_residuals,
+            &$($m)? $p.asserts,
+            &$($m)? $p.residuals,
         ]
+    };
+}
+
+impl Program {
+    pub fn entries(&self) -> [&Func; 10] {
+        entry_list!(self)
     }
 
-    pub fn entries(&self) -> [&Func; 10] {
-        [
-            &self.parameters,
-            &self.starts,
-            &self.ode,
-            &self.tangent,
-            &self.zero_crossings,
-            &self.conditions,
-            &self.actions,
-            &self.initial_residuals,
-            &self.asserts,
-            &self.residuals,
-        ]
+    /// The entries, mutable, in the order of [`Program::entries`].
+    pub fn entries_mut(&mut self) -> [&mut Func; 10] {
+        entry_list!(self, mut)
     }
 }
 

@@ -531,8 +531,6 @@ impl Flattener<'_> {
         Ok(None)
     }
 
-    /// The value of constant `name` declared in class `class` (a package or
-    /// an enclosing model), evaluated in that class's scope.
     /// A constant that an import of `class` binds to `name`: `import
     /// Modelica.Constants.pi;`, `import g = P.g;`, `import P.*;` or
     /// `import P.{g, h};` (MLS 13.2.2). Class imports are the library's.
@@ -586,6 +584,8 @@ impl Flattener<'_> {
         Ok(None)
     }
 
+    /// The value of constant `name` declared in class `class` (a package or
+    /// an enclosing model), evaluated in that class's scope.
     pub(super) fn package_constant(
         &mut self,
         class: ast_class::ClassId,
