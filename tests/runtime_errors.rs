@@ -89,6 +89,24 @@ fn sqrt_of_a_negative_number_names_the_variable_and_the_time() {
     insta::assert_snapshot!(check("sqrt_negative.rmo", &[]));
 }
 
+/// The generalized-alpha method checks values at its steps' last Newton
+/// iterate (not at an extra evaluation of the end): the same variable and,
+/// by bisection, the same time.
+#[test]
+fn sqrt_of_a_negative_number_is_caught_by_generalized_alpha_too() {
+    let fixed = check(
+        "sqrt_negative.rmo",
+        &["--solver", "generalized-alpha", "--step", "0.03"],
+    );
+    let adaptive = check("sqrt_negative.rmo", &["--solver", "newmark"]);
+    for out in [&fixed, &adaptive] {
+        assert!(
+            out.contains("`y` became NaN at t = 1") && out.contains("exit Some(1)"),
+            "{out}"
+        );
+    }
+}
+
 #[test]
 fn unknown_model_name() {
     insta::assert_snapshot!(check("assert_error.rmo", &["--model", "Nope"]));

@@ -465,6 +465,7 @@ impl Integrator for EventDrivenIntegrator {
             outputs: Outputs::Interpolated,
             chatter_events: 1000,
             chatter_hint: "contacts chatter here; simulate it with `--solver moreau`",
+            frame_at_last_iterate: false,
         }
     }
 

@@ -76,6 +76,13 @@
 //! iteration fails with a fresh Jacobian is halved (counted). The dense
 //! output is the cubic Hermite interpolant of the states and their
 //! derivatives at the step's ends.
+//!
+//! Cost per step (benchmark 3c, `cargo bench --bench structural -- step`):
+//! the step's loops run over runs of consecutive rates and positions (an
+//! array of bodies declares its states as arrays), which vectorize; the
+//! last Newton iterate's evaluation serves the hybrid loop's per-step
+//! checks ([`Behaviour::frame_at_last_iterate`]), so a linear model costs
+//! one model evaluation, one solve and a few vector passes a step.
 
 use super::integrator::{Behaviour, DenseOutput, Integrator, Outputs, Relations, StopReason};
 use super::jacobian::{Jacobian, JacobianPattern};
@@ -194,6 +201,56 @@ pub struct AlphaStats {
     pub positions: u64,
 }
 
+/// `len` consecutive rates from state `x` on, which are the Newton
+/// unknowns from `k` on.
+#[derive(Clone, Copy, Debug)]
+struct RateRun {
+    x: usize,
+    k: usize,
+    len: usize,
+}
+
+/// `len` consecutive positions from state `q` on whose velocities are the
+/// consecutive states from `v` on, the Newton unknowns from `k` on.
+#[derive(Clone, Copy, Debug)]
+struct PositionRun {
+    q: usize,
+    v: usize,
+    k: usize,
+    len: usize,
+}
+
+/// The rates and positions as runs of consecutive states (an array of
+/// bodies declares its positions and velocities as arrays, so a model has
+/// few), so that the step's loops run over slices, which vectorize.
+fn runs(kinds: &[Kind], rate_index: &[usize]) -> (Vec<RateRun>, Vec<PositionRun>) {
+    let (mut rates, mut positions): (Vec<RateRun>, Vec<PositionRun>) = (Vec::new(), Vec::new());
+    for (i, kind) in kinds.iter().enumerate() {
+        match *kind {
+            Kind::Rate => match rates.last_mut() {
+                Some(r) if r.x + r.len == i && r.k + r.len == rate_index[i] => r.len += 1,
+                _ => rates.push(RateRun {
+                    x: i,
+                    k: rate_index[i],
+                    len: 1,
+                }),
+            },
+            Kind::Position(v) => match positions.last_mut() {
+                Some(r) if r.q + r.len == i && r.v + r.len == v && r.k + r.len == rate_index[v] => {
+                    r.len += 1
+                }
+                _ => positions.push(PositionRun {
+                    q: i,
+                    v,
+                    k: rate_index[v],
+                    len: 1,
+                }),
+            },
+        }
+    }
+    (rates, positions)
+}
+
 /// A converged step: the derivatives z and the states at its end, and the
 /// active set of relations they were computed with.
 struct StepEnd {
@@ -232,15 +289,12 @@ pub(super) struct GeneralizedAlpha {
     rtol: f64,
     atol: Vec<f64>,
     kinds: Vec<Kind>,
-    /// For each state, the unknown that moves it: its own for a rate, its
-    /// velocity's for a position.
-    source: Vec<usize>,
-    /// The rates (the Newton system's unknowns), and each state's index
-    /// among them (`usize::MAX` for a position).
+    /// The rates (the Newton system's unknowns).
     rates: Vec<usize>,
-    /// For each state, the index among the rates of the unknown that moves
-    /// it (`rate_index[source[i]]`).
-    moved_by: Vec<usize>,
+    /// The rates, and the positions with their velocities, as runs of
+    /// consecutive states: the step's loops run over these.
+    rate_runs: Vec<RateRun>,
+    position_runs: Vec<PositionRun>,
     /// Newton's convergence rate, carried from step to step (1 after a
     /// factorization), as CVODE carries its `crate`.
     rate: f64,
@@ -274,6 +328,9 @@ pub(super) struct GeneralizedAlpha {
     /// costs the method its second order for a step).
     last_h: f64,
     a_step: Vec<f64>,
+    /// Whether `a_step` holds the attempt's a (a step of another length
+    /// than the last); otherwise `a` itself serves, uncopied.
+    a_scaled: bool,
     started: bool,
     dense: Hermite,
     stats: AlphaStats,
@@ -290,8 +347,6 @@ pub(super) struct GeneralizedAlpha {
 struct Buffers {
     /// 1 / (atol + rtol |x0|) per state.
     inverse_weight: Vec<f64>,
-    /// Each state's coefficient in its unknown.
-    coefficient: Vec<f64>,
     /// The right-hand side at the iterate.
     f: Vec<f64>,
     /// The Newton correction on the rates.
@@ -326,18 +381,12 @@ impl GeneralizedAlpha {
         }
         let n = c.states.len();
         let kinds = kinds(c);
-        let source: Vec<usize> = (kinds.iter().enumerate())
-            .map(|(i, k)| match *k {
-                Kind::Rate => i,
-                Kind::Position(v) => v,
-            })
-            .collect();
         let rates: Vec<usize> = (0..n).filter(|&i| kinds[i] == Kind::Rate).collect();
         let mut rate_index = vec![usize::MAX; n];
         for (k, &i) in rates.iter().enumerate() {
             rate_index[i] = k;
         }
-        let moved_by = source.iter().map(|&s| rate_index[s]).collect();
+        let (rate_runs, position_runs) = runs(&kinds, &rate_index);
         let pattern = Arc::new(JacobianPattern::of_model(c));
         let sparse = opts.linear_solver.sparse_for(Some(&pattern));
         let matrix_pattern =
@@ -380,8 +429,8 @@ impl GeneralizedAlpha {
             jac_active: Vec::new(),
             min_step: 1e-12 * span,
             kinds,
-            source,
-            moved_by,
+            rate_runs,
+            position_runs,
             rates,
             rate: 1.0,
             jac_fresh: false,
@@ -391,6 +440,7 @@ impl GeneralizedAlpha {
             a: Vec::new(),
             last_h: f64::NAN,
             a_step: Vec::new(),
+            a_scaled: false,
             started: false,
             dense: Hermite::default(),
             stats,
@@ -399,53 +449,89 @@ impl GeneralizedAlpha {
         })
     }
 
-    /// The coefficients of the states in their unknowns into `out`: x[i]
-    /// moves by `out[i]` dz[source[i]] (h gamma c for a rate, h^2 beta c
-    /// for a position).
-    fn coefficients(&self, h: f64, out: &mut Vec<f64>) {
+    /// How far a change of the rates' unknowns moves the states: a rate
+    /// by h gamma c per unit, a position by h^2 beta c (c = (1 - alpha_f) /
+    /// (1 - alpha_m)).
+    fn coefficients(&self, h: f64) -> (f64, f64) {
         let p = &self.p;
         let c = (1.0 - p.alpha_f) / (1.0 - p.alpha_m);
-        let (rate, position) = (h * p.gamma * c, h * h * p.beta * c);
-        out.clear();
-        out.extend(self.kinds.iter().map(|k| match k {
-            Kind::Rate => rate,
-            Kind::Position(_) => position,
-        }));
+        (h * p.gamma * c, h * h * p.beta * c)
     }
 
     /// The states at the end of a step of length `h` whose derivative
     /// unknowns are `z1` (the recurrences of the module's documentation),
-    /// with `a_step` set for the step.
-    fn states_at(&self, x0: &[f64], z1: &[f64], h: f64, out: &mut [f64]) {
+    /// with `a_step` set for the step, into `out`; and the inverse weights
+    /// 1 / (atol + rtol |x0|) of the step's norms (as CVODE's ewt) into
+    /// `inverse_weight`.
+    fn states_at(
+        &self,
+        x0: &[f64],
+        z1: &[f64],
+        h: f64,
+        out: &mut [f64],
+        inverse_weight: &mut [f64],
+    ) {
         let p = &self.p;
         let c = (1.0 - p.alpha_f) / (1.0 - p.alpha_m);
         let (wf, wm) = (p.alpha_f / (1.0 - p.alpha_m), p.alpha_m / (1.0 - p.alpha_m));
-        for (i, kind) in self.kinds.iter().enumerate() {
-            let s = self.source[i];
-            let a1 = c * z1[s] + wf * self.z[s] - wm * self.a_step[s];
-            out[i] = match *kind {
-                Kind::Rate => x0[i] + h * ((1.0 - p.gamma) * self.a_step[i] + p.gamma * a1),
-                Kind::Position(v) => {
-                    x0[i] + h * x0[v] + h * h * ((0.5 - p.beta) * self.a_step[v] + p.beta * a1)
-                }
-            };
+        let (z, a) = (&self.z, self.a_step());
+        let a1 = |z1: f64, z: f64, a: f64| c * z1 + wf * z - wm * a;
+        for &RateRun { x, len, .. } in &self.rate_runs {
+            let r = x..x + len;
+            let values = (x0[r.clone()].iter())
+                .zip(&z1[r.clone()])
+                .zip(&z[r.clone()])
+                .zip(&a[r.clone()]);
+            for (o, (((x0, z1), z), a)) in out[r].iter_mut().zip(values) {
+                *o = x0 + h * ((1.0 - p.gamma) * a + p.gamma * a1(*z1, *z, *a));
+            }
+        }
+        for &PositionRun { q, v, len, .. } in &self.position_runs {
+            let (rq, rv) = (q..q + len, v..v + len);
+            let velocity = (x0[rv.clone()].iter())
+                .zip(&z1[rv.clone()])
+                .zip(&z[rv.clone()])
+                .zip(&a[rv]);
+            for ((o, x0), (((v0, z1), z), a)) in
+                out[rq.clone()].iter_mut().zip(&x0[rq]).zip(velocity)
+            {
+                *o = x0 + h * v0 + h * h * ((0.5 - p.beta) * a + p.beta * a1(*z1, *z, *a));
+            }
+        }
+        for ((w, atol), x) in inverse_weight.iter_mut().zip(&self.atol).zip(x0) {
+            *w = 1.0 / (atol + self.rtol * x.abs());
         }
     }
 
-    /// The acceleration-like vector at the step's end into `self.a`
-    /// (`self.z` still the step's start values).
-    fn update_acceleration(&mut self, z1: &[f64]) {
+    /// The positions' derivatives in `z1` (their velocities at the end
+    /// `x1`), and the acceleration-like vector at the step's end into
+    /// `self.a` (`self.z` still the step's start values).
+    fn step_end(&mut self, z1: &mut [f64], x1: &[f64]) {
+        for &PositionRun { q, v, len, .. } in &self.position_runs {
+            z1[q..q + len].copy_from_slice(&x1[v..v + len]);
+        }
         let p = &self.p;
         let (w1, wf, wm) = (
             (1.0 - p.alpha_f) / (1.0 - p.alpha_m),
             p.alpha_f / (1.0 - p.alpha_m),
             p.alpha_m / (1.0 - p.alpha_m),
         );
-        self.a.clear();
-        self.a.extend(
-            (z1.iter().zip(&self.z).zip(&self.a_step))
-                .map(|((z1, z), a)| w1 * z1 + wf * z - wm * a),
-        );
+        let next = |z1: &f64, z: &f64, a: f64| w1 * z1 + wf * z - wm * a;
+        if self.a_scaled {
+            self.a.clear();
+            (self.a).extend(
+                (z1.iter().zip(&self.z).zip(&self.a_step)).map(|((z1, z), &a)| next(z1, z, a)),
+            );
+        } else {
+            for ((a, z1), z) in self.a.iter_mut().zip(z1.iter()).zip(&self.z) {
+                *a = next(z1, z, *a);
+            }
+        }
+    }
+
+    /// a as the current attempt uses it.
+    fn a_step(&self) -> &[f64] {
+        if self.a_scaled { &self.a_step } else { &self.a }
     }
 
     /// The weighted RMS of the local error estimate of a step (t, x) -> (t +
@@ -662,9 +748,12 @@ impl GeneralizedAlpha {
         } else {
             1.0
         };
-        self.a_step.clear();
-        self.a_step
-            .extend(self.z.iter().zip(&self.a).map(|(z, a)| z + (a - z) * scale));
+        self.a_scaled = scale != 1.0;
+        if self.a_scaled {
+            self.a_step.clear();
+            self.a_step
+                .extend(self.z.iter().zip(&self.a).map(|(z, a)| z + (a - z) * scale));
+        }
         let mut b = std::mem::take(&mut self.buffers);
         let result = self.newton(run, t1, x0, h, &mut b);
         self.buffers = b;
@@ -681,21 +770,16 @@ impl GeneralizedAlpha {
         b: &mut Buffers,
     ) -> Result<Option<StepEnd>, Diagnostic> {
         let n = x0.len();
-        // The inverse weights of the step's norms, from its start (as
-        // CVODE's ewt).
-        let inverse_weight = &mut b.inverse_weight;
-        inverse_weight.clear();
-        inverse_weight
-            .extend((self.atol.iter().zip(x0)).map(|(atol, x)| 1.0 / (atol + self.rtol * x.abs())));
         // Predictor: the derivatives stay as they were.
         let mut z1 = std::mem::take(&mut b.z);
         z1.clear();
         z1.extend_from_slice(&self.z);
         let mut x1 = std::mem::take(&mut b.x);
         x1.resize(n, 0.0);
-        self.states_at(x0, &z1, h, &mut x1);
-        let coefficient = &mut b.coefficient;
-        self.coefficients(h, coefficient);
+        let inverse_weight = &mut b.inverse_weight;
+        inverse_weight.resize(n, 0.0);
+        self.states_at(x0, &z1, h, &mut x1, inverse_weight);
+        let (rate_moves, position_moves) = self.coefficients(h);
         let f = &mut b.f;
         f.resize(n, 0.0);
         let delta = &mut b.delta;
@@ -720,27 +804,47 @@ impl GeneralizedAlpha {
                 }
                 previous = None;
             }
-            for (d, &i) in delta.iter_mut().zip(&self.rates) {
-                *d = f[i] - z1[i];
+            for &RateRun { x, k, len } in &self.rate_runs {
+                let r = x..x + len;
+                for ((d, f), z1) in delta[k..k + len].iter_mut().zip(&f[r.clone()]).zip(&z1[r]) {
+                    *d = f - z1;
+                }
             }
             let Some(lu) = self.lu.as_mut() else {
                 return Ok(None);
             };
             lu.solve(delta, &mut self.work);
-            if delta.iter().any(|d| !d.is_finite()) {
-                return Ok(None);
-            }
-            for (d, &i) in delta.iter().zip(&self.rates) {
-                z1[i] += d;
-            }
             // The state change this correction makes, and its size.
             let mut sum = 0.0;
-            for i in 0..n {
-                let dx = coefficient[i] * delta[self.moved_by[i]];
-                x1[i] += dx;
-                sum += (dx * inverse_weight[i]).powi(2);
+            for &RateRun { x, k, len } in &self.rate_runs {
+                let r = x..x + len;
+                let states = z1[r.clone()]
+                    .iter_mut()
+                    .zip(&mut x1[r.clone()])
+                    .zip(&inverse_weight[r]);
+                for (d, ((z1, x1), w)) in delta[k..k + len].iter().zip(states) {
+                    *z1 += d;
+                    let dx = rate_moves * d;
+                    *x1 += dx;
+                    sum += (dx * w).powi(2);
+                }
+            }
+            for &PositionRun { q, k, len, .. } in &self.position_runs {
+                let r = q..q + len;
+                let states = x1[r.clone()].iter_mut().zip(&inverse_weight[r]);
+                for (d, (x1, w)) in delta[k..k + len].iter().zip(states) {
+                    let dx = position_moves * d;
+                    *x1 += dx;
+                    sum += (dx * w).powi(2);
+                }
             }
             let norm = (sum / n.max(1) as f64).sqrt();
+            // (A correction that is not finite makes the norm so.)
+            if !norm.is_finite() {
+                b.z = z1;
+                b.x = x1;
+                return Ok(None);
+            }
             let mut slow = false;
             if let Some(previous) = previous {
                 let r = norm / previous;
@@ -751,12 +855,6 @@ impl GeneralizedAlpha {
             // Converged when the correction, scaled by the rate at which
             // the iteration contracts, is below the tolerance.
             if norm * self.rate.min(1.0) <= NEWTON_TOL {
-                // Positions' derivatives are their velocities.
-                for (zi, kind) in z1.iter_mut().zip(&self.kinds) {
-                    if let Kind::Position(v) = *kind {
-                        *zi = x1[v];
-                    }
-                }
                 return Ok(Some(StepEnd {
                     z: z1,
                     x: x1,
@@ -823,6 +921,10 @@ impl Integrator for GeneralizedAlpha {
             outputs: Outputs::Interpolated,
             chatter_events: 50,
             chatter_hint: super::integrator::CHATTER_HINT,
+            // The last evaluation of an accepted step is its Newton
+            // iteration's last (or the discontinuity measure's, at the
+            // end itself).
+            frame_at_last_iterate: true,
         }
     }
 
@@ -890,7 +992,8 @@ impl Integrator for GeneralizedAlpha {
             // jump is above the tolerances is halved, down to the smallest
             // step, until it ends short of the switch or the jump is
             // negligible; the steps that follow close in on the switch.
-            if done.active != self.step_active
+            if !self.relations.is_empty()
+                && done.active != self.step_active
                 && h > minimum
                 && self.discontinuity(run, t + h, h, &done)? > 1.0
             {
@@ -938,7 +1041,8 @@ impl Integrator for GeneralizedAlpha {
                 self.j += 1;
             }
         }
-        self.update_acceleration(&z1);
+        let (mut z1, x1) = (z1, x1);
+        self.step_end(&mut z1, &x1);
         // The dense output reuses its buffers: d0 takes the old z, and the
         // vectors it lets go hold the next step's z and x.
         let dense = &mut self.dense;
@@ -1026,5 +1130,58 @@ impl DenseOutput for Hermite {
         } else {
             self.extrapolate(t, out);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs cover every rate and position once, with the unknowns and
+    /// velocities they stand for, whatever the order of the states.
+    #[test]
+    fn runs_cover_the_states_in_any_order() {
+        use Kind::*;
+        // Positions 0-2 with velocities 3-5 (one run each), then a first
+        // order state, a position whose velocity comes before it, and two
+        // positions whose velocities are not consecutive.
+        let kinds = [
+            Position(3),
+            Position(4),
+            Position(5),
+            Rate,
+            Rate,
+            Rate,
+            Rate,
+            Rate,
+            Position(7),
+            Position(11),
+            Position(10),
+            Rate,
+            Rate,
+        ];
+        let mut rate_index = vec![usize::MAX; kinds.len()];
+        let rates: Vec<usize> = (0..kinds.len()).filter(|&i| kinds[i] == Rate).collect();
+        for (k, &i) in rates.iter().enumerate() {
+            rate_index[i] = k;
+        }
+        let (rate_runs, position_runs) = runs(&kinds, &rate_index);
+        assert_eq!(rate_runs.len(), 2);
+        assert_eq!(position_runs.len(), 4);
+        let mut seen = vec![0; kinds.len()];
+        for r in &rate_runs {
+            for d in 0..r.len {
+                seen[r.x + d] += 1;
+                assert_eq!(rate_index[r.x + d], r.k + d);
+            }
+        }
+        for r in &position_runs {
+            for d in 0..r.len {
+                seen[r.q + d] += 1;
+                assert_eq!(kinds[r.q + d], Position(r.v + d));
+                assert_eq!(rate_index[r.v + d], r.k + d);
+            }
+        }
+        assert!(seen.iter().all(|&s| s == 1), "{seen:?}");
     }
 }

@@ -193,7 +193,9 @@ pub(super) fn integrate(
         let Some(event) = event else {
             match behaviour.outputs {
                 Outputs::Interpolated => {
-                    if !evaluated_end {
+                    // (An output row at the step's end evaluated it
+                    // exactly, and leaves the frame there.)
+                    if !evaluated_end && !behaviour.frame_at_last_iterate {
                         view.evaluate(run, t)?;
                     }
                     check_finite_over(run, &view, t)?;

@@ -90,6 +90,13 @@ pub struct Behaviour {
     /// chattering, reported with `chatter_hint`.
     pub chatter_events: usize,
     pub chatter_hint: &'static str,
+    /// After a step the frame holds the model at the step's last Newton
+    /// iterate, within the Newton tolerance of the step's end, evaluated
+    /// in event mode: the per-step checks (non-finite values, asserts)
+    /// read it there instead of evaluating the end once more. (They sample
+    /// the trajectory at each step either way; output rows and events
+    /// still evaluate at their exact times.)
+    pub frame_at_last_iterate: bool,
 }
 
 /// The hint of the chattering guard for smooth models.
@@ -229,6 +236,7 @@ impl Integrator for BdfIntegrator {
             outputs: Outputs::Interpolated,
             chatter_events: 50,
             chatter_hint: CHATTER_HINT,
+            frame_at_last_iterate: false,
         }
     }
 

@@ -45,6 +45,26 @@ pub struct JacobianPattern {
     /// The symbolic sparse LU of I - c J, analysed once for the pattern
     /// (`None` inside if the analysis failed: the dense path is used).
     symbolic: OnceLock<Option<Arc<SymbolicLu<usize>>>>,
+    /// The pattern as a tridiagonal matrix, if it is one in some order
+    /// (found on first use).
+    tridiagonal: OnceLock<Option<TridiagonalOrder>>,
+}
+
+/// An order of the states in which a pattern is tridiagonal: its graph
+/// (an edge where entry (i, j) or (j, i) is present) is a union of paths,
+/// laid end to end. A chain of bodies joined by forces has such a Newton
+/// matrix; [`super::linalg`] factors it by the Thomas algorithm instead of
+/// a general sparse LU.
+#[derive(Debug)]
+pub struct TridiagonalOrder {
+    /// The state at each position (`None`: the natural order).
+    pub order: Option<Vec<usize>>,
+    /// The entries of position k in the pattern's values: its diagonal,
+    /// the one left of it (row k, column k - 1) and the one right of it
+    /// (row k, column k + 1); `usize::MAX` where there is none.
+    pub diagonal: Vec<usize>,
+    pub left: Vec<usize>,
+    pub right: Vec<usize>,
 }
 
 /// The states a variable depends on.
@@ -192,7 +212,95 @@ impl JacobianPattern {
             row_idx,
             colours,
             symbolic: OnceLock::new(),
+            tridiagonal: OnceLock::new(),
         }
+    }
+
+    /// The order in which the pattern is tridiagonal, if there is one.
+    pub fn tridiagonal(&self) -> Option<&TridiagonalOrder> {
+        self.tridiagonal.get_or_init(|| self.path_order()).as_ref()
+    }
+
+    /// Walks the pattern's graph: every state has at most two neighbours
+    /// and the graph has no cycle, or there is no tridiagonal order.
+    fn path_order(&self) -> Option<TridiagonalOrder> {
+        let n = self.n;
+        const NONE: usize = usize::MAX;
+        let mut neighbours = vec![[NONE; 2]; n];
+        let mut add = |a: usize, b: usize| -> bool {
+            let slots = &mut neighbours[a];
+            if slots.contains(&b) {
+                true
+            } else if let Some(s) = slots.iter_mut().find(|s| **s == NONE) {
+                *s = b;
+                true
+            } else {
+                false
+            }
+        };
+        for j in 0..n {
+            for k in self.column(j) {
+                let i = self.row_idx[k];
+                if i != j && !(add(i, j) && add(j, i)) {
+                    return None;
+                }
+            }
+        }
+        // Each path from one of its ends; what is left unvisited lies on
+        // a cycle.
+        let mut order = Vec::with_capacity(n);
+        let mut visited = vec![false; n];
+        for start in 0..n {
+            if visited[start] || neighbours[start].iter().all(|&s| s != NONE) {
+                continue;
+            }
+            let (mut prev, mut at) = (NONE, start);
+            loop {
+                visited[at] = true;
+                order.push(at);
+                match neighbours[at].iter().find(|&&s| s != NONE && s != prev) {
+                    Some(&next) => (prev, at) = (at, next),
+                    None => break,
+                }
+            }
+        }
+        if order.len() < n {
+            return None;
+        }
+        let entry = |i: usize, j: usize| -> usize {
+            let col = self.column(j);
+            match self.row_idx[col.clone()].binary_search(&i) {
+                Ok(pos) => col.start + pos,
+                Err(_) => NONE,
+            }
+        };
+        let at = |k: usize| order[k];
+        let diagonal = (0..n).map(|k| entry(at(k), at(k))).collect();
+        let left = (0..n)
+            .map(|k| {
+                if k == 0 {
+                    NONE
+                } else {
+                    entry(at(k), at(k - 1))
+                }
+            })
+            .collect();
+        let right = (0..n)
+            .map(|k| {
+                if k + 1 == n {
+                    NONE
+                } else {
+                    entry(at(k), at(k + 1))
+                }
+            })
+            .collect();
+        let natural = order.iter().enumerate().all(|(k, &i)| k == i);
+        Some(TridiagonalOrder {
+            order: (!natural).then_some(order),
+            diagonal,
+            left,
+            right,
+        })
     }
 
     pub fn nnz(&self) -> usize {

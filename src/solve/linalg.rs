@@ -3,9 +3,12 @@
 //! general library's per-call overhead dominates), faer's dense LU for
 //! larger dense ones, and faer's sparse LU for large sparse ones (the
 //! symbolic analysis is done once per pattern and kept with it; only the
-//! numeric factorization is repeated).
+//! numeric factorization is repeated), except for a tridiagonal one (a
+//! chain of bodies), which the Thomas algorithm factors and solves with its
+//! recurrences carried in registers: a general sparse triangular solve
+//! waits on memory between rows, and took twice as long on the chain.
 
-use super::jacobian::{Jacobian, JacobianPattern};
+use super::jacobian::{Jacobian, JacobianPattern, TridiagonalOrder};
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::solvers::{PartialPivLu, Solve};
 use faer::sparse::linalg::lu::{LuRef, NumericLu, SymbolicLu};
@@ -108,6 +111,84 @@ impl Lu {
 pub enum IterationMatrix {
     Dense(Lu),
     Sparse(Box<SparseFactors>),
+    Tridiagonal(Box<TridiagonalFactors>),
+}
+
+/// Without pivoting the Thomas algorithm is stable while the multipliers
+/// stay small (diagonally dominant matrices such as I - c J of a chain have
+/// them below 1); a larger one sends the matrix to the pivoting sparse LU.
+const MAX_MULTIPLIER: f64 = 10.0;
+
+/// The LU factors of a tridiagonal matrix (in its pattern's
+/// [`TridiagonalOrder`]) without pivoting: unit lower with the multipliers
+/// `lower`, upper with the reciprocal pivots `inverse_pivot` and the
+/// matrix's own superdiagonal `upper`.
+#[derive(Default)]
+pub struct TridiagonalFactors {
+    order: Option<Vec<usize>>,
+    lower: Vec<f64>,
+    inverse_pivot: Vec<f64>,
+    upper: Vec<f64>,
+    work: Vec<f64>,
+}
+
+impl TridiagonalFactors {
+    /// Factors a I + b J (J's values `jv`) in the order `t`; false if a
+    /// pivot vanishes, is not finite, or a multiplier grows too large.
+    fn factor(&mut self, t: &TridiagonalOrder, jv: &[f64], a: f64, b: f64) -> bool {
+        let n = t.diagonal.len();
+        let value = |k: usize| if k == usize::MAX { 0.0 } else { b * jv[k] };
+        self.order.clone_from(&t.order);
+        self.lower.clear();
+        self.inverse_pivot.clear();
+        self.upper.clear();
+        let mut previous_inverse = 0.0;
+        for k in 0..n {
+            let multiplier = value(t.left[k]) * previous_inverse;
+            let above = if k == 0 { 0.0 } else { self.upper[k - 1] };
+            let pivot = a + value(t.diagonal[k]) - multiplier * above;
+            if pivot == 0.0 || !pivot.is_finite() || multiplier.abs() > MAX_MULTIPLIER {
+                return false;
+            }
+            previous_inverse = 1.0 / pivot;
+            self.lower.push(multiplier);
+            self.inverse_pivot.push(previous_inverse);
+            self.upper.push(value(t.right[k]));
+        }
+        true
+    }
+
+    fn solve(&mut self, b: &mut [f64]) {
+        match &self.order {
+            None => self.substitute(b),
+            Some(order) => {
+                let mut work = std::mem::take(&mut self.work);
+                work.clear();
+                work.extend(order.iter().map(|&i| b[i]));
+                self.substitute(&mut work);
+                for (&i, &v) in order.iter().zip(&work) {
+                    b[i] = v;
+                }
+                self.work = work;
+            }
+        }
+    }
+
+    /// Forward and back substitution in the factors' order, each row's
+    /// value carried to the next in a register.
+    fn substitute(&self, x: &mut [f64]) {
+        let mut carried = 0.0;
+        for (xi, l) in x.iter_mut().zip(&self.lower) {
+            carried = *xi - l * carried;
+            *xi = carried;
+        }
+        carried = 0.0;
+        let rows = x.iter_mut().zip(&self.upper).zip(&self.inverse_pivot);
+        for ((xi, u), inv) in rows.rev() {
+            carried = (*xi - u * carried) * inv;
+            *xi = carried;
+        }
+    }
 }
 
 /// faer's sparse LU of I - c J on the Jacobian's pattern, with the
@@ -221,14 +302,36 @@ impl IterationMatrix {
                 Lu::factor(&m).map(IterationMatrix::Dense)
             }
             Jacobian::Sparse { pattern, values } => {
-                let mut f = match old {
-                    Some(IterationMatrix::Sparse(f)) => f,
-                    _ => Box::default(),
-                };
-                f.factor(pattern, values, a, b)
-                    .then_some(IterationMatrix::Sparse(f))
+                if let Some(t) = pattern.tridiagonal() {
+                    let mut f = match old {
+                        Some(IterationMatrix::Tridiagonal(f)) => f,
+                        _ => Box::default(),
+                    };
+                    if f.factor(t, values, a, b) {
+                        return Some(IterationMatrix::Tridiagonal(f));
+                    }
+                    // (A large multiplier: the pivoting LU below.)
+                    return Self::sparse(pattern, values, a, b, None);
+                }
+                Self::sparse(pattern, values, a, b, old)
             }
         }
+    }
+
+    /// Factors a I + b J by faer's sparse LU.
+    fn sparse(
+        pattern: &JacobianPattern,
+        values: &[f64],
+        a: f64,
+        b: f64,
+        old: Option<IterationMatrix>,
+    ) -> Option<IterationMatrix> {
+        let mut f = match old {
+            Some(IterationMatrix::Sparse(f)) => f,
+            _ => Box::default(),
+        };
+        f.factor(pattern, values, a, b)
+            .then_some(IterationMatrix::Sparse(f))
     }
 
     /// Solves `M x = b` in place.
@@ -236,6 +339,7 @@ impl IterationMatrix {
         match self {
             IterationMatrix::Dense(lu) => lu.solve(b, work),
             IterationMatrix::Sparse(f) => f.solve(b),
+            IterationMatrix::Tridiagonal(f) => f.solve(b),
         }
     }
 }
@@ -243,6 +347,100 @@ impl IterationMatrix {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// a I + b J on `pattern` as a dense matrix.
+    fn dense(p: &JacobianPattern, jv: &[f64], a: f64, b: f64) -> Mat<f64> {
+        let mut m = Mat::from_fn(p.n, p.n, |i, j| if i == j { a } else { 0.0 });
+        for j in 0..p.n {
+            for k in p.column(j) {
+                m[(p.row_idx[k], j)] += b * jv[k];
+            }
+        }
+        m
+    }
+
+    /// Solves with the factors of a I + b J and checks the residual.
+    fn check_solve(p: &Arc<JacobianPattern>, jv: &[f64], a: f64, b: f64) -> IterationMatrix {
+        let jac = Jacobian::Sparse {
+            pattern: p.clone(),
+            values: jv.to_vec(),
+        };
+        let mut lu = IterationMatrix::factor_combination(&jac, a, b, None).expect("regular");
+        let m = dense(p, jv, a, b);
+        let rhs: Vec<f64> = (0..p.n).map(|i| (i as f64 * 0.7).cos()).collect();
+        let mut x = rhs.clone();
+        lu.solve(&mut x, &mut Vec::new());
+        for i in 0..p.n {
+            let r: f64 = (0..p.n).map(|j| m[(i, j)] * x[j]).sum();
+            assert!(
+                (r - rhs[i]).abs() < 1e-12,
+                "row {i}: {r} against {}",
+                rhs[i]
+            );
+        }
+        lu
+    }
+
+    /// Two chains in a scrambled order and a lone state: the pattern is
+    /// tridiagonal in the order of its paths, and the Thomas algorithm
+    /// solves it; a matrix that would need pivoting goes to the sparse LU
+    /// and is solved as well.
+    #[test]
+    fn a_chain_in_any_order_is_solved_by_the_thomas_algorithm() {
+        // Chains 4-0-5-2 and 1-6, and 3 alone.
+        let edges = [(4, 0), (0, 5), (5, 2), (1, 6)];
+        let n = 7;
+        let mut cols: Vec<Vec<usize>> = (0..n).map(|j| vec![j]).collect();
+        for &(i, j) in &edges {
+            cols[i].push(j);
+            cols[j].push(i);
+        }
+        cols.iter_mut().for_each(|c| c.sort_unstable());
+        let p = Arc::new(JacobianPattern::from_columns(n, cols));
+        let t = p.tridiagonal().expect("paths");
+        let order = t.order.as_ref().expect("not the natural order");
+        let position = |s: usize| order.iter().position(|&o| o == s).expect("every state");
+        for &(i, j) in &edges {
+            assert_eq!(position(i).abs_diff(position(j)), 1, "{i} and {j} adjacent");
+        }
+        let jv: Vec<f64> = (0..p.nnz()).map(|k| 1.0 + (k as f64).sin()).collect();
+        let lu = check_solve(&p, &jv, 10.0, -0.5);
+        assert!(matches!(lu, IterationMatrix::Tridiagonal(_)));
+        // A zero diagonal with the unit off-diagonal entries: the first
+        // multiplier is unbounded, and the pivoting LU takes over.
+        let jv: Vec<f64> = (0..p.nnz())
+            .map(|k| if k % 3 == 1 { 1.0 } else { 2.0 })
+            .collect();
+        let lu = check_solve(&p, &jv, -2.0, 1.0);
+        assert!(matches!(lu, IterationMatrix::Sparse(_)));
+    }
+
+    #[test]
+    fn a_ring_or_a_branch_has_no_tridiagonal_order() {
+        let ring = (0..5)
+            .map(|j: usize| {
+                let mut c = vec![(j + 4) % 5, j, (j + 1) % 5];
+                c.sort_unstable();
+                c
+            })
+            .collect();
+        assert!(
+            JacobianPattern::from_columns(5, ring)
+                .tridiagonal()
+                .is_none()
+        );
+        let star = vec![vec![0, 1, 2, 3], vec![0, 1], vec![0, 2], vec![0, 3]];
+        assert!(
+            JacobianPattern::from_columns(4, star)
+                .tridiagonal()
+                .is_none()
+        );
+        let natural = (0..4)
+            .map(|j: usize| (j.saturating_sub(1)..(j + 2).min(4)).collect())
+            .collect();
+        let t = JacobianPattern::from_columns(4, natural);
+        assert!(t.tridiagonal().is_some_and(|t| t.order.is_none()));
+    }
 
     #[test]
     fn small_and_large_factorizations_solve_the_same_system() {

@@ -202,6 +202,7 @@ impl Integrator for MoreauIntegrator {
             outputs: Outputs::AtStepEnds { snap: self.snap },
             chatter_events: 50,
             chatter_hint: super::integrator::CHATTER_HINT,
+            frame_at_last_iterate: false,
         }
     }
 
