@@ -107,6 +107,22 @@ fn sqrt_of_a_negative_number_is_caught_by_generalized_alpha_too() {
     }
 }
 
+/// An assert of an initial equation section is checked at the initial
+/// point (it was once dropped without a word), and only there.
+#[test]
+fn an_assert_in_an_initial_equation_is_checked() {
+    let fails = check("initial_assert.rmo", &[]);
+    assert!(
+        fails.contains("exit Some(1)")
+            && fails.contains("assertion failed at t = 0: a must exceed 2")
+            && fails.contains("initial_assert.rmo:5:3")
+            && fails.contains("files left: []"),
+        "{fails}"
+    );
+    let holds = check("initial_assert.rmo", &["-p", "a=3"]);
+    assert!(holds.contains("exit Some(0)"), "{holds}");
+}
+
 #[test]
 fn unknown_model_name() {
     insta::assert_snapshot!(check("assert_error.rmo", &["--model", "Nope"]));

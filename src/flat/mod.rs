@@ -202,6 +202,9 @@ pub struct Assert {
     pub message: String,
     pub level: AssertLevel,
     pub span: Span,
+    /// Written in an initial equation section: checked once, at the
+    /// initial point.
+    pub initial: bool,
 }
 
 /// `when c1 then ... elsewhen c2 then ... end when`: the first branch whose

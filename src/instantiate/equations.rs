@@ -229,9 +229,7 @@ impl<'l> Flattener<'l> {
             EquationKind::Call { func, args } => match func.dotted().as_str() {
                 "assert" => {
                     let a = self.assert_of(args, eq.span, ctx)?;
-                    if !initial {
-                        self.asserts.push(a);
-                    }
+                    self.asserts.push(flat::Assert { initial, ..a });
                     Ok(())
                 }
                 "unilateral" if !initial => self.unilateral(args, eq.span, ctx),
@@ -893,6 +891,7 @@ impl<'l> Flattener<'l> {
             message,
             level,
             span,
+            initial: false,
         })
     }
 

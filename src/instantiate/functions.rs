@@ -259,11 +259,19 @@ impl<'l> Flattener<'l> {
                 }
                 let tclass = self.lib.lookup(pc.type_scope, &d.type_name)?;
                 let resolved = self.resolve_short(tclass, Modifier::default(), None)?;
+                // A variable of an enumeration type is an Integer, as a
+                // component of one is.
+                let enumeration = self.lib.builtin(resolved.class).is_none()
+                    && matches!(
+                        self.lib.def(resolved.class)?.as_ref().map(|d| &d.body),
+                        Some(ast::ClassBody::Enumeration(_))
+                    );
                 let ty = match self.lib.builtin(resolved.class) {
                     Some(super::library::Builtin::Real) => Ty::Real,
                     Some(super::library::Builtin::Integer)
                     | Some(super::library::Builtin::Enumeration) => Ty::Integer,
                     Some(super::library::Builtin::Boolean) => Ty::Boolean,
+                    _ if enumeration => Ty::Integer,
                     _ => {
                         return Err(Diagnostic::error(
                             d.type_name.span,

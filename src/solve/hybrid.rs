@@ -201,7 +201,7 @@ pub(super) fn integrate(
                     check_finite_over(run, &view, t)?;
                     check_asserts_over(run, &view, t)?;
                 }
-                Outputs::AtStepEnds { .. } if !run.c.asserts.is_empty() => {
+                Outputs::AtStepEnds { .. } if run.asserts_due() => {
                     if !evaluated_end {
                         view.evaluate(run, t)?;
                     }
@@ -414,7 +414,7 @@ fn check_finite_over(run: &mut Run, view: &StepView, t: f64) -> Result<(), Diagn
 /// dense output, so the reported time does not depend on how long the step
 /// was.
 fn check_asserts_over(run: &mut Run, view: &StepView, t: f64) -> Result<(), Diagnostic> {
-    if run.c.asserts.is_empty() {
+    if !run.asserts_due() {
         return Ok(());
     }
     let (error, warnings) = run.failed_asserts()?;

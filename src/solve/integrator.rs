@@ -284,6 +284,14 @@ impl Integrator for BdfIntegrator {
                 let y = b.y.clone();
                 d = run.fastest_state(t, &y, d);
             }
+            // A function's assertion (a table's argument out of range) is
+            // its own explanation.
+            let assertion = last_failure.is_some_and(|EvalFail(code)| {
+                crate::jit::ir::status::decode(code).0 == crate::jit::ir::status::FN_ASSERT
+            });
+            if assertion {
+                return Err(d);
+            }
             return Err(d.with_hint("the solution may escape to infinity here (x' = x^2 does at a finite time), or the model is singular or stiffer than the tolerance allows; try --tolerance"));
         }
         if self.debug_steps {

@@ -244,6 +244,11 @@ struct Run<'a> {
     next_sample: Vec<f64>,
     /// Warning-level asserts already reported.
     warned: Vec<usize>,
+    /// Whether the initial point's asserts were checked (the asserts of
+    /// initial equations are checked only there).
+    initial_checked: bool,
+    /// Whether any assert is checked after the initial point.
+    step_asserts: bool,
     /// The variables the BLT blocks compute, in evaluation order.
     computed: Vec<u32>,
     poll: monitor::Poll,
@@ -270,6 +275,8 @@ impl<'a> Run<'a> {
             stats: RunStats::default(),
             next_sample: Vec::new(),
             warned: Vec::new(),
+            initial_checked: false,
+            step_asserts: c.asserts.iter().any(|a| !a.initial),
             computed: c.blocks.iter().flat_map(|b| b.vars()).collect(),
             poll: monitor::Poll::new(opts.monitor.clone(), opts.start, opts.stop),
             sink: opts.rows.clone(),
@@ -486,6 +493,7 @@ impl<'a> Run<'a> {
     fn check_asserts(&mut self) -> Result<(), Diagnostic> {
         let t = self.frame.time();
         let (error, warnings) = self.failed_asserts()?;
+        self.initial_checked = true;
         for k in warnings {
             self.warn(k, t);
         }
@@ -498,13 +506,13 @@ impl<'a> Run<'a> {
     /// The first failing error-level assert, and the warning-level ones that
     /// fail here for the first time.
     fn failed_asserts(&mut self) -> Result<(Option<usize>, Vec<usize>), Diagnostic> {
-        if self.c.asserts.is_empty() {
+        if !self.asserts_due() {
             return Ok((None, Vec::new()));
         }
         self.call(Entry::Asserts)?;
         let mut warnings = Vec::new();
         for (k, a) in self.c.asserts.iter().enumerate() {
-            if self.frame.assert_holds(k) {
+            if (a.initial && self.initial_checked) || self.frame.assert_holds(k) {
                 continue;
             }
             if a.level == crate::flat::AssertLevel::Error {
@@ -515,6 +523,11 @@ impl<'a> Run<'a> {
             }
         }
         Ok((None, warnings))
+    }
+
+    /// Whether a check of the asserts here has any to check.
+    fn asserts_due(&self) -> bool {
+        self.step_asserts || (!self.initial_checked && !self.c.asserts.is_empty())
     }
 
     fn warn(&mut self, k: usize, t: f64) {

@@ -69,6 +69,9 @@ impl Flattener<'_> {
             if BUILTINS.contains(&builtin) {
                 return Ok(vec![self.eval_builtin(builtin, args, span, ctx)?]);
             }
+            if builtin == tables::READ_CSV {
+                return Ok(vec![self.read_csv(args, span, ctx)?]);
+            }
         }
         match def.as_ref().map(|d| d.kind) {
             Some(ast::ClassKind::Function) => {}

@@ -10,12 +10,14 @@
 //! Rooms: this file has the values (`Value`, `Ty`), the context (`Ctx`)
 //! and the dispatch over expression kinds; `names.rs` resolves references,
 //! `arrays.rs` does array construction and arithmetic, `builtins.rs` the
-//! builtin operators and functions, `calls.rs` calls of user functions.
+//! builtin operators and functions, `calls.rs` calls of user functions,
+//! `tables.rs` data files read at compile time (`Tables.readCSV`).
 
 mod arrays;
 mod builtins;
 mod calls;
 mod names;
+mod tables;
 
 use super::modifier::Scope;
 use super::{CompNode, Flattener, InstId};
