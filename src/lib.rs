@@ -245,10 +245,13 @@ pub fn select_model(
             .with_hint("add a non-partial `model`, or name one with --model")),
             many => {
                 // A file `gearbox.rmo` defaults to its model `Gearbox`, as a
-                // library file `X.rmo` defines `X`.
+                // library file `X.rmo` defines `X` (and `gear_whine.rmo` to
+                // `GearWhine`: underscores of the file name aside).
+                let plain = |s: &str| s.replace('_', "").to_ascii_lowercase();
                 if let Some(stem) = &loaded.stem
                     && let Some(pos) = loaded.file.classes.iter().position(|c| {
-                        c.name.name.eq_ignore_ascii_case(stem)
+                        (c.name.name.eq_ignore_ascii_case(stem)
+                            || plain(&c.name.name) == plain(stem))
                             && many.iter().any(|m| std::ptr::eq(*m, c))
                     })
                 {

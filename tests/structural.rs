@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::value_at;
+use common::{column, value_at};
 use rmoc::solve::{self, Results};
 
 /// Runs `file` with `solver` at fixed step `h` (`rho_inf` for
@@ -31,23 +31,7 @@ fn run(
 
 /// Runs `file` with the settings of `request`.
 fn run_request(file: &str, request: solve::settings::RunRequest) -> Results {
-    let c = common::compile_file(&common::project(file), None);
-    let solver = request.solver.clone().unwrap_or_default();
-    let opts = request
-        .resolve(&c.causal)
-        .unwrap_or_else(|d| panic!("settings: {}", d.message));
-    let jit = rmoc::jit::codegen::compile(&c.program).expect("jit");
-    solve::simulate(&c.causal, &c.program, &jit, &opts).unwrap_or_else(|d| {
-        panic!(
-            "{file} on {solver}: {:?}",
-            d.iter().map(|x| x.message.clone()).collect::<Vec<_>>()
-        )
-    })
-}
-
-fn column(r: &Results, name: &str) -> Vec<f64> {
-    let k = r.column(name).unwrap_or_else(|| panic!("no column {name}"));
-    r.rows.iter().map(|row| row[k]).collect()
+    common::run_request(&common::project(file), None, request)
 }
 
 /// Both methods are second order: on the damped oscillator the error at

@@ -291,3 +291,31 @@ pub fn exit_and_text(out: &std::process::Output) -> (Option<i32>, String) {
     );
     (out.status.code(), text)
 }
+
+/// Compiles `model` of `path` (its only one when `None`) and simulates it
+/// with the settings of `request` (the experiment's where it says none);
+/// panics with the diagnostics on failure.
+pub fn run_request(
+    path: &std::path::Path,
+    model: Option<&str>,
+    request: solve::settings::RunRequest,
+) -> Results {
+    let c = compile_file(path, model);
+    let opts = request
+        .resolve(&c.causal)
+        .unwrap_or_else(|d| panic!("settings: {}", d.message));
+    let jit = rmoc::jit::codegen::compile(&c.program).expect("jit");
+    solve::simulate(&c.causal, &c.program, &jit, &opts).unwrap_or_else(|d| {
+        panic!(
+            "{} ({model:?}): {:?}",
+            path.display(),
+            d.iter().map(|x| x.message.clone()).collect::<Vec<_>>()
+        )
+    })
+}
+
+/// Every row's value of `name`.
+pub fn column(r: &Results, name: &str) -> Vec<f64> {
+    let k = r.column(name).unwrap_or_else(|| panic!("no column {name}"));
+    r.rows.iter().map(|row| row[k]).collect()
+}

@@ -1,0 +1,206 @@
+//! Gear whine (seed 003; issue 17): the speed sweep against its closed
+//! form, the vibro-impact law of stdlib `Gears.SpurPair` against momentum
+//! and restitution, the impulse test of `examples/gear_whine.rmo` (natural
+//! frequency and damping by logarithmic decrement at three mesh
+//! positions), and the refusal of bad parameters.
+
+mod common;
+
+use common::{Run, column, value_at};
+use rmoc::solve::{self, Results};
+use std::path::PathBuf;
+
+fn example() -> PathBuf {
+    common::project("examples/gear_whine.rmo")
+}
+
+/// Runs `model` of `path` on its experiment's settings with `params`.
+fn run(path: &std::path::Path, model: &str, params: &[&str]) -> Results {
+    let request = solve::settings::RunRequest {
+        params: params.iter().map(|p| p.to_string()).collect(),
+        ..Default::default()
+    };
+    common::run_request(path, Some(model), request)
+}
+
+/// The sweep's angle and speed are the closed form of constant angular
+/// acceleration between the two speeds.
+#[test]
+fn the_speed_sweep_is_constant_angular_acceleration() {
+    let r = common::simulate(
+        r#"
+model Sweep
+  Mechanics.Rotational.SpeedSweep s(wStart = 10, wEnd = 30, duration = 2, startTime = 1, phiStart = 0.5);
+end Sweep;
+"#,
+        None,
+        &Run {
+            stop: Some(4.0),
+            interval: Some(0.05),
+            ..Default::default()
+        },
+    );
+    let (w0, w1, d, t0, p0) = (10.0, 30.0, 2.0, 1.0, 0.5);
+    let alpha = (w1 - w0) / d;
+    for k in 0..=80 {
+        let t = k as f64 * 0.05;
+        let tau = (t - t0).clamp(0.0, d);
+        let w = w0 + alpha * tau;
+        let phi = p0 + w0 * (t - t0) + alpha * (tau * tau / 2.0 + d * (t - t0 - d).max(0.0));
+        assert!((value_at(&r, "s.w", t) - w).abs() < 1e-9, "w at {t}");
+        assert!((value_at(&r, "s.phi", t) - phi).abs() < 1e-9, "phi at {t}");
+    }
+}
+
+/// Two gears closing without torque: the reconnection's impact conserves
+/// the momentum along the line of action and reverses the closing speed
+/// times e (eq. 24).
+#[test]
+fn a_reconnection_conserves_momentum_and_reverses_the_speed_by_e() {
+    let src = r#"
+model Impact
+  parameter Real e = 0.5;
+  Gears.SpurPair pair(zp = 50, rbp = 0.07, rbg = 0.1, Jp = 0.01, Jg = 0.04,
+    pairTable = [0, 10, 100; 0, 3e8, 3e8; 1, 3e8, 3e8], pairs = 1, kLoad = 3e8, mu = 1e-6, e = e,
+    phiNominal = 0.3, phi_p(start = -1e-4), w_p(start = 0.02), w_g(start = -0.01));
+  Mechanics.Rotational.Torque tp(tau = 0);
+  Mechanics.Rotational.Torque tg(tau = 0);
+equation
+  connect(tp.flange, pair.flange_p);
+  connect(tg.flange, pair.flange_g);
+  annotation(experiment(StopTime = 0.02, Interval = 1e-4, __rmoc_solver = "newmark", __rmoc_step = 1e-6));
+end Impact;
+"#;
+    let path = common::model_file("Impact", src);
+    for e in [0.0, 0.5, 1.0] {
+        let r = run(&path, "Impact", &[&format!("e={e}")]);
+        let (rbp, rbg, jp, jg) = (0.07, 0.1, 0.01, 0.04);
+        let (mp, mg) = (jp / (rbp * rbp), jg / (rbg * rbg));
+        // Before: closing at rbp w_p - rbg w_g.
+        let (vp0, vg0) = (rbp * 0.02, rbg * -0.01);
+        let (wp, wg) = (column(&r, "pair.w_p"), column(&r, "pair.w_g"));
+        let (vp1, vg1) = (rbp * wp[wp.len() - 1], rbg * wg[wg.len() - 1]);
+        let momentum = |a: f64, b: f64| mp * a + mg * b;
+        assert!(
+            (momentum(vp1, vg1) - momentum(vp0, vg0)).abs()
+                < 1e-9 * momentum(vp0, vg0).abs().max(1e-3),
+            "e = {e}: momentum {} then {}",
+            momentum(vp0, vg0),
+            momentum(vp1, vg1)
+        );
+        let (close0, close1) = (vp0 - vg0, vp1 - vg1);
+        if e > 0.0 {
+            // (The spring acts for the instant the flanks take to part.)
+            assert!(
+                (close1 + e * close0).abs() < 1e-3 * close0.abs(),
+                "e = {e}: closing {close0} then {close1}"
+            );
+        } else {
+            // Plastic: the flanks stay together (the spring keeps them so).
+            assert!(
+                close1.abs() < 1e-3 * close0.abs(),
+                "e = 0: closing {close0} then {close1}"
+            );
+        }
+        assert!(r.stats.state_events >= 1, "{}", r.stats);
+    }
+}
+
+/// The paper's numerical impulse test (40% more torque on both sides for
+/// one step at a fixed mesh position): the DTE's decay gives the torsional
+/// frequency and, by logarithmic decrement, the damping ratio; at three
+/// positions of the double-contact zone 2650 +- 100 Hz and 8 +- 1%.
+#[test]
+fn the_impulse_test_gives_2650_hz_and_8_percent_damping() {
+    let path = example();
+    for z0 in [0.1, 0.35, 0.6] {
+        let r = run(&path, "ImpulseTest", &[&format!("z0={z0}")]);
+        let (t, dte) = (r.times.clone(), column(&r, "dte"));
+        let after: Vec<usize> = (0..t.len()).filter(|&i| t[i] > 2.01e-3).collect();
+        let tail = &after[after.len() - 200..];
+        let rest = tail.iter().map(|&i| dte[i]).sum::<f64>() / tail.len() as f64;
+        // Peaks of the oscillation about the rest value.
+        let x: Vec<(f64, f64)> = after.iter().map(|&i| (t[i], dte[i] - rest)).collect();
+        let peaks: Vec<(f64, f64)> = x
+            .windows(3)
+            .filter(|w| w[1].1 > w[0].1 && w[1].1 >= w[2].1 && w[1].1 > 0.0)
+            .map(|w| {
+                // The vertex of the parabola through the three samples.
+                let (a, b, c) = (w[0].1, w[1].1, w[2].1);
+                let h = w[1].0 - w[0].0;
+                let shift = 0.5 * (a - c) / (a - 2.0 * b + c);
+                (w[1].0 + shift * h, b - 0.25 * (a - c) * shift)
+            })
+            .collect();
+        assert!(peaks.len() >= 6, "z0 = {z0}: {} peaks", peaks.len());
+        let n = 5;
+        let f = n as f64 / (peaks[n].0 - peaks[0].0);
+        let delta = (peaks[0].1 / peaks[n].1).ln() / n as f64;
+        let zeta = delta / (4.0 * std::f64::consts::PI.powi(2) + delta * delta).sqrt();
+        assert!((f - 2650.0).abs() <= 100.0, "z0 = {z0}: {f} Hz");
+        assert!(
+            (zeta - 0.08).abs() <= 0.01,
+            "z0 = {z0}: damping ratio {zeta}"
+        );
+    }
+}
+
+/// A restitution outside [0, 1], a mesh-stiffness table with a
+/// non-positive stiffness and a sweep whose speed would be negative are
+/// refused at the start with their reasons, exit status 1 and no result.
+#[test]
+fn bad_mesh_and_sweep_parameters_are_refused() {
+    let cases = [
+        (
+            "-p pair.e=-0.1",
+            "the coefficient of restitution e must lie in [0, 1]",
+        ),
+        (
+            "-p pair.e=1.5",
+            "the coefficient of restitution e must lie in [0, 1]",
+        ),
+        ("-p rpmEnd=-100", "wStart and wEnd must not be negative"),
+    ];
+    for (args, words) in cases {
+        let out_file =
+            std::env::temp_dir().join(format!("rmoc-whine-bad-{}.csv", std::process::id()));
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rmoc"));
+        cmd.arg("simulate")
+            .arg(example())
+            .args(["--stop-time", "1e-4"]);
+        cmd.args(args.split(' ')).arg("-o").arg(&out_file);
+        let (code, text) = common::exit_and_text(&cmd.output().expect("run rmoc"));
+        assert_eq!(code, Some(1), "{args}: {text}");
+        assert!(
+            text.contains(words) && text.contains("package.rmo:"),
+            "{args}: {text}"
+        );
+        assert!(!out_file.exists(), "{args}: a result file");
+    }
+    let src = r#"
+model BadTable
+  Gears.SpurPair pair(zp = 50, rbp = 0.07, rbg = 0.07, Jp = 0.01, Jg = 0.01,
+    pairTable = [0, 10, 100; 0, 3e8, 3e8; 0.8, 0, 3e8; 1.6, 3e8, 3e8], kLoad = 3e8, phiNominal = time);
+  Mechanics.Rotational.Torque tp(tau = 10);
+  Mechanics.Rotational.Torque tg(tau = -10);
+equation
+  connect(tp.flange, pair.flange_p);
+  connect(tg.flange, pair.flange_g);
+  annotation(experiment(StopTime = 1e-3));
+end BadTable;
+"#;
+    let path = common::model_file("BadTable", src);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rmoc"))
+        .arg("simulate")
+        .arg(&path)
+        .arg("-o")
+        .arg(path.with_extension("csv"))
+        .output()
+        .expect("run rmoc");
+    let (code, text) = common::exit_and_text(&out);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("every stiffness of a mesh-stiffness table must be positive"),
+        "{text}"
+    );
+}
