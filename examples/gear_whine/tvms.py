@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The time-varying mesh stiffness (TVMS) map of examples/gear_whine.rmo.
 
-Writes `tvms.csv` beside this script: the stiffness of one tooth pair of the
+Writes `tvms.csv` and `gap.csv` beside this script. `tvms.csv`: the
+stiffness of one tooth pair of the
 example's 50/50-tooth spur pair, in N/m, over its roll position s (in mesh
 cycles, that is base pitches, from the pair's start of contact to the end of
 its contact at the contact ratio) and the mesh torque T (N m), in the layout
@@ -22,6 +23,17 @@ Method: the series model of Miao et al. 2026 (seed 000, section 2.2, eqs.
 A pair in double contact shares the force with its neighbour (at s + 1 or
 s - 1) so that both deflect alike; the share is iterated because the
 Hertzian compliance depends on it.
+
+`gap.csv`: the unloaded separation of a pair's flanks over its roll
+position, zero on the theoretical path of contact and growing outside it,
+where a deflected mesh meets the next pair early (or lets the last go
+late): the tip corner against the mating flank, whose separation grows
+with the square of the distance beyond the path's end over twice the
+relative radius of curvature of the involutes there (a parabolic
+approximation). With it the contact ratio grows with the load in the
+dynamic model, as the paper's map does (its Fig. 5). Both tables span the
+roll positions -EXTRA to 1.75 + EXTRA; beyond the theoretical path the
+stiffness is that at the path's end.
 
 Gear data (the paper's Table 2 is not in its text; these are chosen to meet
 what the text gives: a unity-ratio pair of 50-tooth steel spur gears, a
@@ -49,6 +61,8 @@ E_STAR = E / (2 * (1 - NU**2))  # composite modulus of two steel bodies
 CONTACT_RATIO = 1.75
 TORQUES = [10, 25, 50, 100, 150, 200, 300, 400, 500]
 POSITIONS = 71  # roll positions over the contact ratio
+EXTRA = 0.25  # roll positions tabulated beyond each end of the path
+RELIEF = 2e-6  # long linear tip relief, m (the example's choice)
 
 R = MODULE * Z / 2
 RB = R * math.cos(ALPHA0)
@@ -161,9 +175,39 @@ def pair_stiffness(s, torque):
     return f0 / (f0 * c0 + hertz_approach(f0, u0))
 
 
+def relief(s, amount):
+    """Long linear tip relief of both gears: `amount` at each end of the
+    path of contact, falling to zero at the single-contact zone."""
+    single = CONTACT_RATIO - 1
+    if s < single:
+        return amount * (single - s) / single
+    if s > 1:
+        return amount * (s - 1) / single
+    return 0.0
+
+
+def gap(s, amount):
+    """Unloaded separation (m) of a pair at roll position s: the relief on
+    the path, and beyond its ends the relief plus the parabola."""
+    if 0 <= s <= CONTACT_RATIO:
+        return relief(s, amount)
+    u = START if s < 0 else START + CONTACT_RATIO * PB
+    rho = u * (T1T2 - u) / T1T2  # relative radius of curvature at the end
+    beyond = (-s if s < 0 else s - CONTACT_RATIO) * PB
+    return relief(min(max(s, 0.0), CONTACT_RATIO), amount) + beyond**2 / (2 * rho)
+
+
 def main():
-    positions = np.linspace(0, CONTACT_RATIO, POSITIONS)
-    here = os.path.dirname(os.path.abspath(__file__))
+    import argparse
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--relief", type=float, default=RELIEF, help="tip relief, m")
+    p.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
+    args = p.parse_args()
+    step = CONTACT_RATIO / (POSITIONS - 1)
+    extra = int(round(EXTRA / step))
+    positions = np.arange(-extra, POSITIONS + extra) * step
+    here = args.out
     out = os.path.join(here, "tvms.csv")
     with open(out, "w") as f:
         f.write("# Stiffness of one tooth pair (N/m) of the 50/50-tooth spur pair of\n")
@@ -172,8 +216,14 @@ def main():
         f.write("# row 1: mesh torque (N m); column 1: roll position (mesh cycles)\n")
         f.write(",".join(["0"] + [str(t) for t in TORQUES]) + "\n")
         for s in positions:
-            row = [pair_stiffness(s, t) for t in TORQUES]
+            on_path = min(max(s, 0.0), CONTACT_RATIO)
+            row = [pair_stiffness(on_path, t) for t in TORQUES]
             f.write(",".join([f"{s:.6f}"] + [f"{k:.6e}" for k in row]) + "\n")
+    with open(os.path.join(here, "gap.csv"), "w") as f:
+        f.write("# Unloaded separation (m) of a tooth pair's flanks over its roll position\n")
+        f.write("# (mesh cycles), written by tvms.py: zero on the path of contact.\n")
+        for s in positions:
+            f.write(f"{s:.6f},{gap(s, args.relief):.6e}\n")
     # A summary: the mesh stiffness (sum over the pairs in contact) at 150 N m.
     mesh = []
     for z in np.linspace(0, 1, 41)[:-1]:

@@ -78,8 +78,12 @@ def rms_curve(r, cycles):
     dt = np.median(np.diff(t))
     if dt > 0 and dt * fm.max() <= 1 / 8:
         return windowed_rms(t, r["dte"], fm, cycles)
+    # The model's running RMS, after its window has filled (five time
+    # constants of `window`).
+    settled = t >= t[0] + 5 * float(r.get("window", np.array([0.01]))[0])
+    fm, rms = fm[settled], r["dteRms"][settled]
     order = np.argsort(fm)
-    return fm[order], r["dteRms"][order]
+    return fm[order], rms[order]
 
 
 def on_grid(f, y, grid):

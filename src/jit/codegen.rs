@@ -1035,14 +1035,21 @@ impl Gen<'_, '_> {
                 let callee = &self.env.user[*func as usize];
                 let slot = self.stack(callee.frame_size as usize);
                 let base = self.b.ins().stack_addr(types::I64, slot, 0);
-                // Zero the callee's frame: its locals start at 0 as in the interpreter.
+                // Zero the callee's frame: its locals start at 0 as in the
+                // interpreter. (The inputs' slots are written below.)
+                let inputs = callee.inputs.clone();
+                let mut written = vec![false; callee.frame_size as usize];
+                for &slot_in in inputs.iter().take(args.len()) {
+                    if let Some(w) = written.get_mut(slot_in as usize) {
+                        *w = true;
+                    }
+                }
                 let zero = self.b.ins().f64const(0.0);
-                for k in 0..callee.frame_size {
+                for (k, _) in written.iter().enumerate().filter(|(_, w)| !**w) {
                     self.b
                         .ins()
                         .store(Self::flags(), zero, base, (k * 8) as i32);
                 }
-                let inputs = callee.inputs.clone();
                 let outputs = callee.outputs.clone();
                 for (a, &slot_in) in args.iter().zip(&inputs) {
                     let v = self.expr(a)?;
