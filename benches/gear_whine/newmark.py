@@ -4,8 +4,10 @@
 The lumped gear-whine equations integrated here by a short NumPy Newmark loop
 written from the paper's equations (Vecchiato et al. 2024, seed 003): two
 rigid gear bodies, the mesh along the line of action as tooth-pair springs
-whose stiffness is read from the TVMS table (eqs. 6-7), stiffness-
-proportional damping, compression only; the DTE r_b (phi_p - phi_g) (eq. 3);
+whose stiffness is read from the TVMS table (eqs. 6-7) and whose flanks
+are apart by the separation table (relief, early contact), Rayleigh damping
+(stiffness- and mass-proportional, eq. 14), compression only; the DTE
+r_b (phi_p - phi_g) (eq. 3);
 Newmark's average acceleration (eqs. 11-18, alpha = 1/4, delta = 1/2) at a
 fixed step, each step's implicit equations solved by Newton's method to
 round-off. The mesh turns at a constant mesh frequency.
@@ -26,6 +28,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TABLE = os.path.join(HERE, "..", "..", "examples", "gear_whine", "tvms.csv")
+GAPS = os.path.join(HERE, "..", "..", "examples", "gear_whine", "gap.csv")
 
 # The example's data (examples/gear_whine.rmo's header).
 ZP = 50
@@ -33,21 +36,33 @@ RB = 3e-3 * ZP / 2 * math.cos(math.radians(20))
 J = 0.013
 T = 150.0
 K_LOAD = 3.3e8
-MU = 2 * 0.08 / (2 * math.pi * 2650)
+# Rayleigh damping, 8% at 2650 Hz: half on the tooth pairs' stiffness,
+# half on the bodies' inertia.
+OMEGA = 2 * math.pi * 2650
+MU = 2 * 0.08 * 0.5 / OMEGA
+ETA = 2 * 0.08 * 0.5 * OMEGA
 H = 5e-6
 
 
-def load_table():
+def load(path):
     rows = [
         [float(x) for x in line.split(",")]
-        for line in open(TABLE)
+        for line in open(path)
         if line.strip() and not line.startswith("#")
     ]
-    a = np.array(rows)
-    return a[1:, 0], a[0, 1:], a[1:, 1:]  # roll positions, torques, stiffness
+    return np.array(rows)
 
 
-S, L_GRID, K = load_table()
+_A = load(TABLE)
+S, L_GRID, K = _A[1:, 0], _A[0, 1:], _A[1:, 1:]  # roll positions, torques, stiffness
+_G = load(GAPS)
+GAP_S, GAP = _G[:, 0], _G[:, 1]  # roll positions, unloaded separation of a pair
+
+
+def separation(s):
+    """Unloaded separation of a pair's flanks (relief, and beyond the path
+    of contact the tip corner's approach), linear between the points."""
+    return float(np.interp(s, GAP_S, GAP))
 
 
 def pair_stiffness(s, load):
@@ -76,11 +91,15 @@ def accelerations(t, q, w, fm):
     closing = RB * (w[0] - w[1])
     load = RB * K_LOAD * max(dte, 0.0)
     force = 0.0
-    for pair in range(2):
-        k = pair_stiffness(z + pair, load)
-        if dte > 0:
-            force += max(0.0, k * (dte + MU * closing))
-    return np.array([(T - RB * force) / J, (-T + RB * force) / J])
+    # Three pairs: the one entering early (roll position z - 1), the one
+    # entering on the path (z) and the one leaving (z + 1).
+    for pair in (-1, 0, 1):
+        s = z + pair
+        k = pair_stiffness(s, load)
+        compression = dte - separation(s)
+        if compression > 0:
+            force += max(0.0, k * (compression + MU * closing))
+    return np.array([(T - RB * force) / J - ETA * w[0], (-T + RB * force) / J - ETA * w[1]])
 
 
 def newmark(fm, stop):
