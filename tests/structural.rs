@@ -264,3 +264,129 @@ fn bad_settings_of_the_structural_integrators_are_refused() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The per-step checks read a frame at the step's end: after a switch of
+/// a relation inside a step (the discontinuity measure evaluates the end
+/// under the old relations), and after output rows inside a step (which
+/// move the frame to their times). Review findings: a false NaN, a missed
+/// assert, and an assert reported at the wrong time.
+#[test]
+fn the_per_step_checks_see_the_step_end() {
+    let run = |src: &str, solver: &str, step: f64, interval: f64| {
+        let path = common::model_file("Checks", src);
+        let request = solve::settings::RunRequest {
+            solver: Some(solver.into()),
+            step: Some(step),
+            interval: Some(interval),
+            ..Default::default()
+        };
+        let c = common::compile_file(&path, None);
+        let opts = request.resolve(&c.causal).expect("settings");
+        let jit = rmoc::jit::codegen::compile(&c.program).expect("jit");
+        solve::simulate(&c.causal, &c.program, &jit, &opts)
+    };
+    // A guarded sqrt across the switch of its guard.
+    let guarded = r#"
+model Guarded
+  Real x(start = 1.513, fixed = true);
+  Real y;
+equation
+  der(x) = -1;
+  y = if x > 0 then sqrt(x) else 0;
+  annotation(experiment(StopTime = 3));
+end Guarded;
+"#;
+    for solver in ["generalized-alpha", "newmark"] {
+        let r = run(guarded, solver, 0.03, 1.0);
+        assert!(
+            r.is_ok(),
+            "{solver}: {:?}",
+            r.err().map(|d| d[0].message.clone())
+        );
+    }
+    // An assert that fails only between two output rows of one step.
+    let narrow = r#"
+model Narrow
+  Real x(start = 0, fixed = true);
+equation
+  der(x) = 1;
+  assert(abs(x - 0.51) > 0.0035, "x near 0.51");
+  annotation(experiment(StopTime = 1));
+end Narrow;
+"#;
+    let Err(d) = run(narrow, "generalized-alpha", 0.03, 0.007) else {
+        panic!("the assert must fail");
+    };
+    assert!(d[0].message.contains("x near 0.51"), "{}", d[0].message);
+    // Its first failing time, not that of the last row.
+    let edge = r#"
+model Edge
+  Real x(start = 0, fixed = true);
+equation
+  der(x) = 1;
+  assert(x < 0.5055, "x past 0.5055");
+  annotation(experiment(StopTime = 1));
+end Edge;
+"#;
+    let Err(d) = run(edge, "generalized-alpha", 0.03, 0.007) else {
+        panic!("the assert must fail");
+    };
+    assert!(d[0].message.contains("at t = 0.5055"), "{}", d[0].message);
+}
+
+/// An initial equation's assert is computed at the initial point only: a
+/// condition that could not be evaluated later (a table's argument out of
+/// its range) does not stop the run.
+#[test]
+fn an_initial_assert_is_not_evaluated_after_the_start() {
+    let r = common::simulate(
+        r#"
+model InitialOnly
+  Real x(start = 0, fixed = true);
+initial equation
+  assert(Tables.interpolate1D({0, 1}, {1, 2}, x) > 0, "the table is positive at the start");
+equation
+  der(x) = 1;
+  assert(x < 10, "x stays below 10");
+end InitialOnly;
+"#,
+        None,
+        &common::Run {
+            stop: Some(3.0),
+            ..Default::default()
+        },
+    );
+    assert!((common::last(&r, "x") - 3.0).abs() < 1e-9);
+}
+
+/// A chain der(x) = y, der(y) = z (a position whose velocity is itself a
+/// position) runs, with x taken as first order (it panicked).
+#[test]
+fn a_third_order_chain_runs_on_generalized_alpha() {
+    let src = r#"
+model Third
+  Real x(start = 1, fixed = true);
+  Real y(start = 0, fixed = true);
+  Real z(start = 0, fixed = true);
+equation
+  der(x) = y;
+  der(y) = z;
+  der(z) = -x - z;
+  annotation(experiment(StopTime = 1));
+end Third;
+"#;
+    let path = common::model_file("Third", src);
+    let at = |solver: &str, tolerance: f64| {
+        let request = solve::settings::RunRequest {
+            solver: Some(solver.into()),
+            tolerance: Some(tolerance),
+            ..Default::default()
+        };
+        common::last(&common::run_request(&path, None, request), "x")
+    };
+    let (alpha, reference) = (at("generalized-alpha", 1e-8), at("bdf", 1e-11));
+    assert!(
+        (alpha / reference - 1.0).abs() < 1e-5,
+        "{alpha} against {reference}"
+    );
+}

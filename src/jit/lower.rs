@@ -367,8 +367,24 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
     let initial_residuals = ir.finish(&l);
     let mut asr = Lowerer::new(&ctx, "asserts");
     for (k, a) in c.asserts.iter().enumerate() {
-        let x = asr.expr(&c.arena, a.condition);
-        asr.stmts.push(Stmt::Store(l.assert + k as u32, x));
+        let slot = l.assert + k as u32;
+        if a.initial {
+            // An initial equation's assert is computed (calls included)
+            // only at the initial point, under the frame's initial flag,
+            // and holds elsewhere.
+            let body = asr.scoped(|s| {
+                let x = s.expr(&c.arena, a.condition);
+                s.stmts.push(Stmt::Store(slot, x));
+            });
+            asr.stmts.push(Stmt::If(
+                Expr::Load(INITIAL),
+                body,
+                vec![Stmt::Store(slot, Expr::Const(1.0))],
+            ));
+        } else {
+            let x = asr.expr(&c.arena, a.condition);
+            asr.stmts.push(Stmt::Store(slot, x));
+        }
     }
     let asserts = asr.finish(&l);
     let mut rs = Lowerer::new(&ctx, "residuals");

@@ -154,7 +154,8 @@ fn kinds(c: &Causal) -> Vec<Kind> {
             computed_as.insert(*var, v);
         }
     }
-    c.state_ders
+    let kinds: Vec<Kind> = c
+        .state_ders
         .iter()
         .enumerate()
         .map(|(k, &d)| {
@@ -172,6 +173,14 @@ fn kinds(c: &Causal) -> Vec<Kind> {
                 Some(v) if v != k => Kind::Position(v),
                 _ => Kind::Rate,
             }
+        })
+        .collect();
+    // A position's velocity must be a rate: in a chain der(x) = y, der(y)
+    // = z, x is taken as first order.
+    (0..kinds.len())
+        .map(|i| match kinds[i] {
+            Kind::Position(v) if kinds[v] != Kind::Rate => Kind::Rate,
+            k => k,
         })
         .collect()
 }
@@ -631,6 +640,10 @@ impl GeneralizedAlpha {
             run.frame.set_relation(k, on);
         }
         r?;
+        // The frame back at the step's end with its live relations (the
+        // hybrid loop's checks read it: `frame_at_last_iterate`).
+        let mut live = vec![0.0; end.x.len()];
+        self.rhs(run, t1, &end.x, &mut live, true)?;
         Ok((0..end.x.len())
             .filter(|&i| self.kinds[i] == Kind::Rate)
             .map(|i| {

@@ -139,6 +139,9 @@ pub(super) fn integrate(
         let t_new = view.dense.span().1;
         let time_due = t_new >= t_time_event && run.sample_due(t_new);
         let mut evaluated_end = false;
+        // Whether anything evaluated the model since the step (the frame
+        // then no longer holds the integrator's last iterate).
+        let mut moved = false;
         // State events.
         let mut t_state = None;
         match behaviour.relations {
@@ -157,6 +160,7 @@ pub(super) fn integrate(
             Relations::Live => {
                 t_state = rising(run, &view, &behaviour)?;
                 evaluated_end = t_state.is_none();
+                moved = true;
             }
         }
         let event = if t_state.is_some() {
@@ -184,6 +188,7 @@ pub(super) fn integrate(
             if !(evaluated_end && to == t_new) {
                 view.evaluate(run, to)?;
                 evaluated_end = to == t_new;
+                moved = true;
             }
             run.record(to);
             last_row = Some(to);
@@ -195,7 +200,7 @@ pub(super) fn integrate(
                 Outputs::Interpolated => {
                     // (An output row at the step's end evaluated it
                     // exactly, and leaves the frame there.)
-                    if !evaluated_end && !behaviour.frame_at_last_iterate {
+                    if !evaluated_end && (moved || !behaviour.frame_at_last_iterate) {
                         view.evaluate(run, t)?;
                     }
                     check_finite_over(run, &view, t)?;

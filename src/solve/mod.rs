@@ -509,7 +509,17 @@ impl<'a> Run<'a> {
         if !self.asserts_due() {
             return Ok((None, Vec::new()));
         }
-        self.call(Entry::Asserts)?;
+        // The initial point's check computes the asserts of the initial
+        // equations too (they are computed only under the initial flag).
+        let initial = !self.initial_checked;
+        if initial {
+            self.frame.set_initial(true);
+        }
+        let called = self.call(Entry::Asserts);
+        if initial {
+            self.frame.set_initial(false);
+        }
+        called?;
         let mut warnings = Vec::new();
         for (k, a) in self.c.asserts.iter().enumerate() {
             if (a.initial && self.initial_checked) || self.frame.assert_holds(k) {

@@ -5,7 +5,9 @@
 //!
 //! Format: one row per line, values separated by commas (semicolons, tabs
 //! or blanks also separate); lines that are empty or start with `#` are
-//! skipped. Every other line must hold as many numbers as the first.
+//! skipped. Every other line must hold as many numbers as the first. An
+//! empty field between separators, and a line with both `;` and `,` (a
+//! decimal comma?), are errors rather than guesses.
 
 use super::*;
 use std::path::{Path, PathBuf};
@@ -67,14 +69,29 @@ impl Flattener<'_> {
 fn parse_csv(text: &str) -> Result<Vec<Vec<f64>>, (usize, String)> {
     let mut rows: Vec<Vec<f64>> = Vec::new();
     let mut first_line = 0;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     for (k, line) in text.lines().enumerate() {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let fields = line
-            .split(|c: char| c == ',' || c == ';' || c.is_whitespace())
-            .filter(|f| !f.is_empty());
+        if line.contains(';') && line.contains(',') {
+            return Err((
+                k + 1,
+                "this row mixes `;` and `,` (a decimal comma? write numbers with a point)".into(),
+            ));
+        }
+        // Fields between `,` or `;` (blanks around them are separators
+        // too); an empty one is an error.
+        let mut pieces = Vec::new();
+        for part in line.split([',', ';']) {
+            let words: Vec<&str> = part.split_whitespace().collect();
+            if words.is_empty() {
+                return Err((k + 1, "this row has an empty field".into()));
+            }
+            pieces.extend(words);
+        }
+        let fields = pieces.into_iter();
         let mut row = Vec::new();
         for (j, field) in fields.enumerate() {
             match field.parse::<f64>() {
@@ -127,5 +144,13 @@ mod tests {
         assert_eq!(parse_csv("1,x\n").unwrap_err().0, 1);
         assert!(parse_csv("# only\n").is_err());
         assert!(parse_csv("1,nan\n").is_err());
+        assert_eq!(parse_csv("\u{feff}1,2\n"), Ok(vec![vec![1.0, 2.0]]));
+        assert_eq!(parse_csv("1,,2\n").unwrap_err().0, 1);
+        assert!(
+            parse_csv("0;1,5\n")
+                .unwrap_err()
+                .1
+                .contains("decimal comma")
+        );
     }
 }
