@@ -250,8 +250,7 @@ pub fn select_model(
                 let plain = |s: &str| s.replace('_', "").to_ascii_lowercase();
                 if let Some(stem) = &loaded.stem
                     && let Some(pos) = loaded.file.classes.iter().position(|c| {
-                        (c.name.name.eq_ignore_ascii_case(stem)
-                            || plain(&c.name.name) == plain(stem))
+                        plain(&c.name.name) == plain(stem)
                             && many.iter().any(|m| std::ptr::eq(*m, c))
                     })
                 {

@@ -176,9 +176,8 @@ impl Frame {
         self.buf[self.layout.var(v) as usize]
     }
 
-    /// Whether every model variable is finite: one pass without branches
-    /// over the exponent bits (all ones for infinities and NaN), which the
-    /// compiler vectorizes.
+    /// Whether every model variable is finite: one pass without branches,
+    /// in lanes that the compiler vectorizes.
     pub fn all_vars_finite(&self) -> bool {
         let start = self.layout.vars as usize;
         let vars = &self.buf[start..start + self.layout.n_vars as usize];

@@ -640,17 +640,17 @@ impl GeneralizedAlpha {
             run.frame.set_relation(k, on);
         }
         r?;
-        // The frame back at the step's end with its live relations (the
-        // hybrid loop's checks read it: `frame_at_last_iterate`).
-        let mut live = vec![0.0; end.x.len()];
-        self.rhs(run, t1, &end.x, &mut live, true)?;
-        Ok((0..end.x.len())
+        let jump = (0..end.x.len())
             .filter(|&i| self.kinds[i] == Kind::Rate)
             .map(|i| {
                 let w = self.atol[i] + self.rtol * end.x[i].abs();
                 self.p.gamma * h * (end.z[i] - before[i]).abs() / w
             })
-            .fold(0.0, f64::max))
+            .fold(0.0, f64::max);
+        // The frame back at the step's end with its live relations (the
+        // hybrid loop's checks read it: `frame_at_last_iterate`).
+        self.rhs(run, t1, &end.x, &mut before, true)?;
+        Ok(jump)
     }
 
     /// Factors the Newton matrix for a step of length h: I - c J D on the

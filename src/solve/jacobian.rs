@@ -267,13 +267,7 @@ impl JacobianPattern {
         if order.len() < n {
             return None;
         }
-        let entry = |i: usize, j: usize| -> usize {
-            let col = self.column(j);
-            match self.row_idx[col.clone()].binary_search(&i) {
-                Ok(pos) => col.start + pos,
-                Err(_) => NONE,
-            }
-        };
+        let entry = |i: usize, j: usize| self.entry(i, j).unwrap_or(NONE);
         let at = |k: usize| order[k];
         let diagonal = (0..n).map(|k| entry(at(k), at(k))).collect();
         let left = (0..n)
@@ -305,6 +299,13 @@ impl JacobianPattern {
 
     pub fn nnz(&self) -> usize {
         self.row_idx.len()
+    }
+
+    /// The position of entry (i, j) in `row_idx` and the values, if the
+    /// pattern has it.
+    pub fn entry(&self, i: usize, j: usize) -> Option<usize> {
+        let col = self.column(j);
+        (self.row_idx[col.clone()].binary_search(&i).ok()).map(|pos| col.start + pos)
     }
 
     /// The positions `k` of column `j`'s entries in `row_idx` and values.
@@ -474,13 +475,10 @@ impl Jacobian {
     pub fn set(&mut self, i: usize, j: usize, v: f64) {
         match self {
             Jacobian::Dense(m) => m[(i, j)] = v,
-            Jacobian::Sparse { pattern, values } => {
-                let col = pattern.column(j);
-                match pattern.row_idx[col.clone()].binary_search(&i) {
-                    Ok(pos) => values[col.start + pos] = v,
-                    Err(_) => debug_assert!(v == 0.0, "J[{i}, {j}] = {v} outside the pattern"),
-                }
-            }
+            Jacobian::Sparse { pattern, values } => match pattern.entry(i, j) {
+                Some(k) => values[k] = v,
+                None => debug_assert!(v == 0.0, "J[{i}, {j}] = {v} outside the pattern"),
+            },
         }
     }
 
@@ -509,13 +507,7 @@ impl Jacobian {
     pub fn get(&self, i: usize, j: usize) -> f64 {
         match self {
             Jacobian::Dense(m) => m[(i, j)],
-            Jacobian::Sparse { pattern, values } => {
-                let col = pattern.column(j);
-                match pattern.row_idx[col.clone()].binary_search(&i) {
-                    Ok(pos) => values[col.start + pos],
-                    Err(_) => 0.0,
-                }
-            }
+            Jacobian::Sparse { pattern, values } => pattern.entry(i, j).map_or(0.0, |k| values[k]),
         }
     }
 }

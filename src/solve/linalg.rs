@@ -302,36 +302,29 @@ impl IterationMatrix {
                 Lu::factor(&m).map(IterationMatrix::Dense)
             }
             Jacobian::Sparse { pattern, values } => {
+                let mut old = old;
                 if let Some(t) = pattern.tridiagonal() {
-                    let mut f = match old {
+                    let mut f = match old.take() {
                         Some(IterationMatrix::Tridiagonal(f)) => f,
-                        _ => Box::default(),
+                        other => {
+                            old = other;
+                            Box::default()
+                        }
                     };
                     if f.factor(t, values, a, b) {
                         return Some(IterationMatrix::Tridiagonal(f));
                     }
-                    // (A large multiplier: the pivoting LU below.)
-                    return Self::sparse(pattern, values, a, b, None);
+                    // A large multiplier: the pivoting sparse LU (whose
+                    // storage a former fallback left in `old`).
                 }
-                Self::sparse(pattern, values, a, b, old)
+                let mut f = match old {
+                    Some(IterationMatrix::Sparse(f)) => f,
+                    _ => Box::default(),
+                };
+                f.factor(pattern, values, a, b)
+                    .then_some(IterationMatrix::Sparse(f))
             }
         }
-    }
-
-    /// Factors a I + b J by faer's sparse LU.
-    fn sparse(
-        pattern: &JacobianPattern,
-        values: &[f64],
-        a: f64,
-        b: f64,
-        old: Option<IterationMatrix>,
-    ) -> Option<IterationMatrix> {
-        let mut f = match old {
-            Some(IterationMatrix::Sparse(f)) => f,
-            _ => Box::default(),
-        };
-        f.factor(pattern, values, a, b)
-            .then_some(IterationMatrix::Sparse(f))
     }
 
     /// Solves `M x = b` in place.

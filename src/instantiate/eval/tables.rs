@@ -53,15 +53,11 @@ impl Flattener<'_> {
         })
     }
 
-    /// `name` as a path: absolute as given, else beside the source file of
-    /// `span`.
+    /// `name` as a path: beside the source file of `span` (an absolute
+    /// name as given: `join` keeps it).
     fn data_file_path(&self, name: &str, span: Span) -> PathBuf {
-        let given = Path::new(name);
-        if given.is_absolute() {
-            return given.to_path_buf();
-        }
         let source = Path::new(&self.lib.sources.file(span.file).path);
-        source.parent().unwrap_or(Path::new("")).join(given)
+        source.parent().unwrap_or(Path::new("")).join(name)
     }
 }
 
