@@ -797,3 +797,167 @@ fn string_parameters_reach_messages() {
     assert_eq!(code, Some(1), "{text}");
     assert!(text.contains("too slow in pump 1"), "{text}");
 }
+
+/// The MSL's table objects (`Modelica.Blocks.Types.ExternalCombiTable1D`
+/// and `ExternalCombiTable2D`, made by their constructors while
+/// flattening) and the functions of `Modelica.Blocks.Tables.Internal` that
+/// read them, against the interpolants worked by hand: linear with
+/// `LastTwoPoints` (both columns served, outside the range too), a
+/// monotone cubic held at its ends, the same matrix read from a file in
+/// the MSL's text format, and a bilinear 2-D table, which is
+/// 1 + u1 + u2 + u1 u2 on [0, 0, 1; 0, 1, 2; 2, 3, 6].
+#[test]
+fn the_msl_table_objects_interpolate() {
+    let Some(root) = msl("the_msl_table_objects_interpolate") else {
+        return;
+    };
+    let d = folder("tables");
+    write(
+        &d,
+        "tab.txt",
+        "#1\n# two matrices; the second is used\ndouble tab0(1,2)\n0 1\ndouble tab1(3,2)  # the table\n0 0\n1 2\n3 4\n",
+    );
+    write(
+        &d,
+        "Tables.mo",
+        r#"model Tables
+  import Modelica.Blocks.Types.{ExternalCombiTable1D, ExternalCombiTable2D, Extrapolation, Smoothness};
+  import Modelica.Blocks.Tables.Internal.{getTable1DValue, getTable1DValueNoDer, getTable2DValue, getTable1DAbscissaUmin, getTable1DAbscissaUmax};
+  parameter Real tab[:, :] = [0, 0, 10; 1, 2, 20; 3, 4, 0];
+  parameter ExternalCombiTable1D lin = ExternalCombiTable1D("NoName", "NoName", tab, {2, 3}, Smoothness.LinearSegments, Extrapolation.LastTwoPoints, false);
+  parameter ExternalCombiTable1D mono = ExternalCombiTable1D(tableName = "NoName", fileName = "NoName", table = [0, 0; 1, 2; 3, 4; 4, 4.5], columns = {2}, smoothness = Smoothness.MonotoneContinuousDerivative1, extrapolation = Extrapolation.HoldLastPoint, verboseRead = false);
+  parameter ExternalCombiTable1D file = ExternalCombiTable1D(tableName = "tab1", fileName = "tab.txt", table = fill(0.0, 0, 2), columns = {2}, smoothness = Smoothness.LinearSegments);
+  parameter ExternalCombiTable2D t2 = ExternalCombiTable2D("NoName", "NoName", [0, 0, 1; 0, 1, 2; 2, 3, 6], Smoothness.LinearSegments, Extrapolation.LastTwoPoints, false);
+  Real u = 4*time - 0.5;
+  Real y1 = getTable1DValue(lin, 1, u);
+  Real y2 = getTable1DValueNoDer(lin, 2, u);
+  Real ym = getTable1DValue(mono, 1, u);
+  Real yf = getTable1DValue(file, 1, u);
+  Real z = getTable2DValue(t2, time, 2*time);
+  Real range = getTable1DAbscissaUmax(lin) - getTable1DAbscissaUmin(lin);
+  annotation(experiment(StopTime = 1, Interval = 0.01));
+end Tables;
+"#,
+    );
+    let res = simulate_model(&d.join("Tables.mo"), &d, Some(&root), &[]);
+    let t = column(&res, "time");
+    let [u, y1, y2, ym, yf, z, range] =
+        ["u", "y1", "y2", "ym", "yf", "z", "range"].map(|n| column(&res, n));
+    // Piecewise linear through (x, y), the end segments extended.
+    let linear = |x: &[f64], y: &[f64], u: f64| {
+        let i = (1..x.len() - 1).find(|&i| u < x[i]).unwrap_or(x.len() - 1) - 1;
+        y[i] + (y[i + 1] - y[i]) * (u - x[i]) / (x[i + 1] - x[i])
+    };
+    for k in 0..t.len() {
+        let (tk, uk) = (t[k], u[k]);
+        let close = |a: f64, b: f64, what: &str| {
+            assert!(
+                (a - b).abs() <= 1e-12 * (1.0 + b.abs()),
+                "t = {tk}, {what}: {a} against {b}"
+            );
+        };
+        close(
+            y1[k],
+            linear(&[0.0, 1.0, 3.0], &[0.0, 2.0, 4.0], uk),
+            "column 2",
+        );
+        close(
+            y2[k],
+            linear(&[0.0, 1.0, 3.0], &[10.0, 20.0, 0.0], uk),
+            "column 3",
+        );
+        close(yf[k], y1[k], "from the file");
+        close(z[k], 1.0 + tk + 2.0 * tk + tk * 2.0 * tk, "2-D");
+        close(range[k], 3.0, "abscissa range");
+        // The monotone cubic: held outside [0, 4], through the points,
+        // never beyond its neighbours, rising.
+        if uk <= 0.0 {
+            close(ym[k], 0.0, "held below");
+        } else {
+            let (lo, hi) = if uk <= 1.0 {
+                (0.0, 2.0)
+            } else if uk <= 3.0 {
+                (2.0, 4.0)
+            } else {
+                (4.0, 4.5)
+            };
+            assert!(
+                ym[k] >= lo && ym[k] <= hi,
+                "t = {tk}: {} outside [{lo}, {hi}]",
+                ym[k]
+            );
+            assert!(k == 0 || ym[k] >= ym[k - 1], "t = {tk}: not rising");
+        }
+    }
+}
+
+/// What the native MSL tables do not cover is refused where it is
+/// written, with the alternative: a smoothness without an
+/// implementation, a MAT file, a matrix missing from a text file, a
+/// column the table does not have, an abscissa that does not rise (at
+/// the initial point); exit 1, no result file.
+#[test]
+fn unsupported_msl_tables_are_refused_where_written() {
+    let Some(root) = msl("unsupported_msl_tables_are_refused_where_written") else {
+        return;
+    };
+    let d = folder("bad-tables");
+    write(&d, "tab.txt", "#1\ndouble other(2,2)\n0 0\n1 1\n");
+    let cases = [
+        (
+            "tableName = \"NoName\", fileName = \"NoName\", table = [0, 0; 1, 1], columns = {2}, smoothness = Smoothness.ContinuousDerivative",
+            "table smoothness `ContinuousDerivative` is not supported",
+            "MonotoneContinuousDerivative1",
+        ),
+        (
+            "tableName = \"t\", fileName = \"t.mat\", table = fill(0.0, 0, 2), columns = {2}, smoothness = Smoothness.LinearSegments",
+            "MAT files are not supported",
+            "write the table as text",
+        ),
+        (
+            "tableName = \"tab1\", fileName = \"tab.txt\", table = fill(0.0, 0, 2), columns = {2}, smoothness = Smoothness.LinearSegments",
+            "no matrix named `tab1`",
+            "double NAME(rows, columns)",
+        ),
+        (
+            "tableName = \"NoName\", fileName = \"NoName\", table = [0, 0; 1, 1], columns = {3}, smoothness = Smoothness.LinearSegments",
+            "table column 3 does not exist",
+            "",
+        ),
+        (
+            "tableName = \"NoName\", fileName = \"NoName\", table = [0, 0; 0, 1], columns = {2}, smoothness = Smoothness.LinearSegments",
+            "the table's abscissa (column 1) must be strictly increasing",
+            "no result file was written",
+        ),
+    ];
+    for (k, (args, message, hint)) in cases.iter().enumerate() {
+        let file = format!("Bad{k}.mo");
+        write(
+            &d,
+            &file,
+            &format!(
+                "model Bad{k}\n  import Modelica.Blocks.Types.{{ExternalCombiTable1D, Smoothness}};\n  parameter ExternalCombiTable1D t = ExternalCombiTable1D({args});\n  Real y = Modelica.Blocks.Tables.Internal.getTable1DValue(t, 1, time);\nend Bad{k};\n"
+            ),
+        );
+        let out = d.join(format!("bad{k}.csv"));
+        let (code, text) = rmoc(
+            &[
+                "simulate",
+                &d.join(&file).display().to_string(),
+                "-o",
+                &out.display().to_string(),
+            ],
+            Some(&root),
+        );
+        assert_eq!(code, Some(1), "{file}: {text}");
+        assert!(
+            text.contains(message) && text.contains(hint),
+            "{file}: {text}"
+        );
+        assert!(
+            text.contains(&format!("Bad{k}.mo:3:")),
+            "{file}: located in the model: {text}"
+        );
+        assert!(!out.exists(), "{file}: a result file was written");
+    }
+}

@@ -32,6 +32,10 @@ pub enum Builtin {
     String,
     /// Enumerations known to the compiler (`StateSelect`, `AssertionLevel`).
     Enumeration,
+    /// `ExternalObject` (MLS 12.9.7), the base of classes whose instances
+    /// are made by a `constructor` function: the MSL's tables
+    /// (`eval/msl_tables.rs`).
+    ExternalObject,
 }
 
 /// Where the library files of a root come from.
@@ -234,6 +238,8 @@ pub struct Library {
     user_top: HashMap<String, ClassId>,
     /// Top-level classes already loaded from the roots.
     loaded_top: HashMap<String, Option<ClassId>>,
+    /// Top-level classes loaded from the embedded standard library.
+    embedded_top: HashMap<String, ClassId>,
     builtins: HashMap<&'static str, ClassId>,
     /// Source-map ids of the embedded standard-library files read, with their
     /// index in [`embedded_stdlib`]: their classes come parsed (`build.rs`).
@@ -268,6 +274,7 @@ impl Library {
             roots,
             user_top: HashMap::new(),
             loaded_top: HashMap::new(),
+            embedded_top: HashMap::new(),
             builtins: HashMap::new(),
             embedded_files: HashMap::new(),
             parse_time: std::time::Duration::ZERO,
@@ -280,6 +287,7 @@ impl Library {
             ("String", Builtin::String),
             ("StateSelect", Builtin::Enumeration),
             ("AssertionLevel", Builtin::Enumeration),
+            ("ExternalObject", Builtin::ExternalObject),
         ] {
             let id = lib.push(ClassEntry {
                 name: name.into(),
@@ -614,13 +622,50 @@ impl Library {
         }
         let mut found = None;
         for root in 0..self.roots.len() {
-            if let Some(id) = self.load_from_root(root, "", name, None) {
-                found = Some(id);
+            let id = if matches!(self.roots[root], Root::Embedded) {
+                self.embedded_top_level(name)
+            } else {
+                self.load_from_root(root, "", name, None)
+            };
+            if id.is_some() {
+                found = id;
                 break;
             }
         }
         self.loaded_top.insert(name.to_string(), found);
         found
+    }
+
+    /// Top-level class `name` of the embedded standard library, whatever
+    /// the user's files and library paths hold.
+    fn embedded_top_level(&mut self, name: &str) -> Option<ClassId> {
+        if let Some(&id) = self.embedded_top.get(name) {
+            return Some(id);
+        }
+        let root = self
+            .roots
+            .iter()
+            .position(|r| matches!(r, Root::Embedded))?;
+        let id = self.load_from_root(root, "", name, None)?;
+        self.embedded_top.insert(name.to_string(), id);
+        Some(id)
+    }
+
+    /// Class `path` (dotted, such as `Tables.interpolate1D`) of the
+    /// embedded standard library: what the compiler itself calls, which a
+    /// user's class of the same name must not replace.
+    pub fn stdlib_class(&mut self, path: &str) -> Result<Option<ClassId>, Diagnostic> {
+        let mut parts = path.split('.');
+        let Some(mut cur) = parts.next().and_then(|p| self.embedded_top_level(p)) else {
+            return Ok(None);
+        };
+        for p in parts {
+            match self.member_class(cur, p)? {
+                Some(c) => cur = c,
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(cur))
     }
 
     /// The classes declared directly in `id` (not inherited).

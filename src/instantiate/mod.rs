@@ -137,6 +137,8 @@ pub struct Flattener<'l> {
     disabled: std::collections::HashSet<(InstId, String)>,
     /// String parameters and constants: their texts, by instance and name.
     strings: HashMap<(InstId, String), String>,
+    /// External objects (the MSL's tables), by instance and name.
+    table_objects: HashMap<(InstId, String), eval::TableObject>,
 }
 
 /// Flattens model `model` (a class of the user's file, or a dotted name).
@@ -170,6 +172,7 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
         bound_by_equation: Default::default(),
         disabled: Default::default(),
         strings: HashMap::new(),
+        table_objects: HashMap::new(),
     };
     let name = f.lib.entry(model).full_name.clone();
     let def = match f.lib.def(model) {
@@ -533,6 +536,11 @@ impl<'l> Flattener<'l> {
                     };
                     modifier::check_final(m, &ext_mod, &ext.base.dotted())?;
                     let resolved = self.resolve_short(base, merge(m, &ext_mod), inst)?;
+                    // `extends ExternalObject` marks the class; it
+                    // inherits nothing (eval/msl_tables.rs).
+                    if self.lib.builtin(resolved.class) == Some(library::Builtin::ExternalObject) {
+                        continue;
+                    }
                     if self.lib.builtin(resolved.class).is_some() {
                         return self.err(ext.span, "extending a predefined type is only allowed in a short class definition (`type T = Real(...)`)");
                     }
@@ -986,6 +994,33 @@ impl<'l> Flattener<'l> {
             self.strings.insert((inst, decl.name.name.clone()), text);
             return Ok(None);
         }
+        // An external object (MLS 12.9.7) is made by its constructor while
+        // flattening; it has no variable.
+        if self.is_external_object(resolved.class)? {
+            let Some(b) = &resolved.modifier.binding else {
+                return Err(Diagnostic::error(
+                    decl.name.span,
+                    format!(
+                        "external object `{}` has no constructor call",
+                        decl.name.name
+                    ),
+                )
+                .with_hint(
+                    "bind it: `parameter T name = T(...)` with the constructor's arguments",
+                ));
+            };
+            if !constant || !decl.dims.is_empty() {
+                return Err(Diagnostic::error(
+                    decl.name.span,
+                    "an external object must be a scalar parameter or constant",
+                ));
+            }
+            let obj =
+                self.construct_table_object(resolved.class, &b.expr, &eval::Ctx::model(b.scope))?;
+            self.table_objects
+                .insert((inst, decl.name.name.clone()), obj);
+            return Ok(None);
+        }
         // `:` sizes come from the binding's shape (`parameter Real
         // table[:, 2] = [0, 1; 1, 2]`).
         let mut dims = Vec::new();
@@ -1190,6 +1225,12 @@ impl<'l> Flattener<'l> {
                 return self.err(
                     span,
                     "String components are not supported (strings may only appear in messages)",
+                );
+            }
+            Builtin::ExternalObject => {
+                return self.err(
+                    span,
+                    "an external object is a parameter of a class that extends `ExternalObject`, bound to its constructor",
                 );
             }
         };

@@ -3,6 +3,7 @@
 //! its arguments matched by position and name.
 
 use super::*;
+use crate::instantiate::library::ClassId;
 
 impl Flattener<'_> {
     pub(super) fn eval_call(
@@ -72,6 +73,17 @@ impl Flattener<'_> {
             if builtin == tables::READ_CSV {
                 return Ok(vec![self.read_csv(args, span, ctx)?]);
             }
+        }
+        // The MSL's table functions (`external "C"` into
+        // ModelicaStandardTables): native, on the table object's data.
+        if let Some(d) = &def
+            && let ast::ClassBody::Long(comp) = &d.body
+            && let Some(ext) = &comp.external
+            && let Some(f) = &ext.function
+            && f.name.starts_with(msl_tables::PREFIX)
+        {
+            let ext = ext.clone();
+            return self.msl_table_function(class, &ext, func, args, span, ctx);
         }
         match def.as_ref().map(|d| d.kind) {
             Some(ast::ClassKind::Function) => {}
@@ -143,10 +155,21 @@ impl Flattener<'_> {
                 },
             }
         }
+        self.call_compiled(class, &values, span)
+    }
+
+    /// Calls function `class` (compiled for the shapes of `values`) on
+    /// evaluated arguments; returns every output's value.
+    pub(super) fn call_compiled(
+        &mut self,
+        class: ClassId,
+        values: &[Value],
+        span: Span,
+    ) -> Result<Vec<Value>, Diagnostic> {
         let shapes: Vec<Vec<usize>> = values.iter().map(|v| v.dims.clone()).collect();
         let (fid, out_shapes) = self.compile_function(class, &shapes, span)?;
         let mut flat_args = Vec::new();
-        for v in &values {
+        for v in values {
             flat_args.extend_from_slice(&v.elems);
         }
         let call = self.arena.call_site(CallSite {

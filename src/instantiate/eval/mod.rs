@@ -11,13 +11,17 @@
 //! and the dispatch over expression kinds; `names.rs` resolves references,
 //! `arrays.rs` does array construction and arithmetic, `builtins.rs` the
 //! builtin operators and functions, `calls.rs` calls of user functions,
-//! `tables.rs` data files read at compile time (`Tables.readCSV`).
+//! `tables.rs` data files read at compile time (`Tables.readCSV`),
+//! `msl_tables.rs` the MSL's table objects and their C functions.
 
 mod arrays;
 mod builtins;
 mod calls;
+mod msl_tables;
 mod names;
 mod tables;
+
+pub(super) use msl_tables::TableObject;
 
 use super::modifier::Scope;
 use super::{CompNode, Flattener, InstId};

@@ -55,7 +55,7 @@ impl Flattener<'_> {
 
     /// `name` as a path: beside the source file of `span` (an absolute
     /// name as given: `join` keeps it).
-    fn data_file_path(&self, name: &str, span: Span) -> PathBuf {
+    pub(super) fn data_file_path(&self, name: &str, span: Span) -> PathBuf {
         let source = Path::new(&self.lib.sources.file(span.file).path);
         source.parent().unwrap_or(Path::new("")).join(name)
     }
