@@ -961,3 +961,98 @@ fn unsupported_msl_tables_are_refused_where_written() {
         assert!(!out.exists(), "{file}: a result file was written");
     }
 }
+
+/// The MSL's friction components unchanged (`Rotational.Components.Brake`
+/// and `Clutch`: mode logic with `pre`, `initial()` and a mixed loop of
+/// Booleans and the friction torque), against closed forms. A brake of
+/// torque mu fn = 0.5 * 8 = 4 on J = 2 from w = 10 stops at t = 5 after
+/// 25 rad and stays stuck; a brake with peak 1.5 (breakaway at 6) under a
+/// torque 2 t stays stuck until t = 3, then slides: J w' = 2 t - 4; a
+/// clutch of torque 4 between J1 = 1 at 10 rad/s and J2 = 3 at rest locks
+/// at t = 10 / (4 (1 + 1/3)) = 1.875 at the common speed 2.5.
+#[test]
+fn the_msl_friction_modes_follow_their_closed_forms() {
+    let Some(root) = msl("the_msl_friction_modes_follow_their_closed_forms") else {
+        return;
+    };
+    let d = folder("friction");
+    write(
+        &d,
+        "Friction.mo",
+        r#"model Friction
+  import Modelica.Mechanics.Rotational.Components;
+  Components.Inertia inertia(J = 2, w(start = 10, fixed = true), phi(start = 0, fixed = true));
+  Components.Brake brake(mu_pos = [0, 0.5], fn_max = 8);
+  Components.Inertia held(J = 1, w(start = 0, fixed = true), phi(start = 0, fixed = true));
+  Components.Brake breakaway(mu_pos = [0, 0.5], fn_max = 8, peak = 1.5);
+  Modelica.Mechanics.Rotational.Sources.Torque torque;
+  Modelica.Blocks.Sources.Ramp ramp(height = 20, duration = 10);
+  Components.Inertia j1(J = 1, w(start = 10, fixed = true), phi(start = 0, fixed = true));
+  Components.Inertia j2(J = 3, w(start = 0, fixed = true), phi(start = 0, fixed = true));
+  Components.Clutch clutch(mu_pos = [0, 0.5], fn_max = 8);
+  Modelica.Blocks.Sources.Constant one(k = 1);
+equation
+  connect(inertia.flange_b, brake.flange_a);
+  connect(one.y, brake.f_normalized);
+  connect(torque.flange, held.flange_a);
+  connect(held.flange_b, breakaway.flange_a);
+  connect(ramp.y, torque.tau);
+  connect(one.y, breakaway.f_normalized);
+  connect(j1.flange_b, clutch.flange_a);
+  connect(clutch.flange_b, j2.flange_a);
+  connect(one.y, clutch.f_normalized);
+  annotation(experiment(StopTime = 6, Interval = 0.01));
+end Friction;
+"#,
+    );
+    let res = simulate_model(
+        &d.join("Friction.mo"),
+        &d,
+        Some(&root),
+        &["--tolerance", "1e-8"],
+    );
+    let t = column(&res, "time");
+    let [w, phi, mode, wh, w1, w2, cmode] = [
+        "inertia.w",
+        "inertia.phi",
+        "brake.mode",
+        "held.w",
+        "j1.w",
+        "j2.w",
+        "clutch.mode",
+    ]
+    .map(|n| column(&res, n));
+    assert!(t.last().is_some_and(|&e| e >= 6.0));
+    for k in 0..t.len() {
+        let tk = t[k];
+        let close = |a: f64, b: f64, what: &str| {
+            assert!(
+                (a - b).abs() <= 1e-6 * (1.0 + b.abs()),
+                "t = {tk}, {what}: {a} against {b}"
+            );
+        };
+        // The brake.
+        let ts = tk.min(5.0);
+        close(w[k], 10.0 - 2.0 * ts, "braked speed");
+        close(phi[k], 10.0 * ts - ts * ts, "braked angle");
+        if tk > 5.0 + 1e-6 {
+            assert_eq!(mode[k], 0.0, "t = {tk}: stuck after stopping");
+        } else if tk < 5.0 - 1e-6 {
+            assert_eq!(mode[k], 1.0, "t = {tk}: sliding forward");
+        }
+        // Breakaway at t = 3.
+        let wb = if tk <= 3.0 {
+            0.0
+        } else {
+            (tk * tk - 9.0) - 4.0 * (tk - 3.0)
+        };
+        close(wh[k], wb, "breakaway speed");
+        // The clutch.
+        let tc = tk.min(1.875);
+        close(w1[k], 10.0 - 4.0 * tc, "driving side");
+        close(w2[k], 4.0 / 3.0 * tc, "driven side");
+        if tk > 1.875 + 1e-6 {
+            assert_eq!(cmode[k], 0.0, "t = {tk}: locked");
+        }
+    }
+}

@@ -22,6 +22,11 @@ pub const MODE: u32 = 1;
 pub const INITIAL: u32 = 2;
 pub const TERMINAL: u32 = 3;
 pub const TERMINATE: u32 = 4;
+/// Nonzero while a mixed system (a loop whose equations hold event
+/// relations) is solved in event mode: its relations read their stored
+/// values, as between events, and are updated between solves (set and
+/// cleared by the generated code only; every entry clears it first).
+pub const FREEZE: u32 = 5;
 pub const HEADER: u32 = 8;
 
 /// Where each kind of value lives in the model buffer.

@@ -138,6 +138,9 @@ pub mod status {
     pub const FN_ASSERT: i32 = 8;
     /// A while loop in a user function ran past its limit (same index).
     pub const LOOP: i32 = 9;
+    /// A mixed system found no consistent set of relation values (index:
+    /// the block).
+    pub const MIXED: i32 = 11;
 
     pub fn encode(kind: i32, index: u32) -> i32 {
         -(kind * 1_000_000 + index as i32)

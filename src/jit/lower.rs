@@ -17,6 +17,12 @@
 //! Event relations are frozen between events: in the normal mode they read
 //! their stored truth value; in event mode (`MODE = 1`) they are evaluated and
 //! the value stored (Cellier & Kofman, ch. 9, "discontinuity handling").
+//! A mixed system (a loop of blocks whose equations hold event relations on
+//! its own unknowns, as the MSL's friction modes) is solved in event mode
+//! with its relations frozen (`FREEZE`), which are then evaluated at the
+//! solution and stored; while one changed, the loop is solved again (a
+//! fixed point of the continuous and the discrete part, as Modelica tools
+//! iterate mixed systems).
 
 use super::ir::{Expr, Func, Op1, Op2, Stmt, status};
 use crate::flat::{self, ExprArena, ExprId, Fn1, Node, RelOp, VarId, WhenStatement};
@@ -26,7 +32,7 @@ use std::collections::HashMap;
 
 // The buffer's layout and fixed slots live with the rest of the compiled
 // model's interface.
-pub use super::frame::{HEADER, INITIAL, Layout, MODE, TERMINAL, TERMINATE, TIME};
+pub use super::frame::{FREEZE, HEADER, INITIAL, Layout, MODE, TERMINAL, TERMINATE, TIME};
 
 /// An event relation: its truth value is frozen between events.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -524,6 +530,12 @@ struct Lowerer<'s> {
     /// Checks of user-function bodies, numbered from `check_base`.
     checks: Vec<FunctionCheck>,
     check_base: u32,
+    /// While a mixed system is lowered: the local that is 1 in its first
+    /// solve at an event, when its discrete unknowns keep their left
+    /// limits (`pre`), as Modelica tools start a mixed system's iteration.
+    mixed_first: Option<u32>,
+    /// The event relations of that mixed system on its own unknowns.
+    mixed_relations: Vec<ExprId>,
 }
 
 /// In tangent code, `Var(TANGENT + v)` stands for the tangent of `v`.
@@ -540,10 +552,13 @@ impl<'s> Lowerer<'s> {
             calls: HashMap::new(),
             checks: Vec::new(),
             check_base: 0,
+            mixed_first: None,
+            mixed_relations: Vec::new(),
         }
     }
 
     fn finish(mut self, l: &Layout) -> Func {
+        self.stmts.insert(0, Stmt::Store(FREEZE, Expr::Const(0.0)));
         self.stmts.push(Stmt::Return(status::OK));
         Func {
             name: self.name,
@@ -627,10 +642,10 @@ impl<'s> Lowerer<'s> {
                         // Frozen between events, evaluated and stored at events.
                         let t = self.local();
                         let slot = l.rel + k;
-                        let is_event = Expr::Bin(
-                            Op2::Rel(RelOp::Ne),
-                            Box::new(Expr::Load(MODE)),
-                            Box::new(Expr::Const(0.0)),
+                        let is_event = bin(
+                            Op2::And,
+                            bin(Op2::Rel(RelOp::Ne), Expr::Load(MODE), Expr::Const(0.0)),
+                            bin(Op2::Rel(RelOp::Eq), Expr::Load(FREEZE), Expr::Const(0.0)),
                         );
                         self.stmts.push(Stmt::If(
                             is_event,
@@ -900,8 +915,234 @@ fn nominal_of(c: &Causal, v: VarId) -> f64 {
 
 const MAX_NEWTON: f64 = 50.0;
 
+/// An event relation of a block: its stored value's slot, operator,
+/// operands, and the relation itself.
+type BlockRelation = (u32, RelOp, ExprId, ExprId, ExprId);
+
+/// Solves of a mixed system at one event before it is refused.
+const MAX_MIXED: f64 = 20.0;
+
 impl Lowerer<'_> {
     fn block(&mut self, c: &mut Causal, b: &Block, bi: u32) -> Result<(), String> {
+        let (rels, given) = self.block_relations(c, b);
+        if rels.is_empty() {
+            return self.block_solve(c, b, bi);
+        }
+        // Relations on values computed before the block are evaluated
+        // (in event mode) before it is solved with its relations frozen.
+        let before = self.scoped(|s| {
+            for &(slot, op, lhs, rhs, _) in &given {
+                let live = bin(Op2::Rel(op), s.expr(&c.arena, lhs), s.expr(&c.arena, rhs));
+                s.stmts.push(Stmt::Store(slot, live));
+            }
+        });
+        if !before.is_empty() {
+            self.stmts.push(Stmt::If(
+                bin(Op2::Rel(RelOp::Ne), Expr::Load(MODE), Expr::Const(0.0)),
+                before,
+                vec![],
+            ));
+        }
+        // A mixed system: solve with the relations frozen, evaluate them
+        // at the solution; again while one changed (in event mode only).
+        let l = self.sh.layout.clone();
+        let saved_stmts = std::mem::take(&mut self.stmts);
+        let saved_memo = self.memo.clone();
+        let saved_calls = self.calls.clone();
+        self.stmts.push(Stmt::Store(FREEZE, Expr::Load(MODE)));
+        let first = self.local();
+        self.mixed_first = Some(first);
+        self.mixed_relations = rels.iter().map(|r| r.4).collect();
+        let solved = self.block_solve(c, b, bi);
+        self.mixed_first = None;
+        self.mixed_relations.clear();
+        self.stmts.push(Stmt::Store(FREEZE, Expr::Const(0.0)));
+        self.stmts.push(Stmt::Set(first, Expr::Const(0.0)));
+        let changed = self.local();
+        self.stmts.push(Stmt::Set(changed, Expr::Const(0.0)));
+        // The block's discrete unknowns (Booleans, Integers), computed by
+        // its inner assignments: the iteration stops when they settle (a
+        // relation on a quantity at rest may flip with round-off and
+        // change nothing). A block without any stops when its relations
+        // settle.
+        let inner: &[(VarId, ExprId, usize)] = match b {
+            Block::Torn { inner, .. } => inner,
+            _ => &[],
+        };
+        let discrete = |v: VarId| c.vars[v as usize].ty != flat::ScalarType::Real;
+        let by_discrete = inner.iter().any(|x| discrete(x.0));
+        // Whether each relation flipped already in this solve: flipping
+        // back then needs its operands apart by more than round-off (at the
+        // switching point a relation such as `sa > tau0_max` holds by a
+        // hair, and the solution of the new mode may land a hair on the
+        // other side).
+        let flipped: Vec<u32> = rels.iter().map(|_| self.local()).collect();
+        let update = self.scoped(|s| {
+            // Values lowered inside the block read the frozen relations.
+            s.memo.clear();
+            for (&(slot, op, lhs, rhs, _), &f) in rels.iter().zip(&flipped) {
+                let (a, b) = (s.expr(&c.arena, lhs), s.expr(&c.arena, rhs));
+                let (ta, tb) = (s.local(), s.local());
+                s.stmts.push(Stmt::Set(ta, a));
+                s.stmts.push(Stmt::Set(tb, b));
+                let live = bin(Op2::Rel(op), Expr::Local(ta), Expr::Local(tb));
+                let apart = bin(
+                    Op2::Rel(RelOp::Gt),
+                    abs(bin(Op2::Sub, Expr::Local(ta), Expr::Local(tb))),
+                    bin(
+                        Op2::Mul,
+                        Expr::Const(1e-9),
+                        bin(
+                            Op2::Add,
+                            bin(Op2::Add, abs(Expr::Local(ta)), abs(Expr::Local(tb))),
+                            Expr::Const(1e-300),
+                        ),
+                    ),
+                );
+                let t = s.local();
+                s.stmts.push(Stmt::Set(t, live));
+                let mut store = vec![
+                    Stmt::Store(slot, Expr::Local(t)),
+                    Stmt::Set(f, Expr::Const(1.0)),
+                ];
+                if !by_discrete {
+                    store.insert(0, Stmt::Set(changed, Expr::Const(1.0)));
+                }
+                let may_flip = bin(
+                    Op2::Or,
+                    bin(Op2::Rel(RelOp::Eq), Expr::Local(f), Expr::Const(0.0)),
+                    apart,
+                );
+                s.stmts.push(Stmt::If(
+                    bin(
+                        Op2::And,
+                        bin(Op2::Rel(RelOp::Ne), Expr::Local(t), Expr::Load(slot)),
+                        may_flip,
+                    ),
+                    store,
+                    vec![],
+                ));
+            }
+            if by_discrete {
+                s.memo.clear();
+                s.stmts.push(Stmt::Store(FREEZE, Expr::Const(1.0)));
+                for &(u, e, _) in inner {
+                    let x = s.expr(&c.arena, e);
+                    let t = s.local();
+                    s.stmts.push(Stmt::Set(t, x));
+                    if discrete(u) {
+                        s.stmts.push(Stmt::If(
+                            bin(Op2::Rel(RelOp::Ne), Expr::Local(t), Expr::Load(l.var(u))),
+                            vec![Stmt::Set(changed, Expr::Const(1.0))],
+                            vec![],
+                        ));
+                    }
+                    s.stmts.push(Stmt::Store(l.var(u), Expr::Local(t)));
+                }
+                s.stmts.push(Stmt::Store(FREEZE, Expr::Const(0.0)));
+            }
+        });
+        self.stmts.push(Stmt::If(
+            bin(Op2::Rel(RelOp::Ne), Expr::Load(MODE), Expr::Const(0.0)),
+            update,
+            vec![],
+        ));
+        self.stmts.push(Stmt::If(
+            bin(Op2::Rel(RelOp::Eq), Expr::Local(changed), Expr::Const(0.0)),
+            vec![Stmt::Break],
+            vec![],
+        ));
+        let solves = self.local();
+        self.stmts.push(Stmt::Set(
+            solves,
+            bin(Op2::Add, Expr::Local(solves), Expr::Const(1.0)),
+        ));
+        self.stmts.push(Stmt::If(
+            bin(
+                Op2::Rel(RelOp::Ge),
+                Expr::Local(solves),
+                Expr::Const(MAX_MIXED),
+            ),
+            vec![Stmt::Return(status::encode(status::MIXED, bi))],
+            vec![],
+        ));
+        let body = std::mem::replace(&mut self.stmts, saved_stmts);
+        self.memo = saved_memo;
+        self.calls = saved_calls;
+        solved?;
+        self.stmts.push(Stmt::Set(solves, Expr::Const(0.0)));
+        self.stmts.push(Stmt::Set(first, Expr::Load(MODE)));
+        for &f in &flipped {
+            self.stmts.push(Stmt::Set(f, Expr::Const(0.0)));
+        }
+        self.stmts.push(Stmt::Loop(body));
+        Ok(())
+    }
+
+    /// The event relations of block `b`: those on its own unknowns, and
+    /// the others.
+    fn block_relations(&self, c: &Causal, b: &Block) -> (Vec<BlockRelation>, Vec<BlockRelation>) {
+        let roots: Vec<ExprId> = match b {
+            Block::Explicit { .. } => return (Vec::new(), Vec::new()),
+            Block::Implicit { residual, .. } => vec![*residual],
+            Block::Torn {
+                inner, residuals, ..
+            } => inner
+                .iter()
+                .map(|x| x.1)
+                .chain(residuals.iter().map(|x| x.0))
+                .collect(),
+        };
+        let mut vars = b.vars();
+        vars.sort_unstable();
+        let l = &self.sh.layout;
+        let (mut own, mut given) = (Vec::new(), Vec::new());
+        for id in c.arena.reachable(&roots) {
+            if let Node::Rel {
+                op,
+                lhs,
+                rhs,
+                event: true,
+            } = c.arena.node(id)
+                && let Some(&k) = self.sh.rel_index.get(&id)
+            {
+                let r = (l.rel + k, op, lhs, rhs, id);
+                if c.arena
+                    .vars_of(id)
+                    .iter()
+                    .any(|v| vars.binary_search(v).is_ok())
+                {
+                    own.push(r);
+                } else {
+                    given.push(r);
+                }
+            }
+        }
+        if own.is_empty() {
+            given.clear();
+        }
+        (own, given)
+    }
+
+    /// `x`, or for a discrete unknown of a mixed system in its first solve
+    /// at an event, its left limit.
+    fn discrete_start(&self, discrete: bool, u: VarId, x: Expr) -> Expr {
+        match self.mixed_first {
+            Some(first) if discrete => Expr::Select(
+                Box::new(bin(
+                    Op2::Rel(RelOp::Ne),
+                    Expr::Local(first),
+                    Expr::Const(0.0),
+                )),
+                Box::new(Expr::Load(self.sh.layout.pre(u))),
+                Box::new(x),
+            ),
+            _ => x,
+        }
+    }
+
+    /// The code that solves block `b` for its variables.
+    fn block_solve(&mut self, c: &mut Causal, b: &Block, bi: u32) -> Result<(), String> {
         let l = self.sh.layout.clone();
         match b {
             Block::Explicit { var, value, .. } => {
@@ -933,6 +1174,19 @@ impl Lowerer<'_> {
             } => {
                 let parts = torn_parts(c, tear, inner, residuals)?;
                 let m = tear.len();
+                // The discrete unknowns decided by the loop's own relations
+                // (`startForward`, not `locked` which follows from them).
+                let own: std::collections::HashSet<ExprId> =
+                    self.mixed_relations.iter().copied().collect();
+                let discrete: HashMap<VarId, bool> = inner
+                    .iter()
+                    .map(|&(u, e, _)| {
+                        let decided = c.vars[u as usize].ty != flat::ScalarType::Real
+                            && c.arena.reachable(&[e]).iter().any(|id| own.contains(id));
+                        (u, decided)
+                    })
+                    .collect();
+                let discrete = &discrete;
                 let arena = &c.arena;
                 let noms: Vec<f64> = tear.iter().map(|&t| nominal_of(c, t)).collect();
                 if !*linear {
@@ -943,6 +1197,7 @@ impl Lowerer<'_> {
                 let step = |s: &mut Self| {
                     for (u, e, _) in inner {
                         let x = s.expr(arena, *e);
+                        let x = s.discrete_start(discrete[u], *u, x);
                         s.stmts.push(Stmt::Store(l.var(*u), x));
                     }
                     let r: Vec<u32> = residuals
@@ -1007,6 +1262,7 @@ impl Lowerer<'_> {
                 let fin = self.scoped(|s| {
                     for (u, e, _) in inner {
                         let x = s.expr(arena, *e);
+                        let x = s.discrete_start(discrete[u], *u, x);
                         s.stmts.push(Stmt::Store(l.var(*u), x));
                     }
                 });

@@ -4,7 +4,9 @@
 //! are the unknowns of the initial system, whose equations are the `initial
 //! equation`s and `v = start(v)` for every other unknown with `fixed = true`
 //! (a fixed variable that index reduction made a dummy state keeps its
-//! initial condition this way). The residuals are evaluated through the
+//! initial condition this way). For a discrete variable (Integer, Boolean)
+//! `fixed = true` means `pre(v) = start` (MLS 8.6): the left limits start
+//! at the start values and v follows its equations. The residuals are evaluated through the
 //! model's own blocks, so a dummy state or a constraint's derivative is
 //! consistent by construction (for `gear_velocity_init.rmo`, `w1 = 3` is met
 //! by solving for the state `w2`). A square system whose Jacobian pattern
@@ -70,7 +72,13 @@ pub(super) fn initialize(run: &mut Run, opts: &Options) -> Result<(), Diagnostic
     let fixed_algebraic: Vec<(u32, f64)> = (0..c.vars.len() as u32)
         .filter(|&v| {
             let var = &c.vars[v as usize];
-            c.roles[v as usize] == Role::Algebraic && var.fixed == Some(true) && var.start.is_some()
+            // A discrete variable's `fixed = true` fixes its left limit,
+            // `pre(v) = start` (MLS 8.6): the frame's pre values are the
+            // start values here; v itself follows its equations.
+            c.roles[v as usize] == Role::Algebraic
+                && var.ty == crate::flat::ScalarType::Real
+                && var.fixed == Some(true)
+                && var.start.is_some()
         })
         .map(|v| (v, run.frame.var(v)))
         .collect();

@@ -813,13 +813,16 @@ pub fn status_diagnostic(c: &Causal, p: &Program, code: i32, e: Entry, t: f64) -
         }
     };
     let d = match kind {
-        status::NEWTON | status::NAN | status::SINGULAR
+        status::NEWTON | status::NAN | status::SINGULAR | status::MIXED
             if matches!(e, Entry::Ode | Entry::Tangent) =>
         {
             let (span, vars) = block_info(idx);
             let what = match kind {
                 status::NEWTON => "Newton's method did not converge",
                 status::NAN => "Newton's method produced NaN",
+                status::MIXED => {
+                    "no consistent mode was found (the loop's relations kept changing)"
+                }
                 _ => "the linear system is singular",
             };
             let msg = format!("at t = {t}: {what} while solving for {vars}");

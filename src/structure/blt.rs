@@ -461,7 +461,10 @@ fn tear(
         if known.iter().all(|&x| x) {
             break;
         }
-        // Tear the unknown that occurs in the most unused equations.
+        // Tear the unknown that occurs in the most unused equations; a
+        // Real one before a Boolean or Integer (a mixed system: Newton
+        // iterates on the continuous unknowns, the discrete ones follow
+        // from their equations).
         let mut count = vec![0usize; n];
         for k in 0..n {
             if !used[k] {
@@ -476,6 +479,7 @@ fn tear(
             .filter(|&j| !known[j])
             .max_by_key(|&j| {
                 (
+                    s.vars[vars[j] as usize].ty == crate::flat::ScalarType::Real,
                     count[j],
                     s.integral[vars[j] as usize].is_none(),
                     std::cmp::Reverse(j),
