@@ -1056,3 +1056,97 @@ end Friction;
         }
     }
 }
+
+/// The MSL's friction, clutch and lossy-gear examples run unchanged to
+/// their stop times, and what physics fixes whatever the mode logic does
+/// holds: no friction element or lossy gear ever gives power back (its
+/// loss power is never negative, to round-off), and where the only
+/// external torque acts on one of the inertias (CoupledClutches,
+/// OneWayClutch: four and two inertias of J = 1) their total angular
+/// momentum changes by that torque's integral (trapezoids on the output
+/// grid).
+#[test]
+fn the_msl_friction_examples_dissipate_and_keep_momentum() {
+    let Some(root) = msl("the_msl_friction_examples_dissipate_and_keep_momentum") else {
+        return;
+    };
+    let d = folder("friction-examples");
+    let examples: [(&str, f64, &[&str], &[&str]); 8] = [
+        (
+            "Friction",
+            3.0,
+            &["clutch.lossPower", "brake.lossPower"],
+            &[],
+        ),
+        (
+            "CoupledClutches",
+            1.5,
+            &[
+                "clutch1.lossPower",
+                "clutch2.lossPower",
+                "clutch3.lossPower",
+            ],
+            &["J1.w", "J2.w", "J3.w", "J4.w"],
+        ),
+        ("LossyGearDemo1", 0.5, &["gear.lossPower"], &[]),
+        (
+            "LossyGearDemo2",
+            0.5,
+            &["gear.lossPower", "bearingFriction.lossPower"],
+            &[],
+        ),
+        ("LossyGearDemo3", 1.0, &["gear.lossPower"], &[]),
+        (
+            "SimpleGearShift",
+            5.0,
+            &["clutch.lossPower", "brake.lossPower"],
+            &[],
+        ),
+        (
+            "OneWayClutch",
+            2.0,
+            &["oneWayClutch.lossPower"],
+            &["inertiaIn.w", "inertiaOut.w"],
+        ),
+        (
+            "OneWayClutchDisengaged",
+            2.0,
+            &["oneWayClutch.lossPower"],
+            &[],
+        ),
+    ];
+    for (name, stop, losses, speeds) in examples {
+        let res = simulate_example(&root, &d, name, &[]);
+        let t = column(&res, "time");
+        assert!(
+            t.last().is_some_and(|&e| e >= stop),
+            "{name}: ends at {:?}",
+            t.last()
+        );
+        for loss in losses {
+            let p = column(&res, loss);
+            let big = p.iter().fold(1.0f64, |m, x| m.max(x.abs()));
+            if let Some((k, x)) = p.iter().enumerate().find(|(_, x)| **x < -1e-9 * big) {
+                panic!("{name}: {loss} = {x} < 0 at t = {}", t[k]);
+            }
+        }
+        if speeds.is_empty() {
+            continue;
+        }
+        let tau = column(&res, "torque.tau");
+        let w: Vec<Vec<f64>> = speeds.iter().map(|s| column(&res, s)).collect();
+        let momentum = |k: usize| w.iter().map(|c| c[k]).sum::<f64>();
+        let mut impulse = 0.0;
+        for k in 0..t.len() {
+            if k > 0 {
+                impulse += 0.5 * (tau[k] + tau[k - 1]) * (t[k] - t[k - 1]);
+            }
+            let drift = momentum(k) - momentum(0) - impulse;
+            assert!(
+                drift.abs() <= 1e-3,
+                "{name}: t = {}: momentum off by {drift}",
+                t[k]
+            );
+        }
+    }
+}

@@ -91,7 +91,7 @@ extern "C" fn rmoc_solve(n: u64, a: *mut f64, b: *mut f64) -> i32 {
             std::slice::from_raw_parts_mut(b, n),
         )
     };
-    i32::from(crate::jit::interp::solve_dense(n, a, b))
+    i32::from(crate::jit::interp::solve_consistent(n, a, b))
 }
 
 fn symbol_of(f: Fn1) -> Option<(&'static str, *const u8)> {

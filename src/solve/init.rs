@@ -34,6 +34,10 @@ struct InitSystem {
     free: Vec<u32>,
     /// Fixed non-state variables: (variable, start value).
     fixed_algebraic: Vec<(u32, f64)>,
+    /// Initial equations `v = e` of a discrete `v` that `e` does not
+    /// mention (an `initial algorithm`'s assignments, as the MSL's
+    /// `Blocks.Sources.Pulse` counts its periods): (equation, v).
+    assigned: Vec<(usize, u32)>,
 }
 
 fn residuals(run: &mut Run, sys: &InitSystem, x: &[f64]) -> Result<Vec<f64>, Diagnostic> {
@@ -43,6 +47,24 @@ fn residuals(run: &mut Run, sys: &InitSystem, x: &[f64]) -> Result<Vec<f64>, Dia
     }
     run.call(Entry::Ode)?;
     run.call(Entry::InitialResiduals)?;
+    // The assignments, in as many passes as they are (one may use another),
+    // their left limits with them.
+    for _ in 0..sys.assigned.len() {
+        let mut moved = false;
+        for &(k, v) in &sys.assigned {
+            let r = run.frame.initial_residual(k);
+            if r != 0.0 && r.is_finite() {
+                run.frame.set_var(v, run.frame.var(v) - r);
+                run.frame.keep_pre(v);
+                moved = true;
+            }
+        }
+        if !moved {
+            break;
+        }
+        run.call(Entry::Ode)?;
+        run.call(Entry::InitialResiduals)?;
+    }
     let mut r: Vec<f64> = (0..l.n_init_res)
         .map(|k| run.frame.initial_residual(k as usize))
         .collect();
@@ -82,9 +104,23 @@ pub(super) fn initialize(run: &mut Run, opts: &Options) -> Result<(), Diagnostic
         })
         .map(|v| (v, run.frame.var(v)))
         .collect();
+    let assigned: Vec<(usize, u32)> = c
+        .initial_equations
+        .iter()
+        .enumerate()
+        .filter_map(|(k, eq)| match c.arena.node(eq.lhs) {
+            crate::flat::Node::Var(v)
+                if run.is_discrete(v) && !crate::symbolic::mentions(&c.arena, eq.rhs, v) =>
+            {
+                Some((k, v))
+            }
+            _ => None,
+        })
+        .collect();
     let mut sys = InitSystem {
         free,
         fixed_algebraic,
+        assigned,
     };
     let n_res = l.n_init_res as usize + sys.fixed_algebraic.len();
     if n_res > 0 {

@@ -300,6 +300,12 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
+    /// Whether `v` changes only at events (a discrete variable, or a
+    /// Boolean or Integer the blocks compute).
+    fn is_discrete(&self, v: u32) -> bool {
+        self.discrete.binary_search(&v).is_ok()
+    }
+
     fn call(&mut self, e: Entry) -> Result<(), Diagnostic> {
         self.stats.model_evaluations += 1;
         let code = self.backend.run(e, self.frame.values());
