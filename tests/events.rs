@@ -68,3 +68,11 @@ fn a_vector_when_condition_fires_for_each_element_that_becomes_true() {
     assert_eq!(last(&r, "n"), 2.0);
     assert_eq!(last(&r, "m"), 1.0);
 }
+
+#[test]
+fn a_loop_switches_on_a_relation_of_its_own_unknown() {
+    let r = run("kink_in_a_loop.rmo");
+    assert_close(last(&r, "x"), 1.5, 1e-9, 1e-12);
+    assert_close(last(&r, "y"), 2.5, 1e-9, 1e-12);
+    assert_close(last(&r, "z"), 0.875, 1e-6, 0.0);
+}

@@ -835,14 +835,17 @@ fn the_msl_table_objects_interpolate() {
   Real yf = getTable1DValue(file, 1, u);
   Real z = getTable2DValue(t2, time, 2*time);
   Real range = getTable1DAbscissaUmax(lin) - getTable1DAbscissaUmin(lin);
+  parameter Real lo2[2] = Modelica.Blocks.Tables.Internal.getTable2DAbscissaUmin(t2);
+  parameter Real hi2[2] = Modelica.Blocks.Tables.Internal.getTable2DAbscissaUmax(t2);
+  Real ranges2 = 1000*lo2[1] + 100*lo2[2] + 10*hi2[1] + hi2[2];
   annotation(experiment(StopTime = 1, Interval = 0.01));
 end Tables;
 "#,
     );
     let res = simulate_model(&d.join("Tables.mo"), &d, Some(&root), &[]);
     let t = column(&res, "time");
-    let [u, y1, y2, ym, yf, z, range] =
-        ["u", "y1", "y2", "ym", "yf", "z", "range"].map(|n| column(&res, n));
+    let [u, y1, y2, ym, yf, z, range, ranges2] =
+        ["u", "y1", "y2", "ym", "yf", "z", "range", "ranges2"].map(|n| column(&res, n));
     // Piecewise linear through (x, y), the end segments extended.
     let linear = |x: &[f64], y: &[f64], u: f64| {
         let i = (1..x.len() - 1).find(|&i| u < x[i]).unwrap_or(x.len() - 1) - 1;
@@ -869,6 +872,8 @@ end Tables;
         close(yf[k], y1[k], "from the file");
         close(z[k], 1.0 + tk + 2.0 * tk + tk * 2.0 * tk, "2-D");
         close(range[k], 3.0, "abscissa range");
+        // u1's grid {0, 2}, u2's {0, 1}.
+        close(ranges2[k], 21.0, "2-D abscissa ranges");
         // The monotone cubic: held outside [0, 4], through the points,
         // never beyond its neighbours, rising.
         if uk <= 0.0 {
@@ -893,7 +898,7 @@ end Tables;
 
 /// What the native MSL tables do not cover is refused where it is
 /// written, with the alternative: a smoothness without an
-/// implementation, a MAT file, a matrix missing from a text file, a
+/// implementation, a MAT or CSV file, a matrix missing from a text file, a
 /// column the table does not have, an abscissa that does not rise (at
 /// the initial point); exit 1, no result file.
 #[test]
@@ -913,6 +918,11 @@ fn unsupported_msl_tables_are_refused_where_written() {
             "tableName = \"t\", fileName = \"t.mat\", table = fill(0.0, 0, 2), columns = {2}, smoothness = Smoothness.LinearSegments",
             "MAT files are not supported",
             "write the table as text",
+        ),
+        (
+            "tableName = \"t\", fileName = \"t.csv\", table = fill(0.0, 0, 2), columns = {2}, smoothness = Smoothness.LinearSegments",
+            "CSV files are not supported",
+            "Tables.readCSV",
         ),
         (
             "tableName = \"tab1\", fileName = \"tab.txt\", table = fill(0.0, 0, 2), columns = {2}, smoothness = Smoothness.LinearSegments",

@@ -58,7 +58,9 @@ impl<'l> Flattener<'l> {
         span: Span,
     ) -> Result<(u32, OutputShapes), Diagnostic> {
         let full = self.lib.entry(class).full_name.clone();
-        let key = format!("{full}{arg_shapes:?}");
+        // (The class id too: a user's class may share the full name of the
+        // embedded library's, which the compiler calls itself.)
+        let key = format!("{full}#{class}{arg_shapes:?}");
         if let Some((id, _)) = self.function_index.get(&key) {
             let id = *id;
             return Ok((id, self.function_outputs(id)));

@@ -244,6 +244,9 @@ pub struct Library {
     /// Source-map ids of the embedded standard-library files read, with their
     /// index in [`embedded_stdlib`]: their classes come parsed (`build.rs`).
     embedded_files: HashMap<u32, usize>,
+    /// The folder of the model's file (where the MSL's tables read a
+    /// relative file name).
+    pub model_dir: Option<PathBuf>,
     /// Time spent parsing library classes, and their size (for `RMOC_TIMING`).
     pub parse_time: std::time::Duration,
     pub parsed_bytes: usize,
@@ -255,8 +258,8 @@ impl Library {
     /// library.
     pub fn new(sources: SourceMap, model_dir: Option<PathBuf>) -> Library {
         let mut roots = Vec::new();
-        if let Some(d) = model_dir {
-            roots.push(Root::Dir(d));
+        if let Some(d) = &model_dir {
+            roots.push(Root::Dir(d.clone()));
         }
         for var in ["RMOCPATH", "MODELICAPATH"] {
             if let Some(p) = std::env::var_os(var) {
@@ -277,6 +280,7 @@ impl Library {
             embedded_top: HashMap::new(),
             builtins: HashMap::new(),
             embedded_files: HashMap::new(),
+            model_dir,
             parse_time: std::time::Duration::ZERO,
             parsed_bytes: 0,
         };

@@ -945,7 +945,6 @@ impl Lowerer<'_> {
         }
         // A mixed system: solve with the relations frozen, evaluate them
         // at the solution; again while one changed (in event mode only).
-        let l = self.sh.layout.clone();
         let saved_stmts = std::mem::take(&mut self.stmts);
         let saved_memo = self.memo.clone();
         let saved_calls = self.calls.clone();
@@ -960,27 +959,40 @@ impl Lowerer<'_> {
         self.stmts.push(Stmt::Set(first, Expr::Const(0.0)));
         let changed = self.local();
         self.stmts.push(Stmt::Set(changed, Expr::Const(0.0)));
-        // The block's discrete unknowns (Booleans, Integers), computed by
-        // its inner assignments: the iteration stops when they settle (a
-        // relation on a quantity at rest may flip with round-off and
-        // change nothing). A block without any stops when its relations
-        // settle.
-        let inner: &[(VarId, ExprId, usize)] = match b {
-            Block::Torn { inner, .. } => inner,
-            _ => &[],
-        };
-        let discrete = |v: VarId| c.vars[v as usize].ty != flat::ScalarType::Real;
-        let by_discrete = inner.iter().any(|x| discrete(x.0));
         // Whether each relation flipped already in this solve: flipping
         // back then needs its operands apart by more than round-off (at the
         // switching point a relation such as `sa > tau0_max` holds by a
         // hair, and the solution of the new mode may land a hair on the
         // other side).
         let flipped: Vec<u32> = rels.iter().map(|_| self.local()).collect();
+        let l = self.sh.layout.clone();
+        let inner: &[(VarId, ExprId, usize)] = match b {
+            Block::Torn { inner, .. } => inner,
+            _ => &[],
+        };
+        // Relations that a Real equation of the block uses itself (not
+        // through a Boolean): their flip alone needs another solve. (A
+        // flip that changes no discrete unknown otherwise changes nothing:
+        // a free clutch's `sa > 0` at sa = 1e-17.)
+        let real_roots: Vec<ExprId> = match b {
+            Block::Torn { residuals, .. } => inner
+                .iter()
+                .filter(|x| c.vars[x.0 as usize].ty == flat::ScalarType::Real)
+                .map(|x| x.1)
+                .chain(residuals.iter().map(|x| x.0))
+                .collect(),
+            Block::Implicit { residual, .. } => vec![*residual],
+            Block::Explicit { .. } => Vec::new(),
+        };
+        let direct: std::collections::HashSet<ExprId> =
+            c.arena.reachable(&real_roots).into_iter().collect();
         let update = self.scoped(|s| {
-            // Values lowered inside the block read the frozen relations.
+            // Values lowered inside the block read the frozen relations,
+            // and so do relations nested in these operands.
             s.memo.clear();
-            for (&(slot, op, lhs, rhs, _), &f) in rels.iter().zip(&flipped) {
+            s.calls.clear();
+            s.stmts.push(Stmt::Store(FREEZE, Expr::Const(1.0)));
+            for (&(slot, op, lhs, rhs, rel), &f) in rels.iter().zip(&flipped) {
                 let (a, b) = (s.expr(&c.arena, lhs), s.expr(&c.arena, rhs));
                 let (ta, tb) = (s.local(), s.local());
                 s.stmts.push(Stmt::Set(ta, a));
@@ -992,11 +1004,18 @@ impl Lowerer<'_> {
                     bin(
                         Op2::Mul,
                         Expr::Const(1e-9),
-                        bin(
-                            Op2::Add,
-                            bin(Op2::Add, abs(Expr::Local(ta)), abs(Expr::Local(tb))),
-                            Expr::Const(1e-300),
-                        ),
+                        bin(Op2::Add, abs(Expr::Local(ta)), abs(Expr::Local(tb))),
+                    ),
+                );
+                // (and by more than round-off about zero: a free clutch's
+                // torque of 1e-17 against 0).
+                let apart = bin(
+                    Op2::And,
+                    apart,
+                    bin(
+                        Op2::Rel(RelOp::Gt),
+                        abs(bin(Op2::Sub, Expr::Local(ta), Expr::Local(tb))),
+                        Expr::Const(1e-14),
                     ),
                 );
                 let t = s.local();
@@ -1005,7 +1024,7 @@ impl Lowerer<'_> {
                     Stmt::Store(slot, Expr::Local(t)),
                     Stmt::Set(f, Expr::Const(1.0)),
                 ];
-                if !by_discrete {
+                if direct.contains(&rel) {
                     store.insert(0, Stmt::Set(changed, Expr::Const(1.0)));
                 }
                 let may_flip = bin(
@@ -1023,24 +1042,27 @@ impl Lowerer<'_> {
                     vec![],
                 ));
             }
-            if by_discrete {
-                s.memo.clear();
-                s.stmts.push(Stmt::Store(FREEZE, Expr::Const(1.0)));
-                for &(u, e, _) in inner {
-                    let x = s.expr(&c.arena, e);
-                    let t = s.local();
-                    s.stmts.push(Stmt::Set(t, x));
-                    if discrete(u) {
-                        s.stmts.push(Stmt::If(
-                            bin(Op2::Rel(RelOp::Ne), Expr::Local(t), Expr::Load(l.var(u))),
-                            vec![Stmt::Set(changed, Expr::Const(1.0))],
-                            vec![],
-                        ));
-                    }
-                    s.stmts.push(Stmt::Store(l.var(u), Expr::Local(t)));
+            // The discrete unknowns recomputed from the relations now
+            // stored: one that differs from the value the solve used (the
+            // first solve used left limits) needs another solve. (When
+            // none differs and no relation flipped, the recomputed values
+            // are the solve's own.)
+            s.memo.clear();
+            s.calls.clear();
+            for &(u, e, _) in inner {
+                let x = s.expr(&c.arena, e);
+                let t = s.local();
+                s.stmts.push(Stmt::Set(t, x));
+                if c.vars[u as usize].ty != flat::ScalarType::Real {
+                    s.stmts.push(Stmt::If(
+                        bin(Op2::Rel(RelOp::Ne), Expr::Local(t), Expr::Load(l.var(u))),
+                        vec![Stmt::Set(changed, Expr::Const(1.0))],
+                        vec![],
+                    ));
                 }
-                s.stmts.push(Stmt::Store(FREEZE, Expr::Const(0.0)));
+                s.stmts.push(Stmt::Store(l.var(u), Expr::Local(t)));
             }
+            s.stmts.push(Stmt::Store(FREEZE, Expr::Const(0.0)));
         });
         self.stmts.push(Stmt::If(
             bin(Op2::Rel(RelOp::Ne), Expr::Load(MODE), Expr::Const(0.0)),
@@ -1118,8 +1140,15 @@ impl Lowerer<'_> {
                 }
             }
         }
-        if own.is_empty() {
-            given.clear();
+        // Operands that may fail or cost where their branch is not taken (a
+        // call, a run-time index) are not evaluated outside it: such a
+        // block is solved as any other.
+        let lazy = own
+            .iter()
+            .chain(&given)
+            .any(|r| needs_lazy_branch(&c.arena, r.2) || needs_lazy_branch(&c.arena, r.3));
+        if own.is_empty() || lazy {
+            return (Vec::new(), Vec::new());
         }
         (own, given)
     }

@@ -150,24 +150,16 @@ impl Flattener<'_> {
             }
         }
         let uses_file = !file_name.is_empty() && file_name != "NoName";
+        // A file, when named, wins over the matrix (as the MSL's C code).
         let (table, span) = match (table, uses_file) {
-            (Some(_), true) => {
-                return Err(Diagnostic::error(
-                    binding.span,
-                    "a table is given both as a matrix (`table`) and a file (`fileName`)",
-                )
-                .with_hint(
-                    "give one of them; the other stays at its default (`fileName = \"NoName\"`)",
-                ));
-            }
-            (Some(t), false) => t,
-            (None, true) => {
+            (_, true) => {
                 let span = arg("fileName").map_or(binding.span, |(_, e, _)| e.span);
                 (
                     self.read_msl_table_file(&file_name, &table_name, span)?,
                     span,
                 )
             }
+            (Some(t), false) => t,
             (None, false) => {
                 return Err(Diagnostic::error(binding.span, "the table has no data")
                     .with_hint("give `table = [...]`, or `fileName` and `tableName`"));
@@ -184,7 +176,10 @@ impl Flattener<'_> {
         }
         let (rows, cols) = (table.dims[0], table.dims[1]);
         let smoothness = self.table_enum(&bound, "smoothness", ctor, ctx, 1)?;
-        let Some(&(literal, mapped)) = SMOOTHNESS.get((smoothness.0 - 1).max(0) as usize) else {
+        let Some(&(literal, mapped)) = usize::try_from(smoothness.0 - 1)
+            .ok()
+            .and_then(|k| SMOOTHNESS.get(k))
+        else {
             return Err(Diagnostic::error(smoothness.1, "not a Smoothness value"));
         };
         let Some(smooth) = mapped else {
@@ -232,11 +227,11 @@ impl Flattener<'_> {
                 let v = self.eval_expr(e, &self.arg_ctx(*c, ctx, ctor))?;
                 for &x in &v.elems {
                     let k = self.const_value(x, e.span)?;
-                    if k.fract() != 0.0 || k < 2.0 || k > cols as f64 {
+                    if k.fract() != 0.0 || k < 1.0 || k > cols as f64 {
                         return Err(Diagnostic::error(
                             e.span,
                             format!(
-                                "table column {k} does not exist: the table has columns 2 to {cols} of values"
+                                "table column {k} does not exist: the table has columns 1 to {cols}"
                             ),
                         ));
                     }
@@ -273,6 +268,18 @@ impl Flattener<'_> {
                 initial: true,
             });
         }
+    }
+
+    /// Whether `name` is an output of function `class`.
+    fn is_output_of(&mut self, class: ClassId, name: &str) -> Result<bool, Diagnostic> {
+        let def = self.lib.def(class)?;
+        Ok(match def.as_deref().map(|d| &d.body) {
+            Some(ast::ClassBody::Long(comp)) => comp.elements.iter().any(|e| {
+                matches!(e, ast::Element::Component(c)
+                    if c.name.name == name && c.prefix.causality == ast::Causality::Output)
+            }),
+            _ => false,
+        })
     }
 
     /// The name of the C function a function class calls, if it is external.
@@ -403,6 +410,11 @@ impl Flattener<'_> {
                 }
             };
             let Some((_, e, caller)) = bound.iter().find(|(n, _, _)| n == input) else {
+                if self.is_output_of(class, input)? {
+                    // An output passed to the C function (the 2-D
+                    // abscissa ranges): the value returned here.
+                    continue;
+                }
                 return Err(Diagnostic::error(
                     span,
                     format!("`{fname}` needs input `{input}`"),
@@ -445,7 +457,13 @@ impl Flattener<'_> {
                 let [(icol, icol_span), (u, _)] = &values[..] else {
                     return Err(unsupported());
                 };
-                let k = self.const_value(icol.elems[0], *icol_span)?;
+                let Some(&icol) = icol.elems.first().filter(|_| icol.is_scalar()) else {
+                    return Err(Diagnostic::error(
+                        *icol_span,
+                        "the column must be a scalar Integer",
+                    ));
+                };
+                let k = self.const_value(icol, *icol_span)?;
                 let Some(&column) = (k >= 1.0 && k.fract() == 0.0)
                     .then(|| columns.get(k as usize - 1))
                     .flatten()
@@ -573,6 +591,13 @@ impl Flattener<'_> {
         table_name: &str,
         span: Span,
     ) -> Result<Value, Diagnostic> {
+        if file_name.to_ascii_lowercase().ends_with(".csv") {
+            return Err(Diagnostic::error(
+                span,
+                format!("table file `{file_name}`: CSV files are not supported for the MSL's tables"),
+            )
+            .with_hint("write it in the MSL's text format (`#1`, then `double name(rows, columns)` and the rows), or use the embedded `Tables.readCSV`"));
+        }
         if file_name.to_ascii_lowercase().ends_with(".mat") {
             return Err(Diagnostic::error(
                 span,
@@ -580,13 +605,22 @@ impl Flattener<'_> {
             )
             .with_hint("write the table as text (`#1`, then `double name(rows, columns)` and the rows) or give it inline as `table = [...]`"));
         }
-        let path = self.data_file_path(file_name, span);
+        // A relative name is taken from the model's folder: it is written in
+        // the user's model, though the MSL's blocks pass it on from their
+        // own files.
+        let path = match (
+            &self.lib.model_dir,
+            std::path::Path::new(file_name).is_relative(),
+        ) {
+            (Some(dir), true) => dir.join(file_name),
+            _ => self.data_file_path(file_name, span),
+        };
         let text = std::fs::read_to_string(&path).map_err(|err| {
             Diagnostic::error(
                 span,
                 format!("cannot read the table file `{}`: {err}", path.display()),
             )
-            .with_hint("a relative name is taken from the folder of the file that names it")
+            .with_hint("a relative name is taken from the folder of the model's file")
         })?;
         let shown = path.display().to_string();
         let bad = |line: usize, msg: String| {
@@ -595,7 +629,8 @@ impl Flattener<'_> {
         };
         let mut lines = text.lines().enumerate();
         match lines.next() {
-            Some((_, l)) if l.trim_start_matches('\u{feff}').trim().starts_with("#1") => {}
+            Some((_, l))
+                if l.trim_start_matches('\u{feff}').split_whitespace().next() == Some("#1") => {}
             _ => return Err(bad(1, "the first line must be `#1`".into())),
         }
         let mut numbers: Vec<f64> = Vec::new();
