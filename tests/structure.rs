@@ -304,3 +304,21 @@ proptest! {
         }
     }
 }
+
+/// A call's output depends only on the arguments its function reads
+/// (through assignments and the conditions around them): `first(a, b)`
+/// never reads `b`, so `0 = first(v - time, w) - 2 time` determines `v`
+/// alone and no loop of `v` and `w` forms (the MSL's `Move` passes its
+/// unused `time` so).
+#[test]
+fn a_call_depends_only_on_the_arguments_its_output_reads() {
+    let report = common::analyze(
+        "function first\n  input Real a;\n  input Real b;\n  output Real y;\nprotected\n  Real s;\nalgorithm\n  s := 0;\n  if a > 0 then\n    s := a;\n  else\n    s := -a;\n  end if;\n  y := s + a;\nend first;\nmodel Dep\n  Real v;\n  Real w;\nequation\n  0 = first(v - time, w) - 2*time;\n  w = 2*v + first(1, v);\nend Dep;\n",
+        Some("Dep"),
+    );
+    assert!(
+        report.contains("solve 0 = 2*time - first(v - time, w) for v"),
+        "{report}"
+    );
+    assert!(!report.contains("loop"), "{report}");
+}

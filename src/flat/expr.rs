@@ -586,6 +586,43 @@ impl ExprArena {
         out
     }
 
+    /// As [`Self::reachable`], but a call's output leads only to the
+    /// arguments it depends on: `deps(function)` gives, per output, the
+    /// argument positions its value reads (`None`: all of them). The
+    /// incidence of an equation: `phi = position(u, time)` of the MSL's
+    /// `Move` reads `u[1]` only.
+    pub fn reachable_through(
+        &self,
+        roots: &[ExprId],
+        deps: &dyn Fn(u32) -> Option<std::rc::Rc<Vec<Vec<u32>>>>,
+    ) -> Vec<ExprId> {
+        let mut seen: FxHashSet<ExprId> = FxHashSet::default();
+        let mut stack: Vec<ExprId> = roots.to_vec();
+        let mut out = Vec::new();
+        while let Some(id) = stack.pop() {
+            if !seen.insert(id) {
+                continue;
+            }
+            out.push(id);
+            match self.node(id) {
+                Node::Call { call, output } => {
+                    let site = &self.calls[call as usize];
+                    match deps(site.func).filter(|d| (output as usize) < d.len()) {
+                        Some(d) => stack.extend(
+                            d[output as usize]
+                                .iter()
+                                .filter_map(|&i| site.args.get(i as usize).copied()),
+                        ),
+                        None => stack.extend(site.args.iter().copied()),
+                    }
+                }
+                n => stack.extend(node_children(n)),
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
     /// Whether a node reachable from `root` satisfies `pred`: a depth-first
     /// search that stops at the first match (unlike [`Self::reachable`],
     /// nothing is collected or sorted).

@@ -261,6 +261,156 @@ pub struct Function {
     pub eval_orders: EvalOrders,
 }
 
+impl Function {
+    /// For each scalar output (in order), the positions of the scalar
+    /// arguments (input slots) its value depends on, through assignments
+    /// and the conditions of the branches and loops around them; `None`
+    /// when that is not tracked (`break` or `return`: what follows them
+    /// depends on where they are taken). Conservative: a slot keeps every
+    /// dependence any assignment gave it.
+    pub fn output_dependencies(&self) -> Option<Vec<Vec<u32>>> {
+        fn has_jump(body: &[Statement]) -> bool {
+            body.iter().any(|st| match st {
+                Statement::Break | Statement::Return => true,
+                Statement::If { branches, else_ } => {
+                    branches.iter().any(|(_, b)| has_jump(b)) || has_jump(else_)
+                }
+                Statement::While { body, .. } | Statement::For { body, .. } => has_jump(body),
+                _ => false,
+            })
+        }
+        if has_jump(&self.body) {
+            return None;
+        }
+        let mut deps: Vec<std::collections::BTreeSet<u32>> =
+            vec![Default::default(); self.slots.len()];
+        // The scalar arguments fill the inputs' slots in order.
+        for (position, slot) in self.inputs.iter().flat_map(|r| r.clone()).enumerate() {
+            if let Some(d) = deps.get_mut(slot as usize) {
+                d.insert(position as u32);
+            }
+        }
+        let of = |deps: &Vec<std::collections::BTreeSet<u32>>, e: ExprId| {
+            let mut out = std::collections::BTreeSet::new();
+            for id in self.arena.reachable(&[e]) {
+                match self.arena.node(id) {
+                    Node::Var(v) => {
+                        if let Some(d) = deps.get(v as usize) {
+                            out.extend(d.iter().copied());
+                        }
+                    }
+                    // An element read at a run-time index reads any of them.
+                    Node::Elem { base, len, .. } => {
+                        for v in base..base + len {
+                            if let Some(d) = deps.get(v as usize) {
+                                out.extend(d.iter().copied());
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            out
+        };
+        type Deps = Vec<std::collections::BTreeSet<u32>>;
+        fn walk(
+            body: &[Statement],
+            control: &std::collections::BTreeSet<u32>,
+            deps: &mut Deps,
+            of: &dyn Fn(&Deps, ExprId) -> std::collections::BTreeSet<u32>,
+        ) -> bool {
+            let mut changed = false;
+            let add = |deps: &mut Deps, slot: u32, more: std::collections::BTreeSet<u32>| {
+                deps.get_mut(slot as usize).is_some_and(|d| {
+                    let before = d.len();
+                    d.extend(more);
+                    d.len() != before
+                })
+            };
+            for st in body {
+                match st {
+                    Statement::Assign { slot, value } => {
+                        let mut d = of(deps, *value);
+                        d.extend(control.iter().copied());
+                        changed |= add(deps, *slot, d);
+                    }
+                    Statement::AssignElem {
+                        base,
+                        len,
+                        index,
+                        value,
+                    } => {
+                        let mut d = of(deps, *value);
+                        d.extend(of(deps, *index));
+                        d.extend(control.iter().copied());
+                        for slot in *base..base + len {
+                            changed |= add(deps, slot, d.clone());
+                        }
+                    }
+                    Statement::If { branches, else_ } => {
+                        let mut c = control.clone();
+                        for (cond, b) in branches {
+                            c.extend(of(deps, *cond));
+                            changed |= walk(b, &c, deps, of);
+                        }
+                        changed |= walk(else_, &c, deps, of);
+                    }
+                    Statement::While { cond, body, .. } => {
+                        let mut c = control.clone();
+                        c.extend(of(deps, *cond));
+                        changed |= walk(body, &c, deps, of);
+                    }
+                    Statement::For {
+                        slot,
+                        start,
+                        step,
+                        stop,
+                        body,
+                    } => {
+                        let mut c = control.clone();
+                        for e in [start, step, stop] {
+                            c.extend(of(deps, *e));
+                        }
+                        changed |= add(deps, *slot, c.clone());
+                        changed |= walk(body, &c, deps, of);
+                    }
+                    Statement::Assert { .. } | Statement::Break | Statement::Return => {}
+                }
+            }
+            changed
+        }
+        // Declaration bindings (in any order) and loops carry dependences
+        // around: repeat until nothing grows.
+        let none = std::collections::BTreeSet::new();
+        loop {
+            let mut grew = false;
+            for &(slot, e) in &self.init {
+                let d = of(&deps, e);
+                if let Some(x) = deps.get_mut(slot as usize) {
+                    let before = x.len();
+                    x.extend(d);
+                    grew |= x.len() != before;
+                }
+            }
+            grew |= walk(&self.body, &none, &mut deps, &of);
+            if !grew {
+                break;
+            }
+        }
+        Some(
+            self.outputs
+                .iter()
+                .flat_map(|r| r.clone())
+                .map(|slot| {
+                    deps.get(slot as usize)
+                        .map(|d| d.iter().copied().collect())
+                        .unwrap_or_default()
+                })
+                .collect(),
+        )
+    }
+}
+
 /// A function's declared derivative: `f_der` takes f's arguments, then the
 /// derivatives of some of them, and returns the derivatives of f's outputs.
 #[derive(Clone, Debug, Serialize)]

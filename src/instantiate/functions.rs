@@ -149,12 +149,21 @@ impl<'l> Flattener<'l> {
                     }
                 }
             }
+            // `order = 2` on a first derivative f_der names the second
+            // derivative of the original function: the derivative of f_der
+            // whose extra inputs are the derivatives of f_der's own
+            // derivative inputs (its last ones; the MSL's Move:
+            // position_der(q, d, d_der) -> position_der2(q, d, d_der,
+            // der(d_der))). An order-1 declaration comes first.
             if order == 1 {
-                found = Some((target.clone(), no, zero));
+                found = Some((target.clone(), no, zero, 1));
                 break;
             }
+            if order == 2 && found.is_none() {
+                found = Some((target.clone(), no, zero, 2));
+            }
         }
-        let Some((target, no, zero)) = found else {
+        let Some((target, no, zero, order)) = found else {
             return Ok(None);
         };
         let Some(name) = target.as_name() else {
@@ -173,11 +182,24 @@ impl<'l> Flattener<'l> {
         let Ok(der_signature) = self.function_signature(der_class, span) else {
             return Ok(None);
         };
-        let passed: Vec<bool> = inputs
+        let mut passed: Vec<bool> = inputs
             .iter()
             .map(|n| !no.contains(n) && !zero.contains(n))
             .collect();
         let extra = der_signature.inputs.len().saturating_sub(inputs.len());
+        if order == 2 {
+            // Only the last `extra` of those are derivative inputs.
+            let mut keep = extra;
+            for p in passed.iter_mut().rev() {
+                if *p {
+                    if keep == 0 {
+                        *p = false;
+                    } else {
+                        keep -= 1;
+                    }
+                }
+            }
+        }
         if passed.iter().filter(|&&p| p).count() != extra || arg_shapes.len() != inputs.len() {
             return Ok(None);
         }

@@ -79,7 +79,7 @@ pub fn sort(s: &mut Builder) -> Result<Vec<Block>, Diagnostic> {
     let neq = s.equations.len();
     let rows: Vec<Vec<usize>> = (0..neq)
         .map(|e| {
-            s.eq_vars(e)
+            s.eq_dependencies(e)
                 .into_iter()
                 .filter_map(|v| col_of.get(&v).copied())
                 .collect()
@@ -393,7 +393,7 @@ fn tear(
     let occ: Vec<Vec<usize>> = eqs
         .iter()
         .map(|&e| {
-            s.eq_vars(e)
+            s.eq_dependencies(e)
                 .into_iter()
                 .filter_map(|v| in_block.get(&v).copied())
                 .collect()

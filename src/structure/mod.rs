@@ -147,6 +147,9 @@ pub fn analyze(flat: FlatModel) -> Result<Causal, Vec<Diagnostic>> {
 }
 
 /// Working state of the analysis (shared by the sub-modules).
+/// Per output of a function, the argument positions it reads.
+type CallDeps = std::rc::Rc<Vec<Vec<u32>>>;
+
 pub struct Builder {
     pub name: String,
     pub arena: ExprArena,
@@ -166,6 +169,9 @@ pub struct Builder {
     pub aliases: Vec<Alias>,
     pub states: Vec<VarId>,
     pub summary: Summary,
+    /// Per function, which arguments each output depends on (computed on
+    /// first use; see [`flat::Function::output_dependencies`]).
+    call_deps: std::cell::RefCell<HashMap<u32, Option<CallDeps>>>,
 }
 
 impl Builder {
@@ -217,6 +223,7 @@ impl Builder {
             aliases: Vec::new(),
             states: Vec::new(),
             summary: Summary::default(),
+            call_deps: Default::default(),
         }
     }
 
@@ -614,11 +621,57 @@ impl Builder {
     }
 
     /// The unknowns an equation mentions.
+    /// The unknowns equation `e` mentions: the incidence of index
+    /// reduction. A call counts every argument, unless its function
+    /// declares its derivative (`annotation(derivative(noDerivative = u) =
+    /// f_der)`, the MSL's `Move`): then, as for causalization, only those
+    /// its output reads. (With the exact dependences of every function,
+    /// index reduction of the gearbox's rigid involute mesh fails: an
+    /// open problem of the Pantelides pass, noted in issue 20.)
     pub fn eq_vars(&self, e: usize) -> Vec<VarId> {
         let eq = &self.equations[e];
-        let mut v: Vec<VarId> = self
-            .arena
-            .reachable(&[eq.lhs, eq.rhs])
+        let deps = |f: u32| {
+            let declared = self
+                .functions
+                .functions
+                .get(f as usize)
+                .is_some_and(|x| x.derivative.is_some());
+            if declared {
+                self.call_dependencies(f)
+            } else {
+                None
+            }
+        };
+        self.unknowns_in(self.arena.reachable_through(&[eq.lhs, eq.rhs], &deps))
+    }
+
+    /// Per output of function `f`, the argument positions it reads.
+    fn call_dependencies(&self, f: u32) -> Option<CallDeps> {
+        self.call_deps
+            .borrow_mut()
+            .entry(f)
+            .or_insert_with(|| {
+                self.functions
+                    .functions
+                    .get(f as usize)
+                    .and_then(|x| x.output_dependencies())
+                    .map(std::rc::Rc::new)
+            })
+            .clone()
+    }
+
+    /// The unknowns equation `e` depends on, through a call only the
+    /// arguments its output reads: the incidence of causalization (the
+    /// MSL's `Move` solves `phi = position(u, time)`, which reads `u[1]`
+    /// only, for the angle, not for the acceleration `u[3]`).
+    pub fn eq_dependencies(&self, e: usize) -> Vec<VarId> {
+        let eq = &self.equations[e];
+        let deps = |f: u32| self.call_dependencies(f);
+        self.unknowns_in(self.arena.reachable_through(&[eq.lhs, eq.rhs], &deps))
+    }
+
+    fn unknowns_in(&self, nodes: Vec<ExprId>) -> Vec<VarId> {
+        let mut v: Vec<VarId> = nodes
             .into_iter()
             .filter_map(|id| match self.arena.node(id) {
                 Node::Var(v) if self.unknown[v as usize] => Some(v),
