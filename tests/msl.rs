@@ -1201,3 +1201,120 @@ fn the_msl_fmu_adaptors_example_follows_its_closed_form() {
         }
     }
 }
+
+/// Every model of `Modelica.Mechanics.Rotational.Examples` (the 17
+/// examples and the 5 of `Examples.Utilities`) passes `rmoc check`
+/// unchanged (which initializes it).
+#[test]
+fn every_rotational_example_checks() {
+    let Some(root) = msl("every_rotational_example_checks") else {
+        return;
+    };
+    let dir = root.join("Modelica/Mechanics/Rotational/Examples");
+    let mut files: Vec<std::path::PathBuf> = Vec::new();
+    for d in [dir.clone(), dir.join("Utilities")] {
+        for e in std::fs::read_dir(&d).expect("examples") {
+            let p = e.expect("entry").path();
+            if p.extension().is_some_and(|x| x == "mo")
+                && p.file_stem().is_some_and(|s| s != "package")
+            {
+                files.push(p);
+            }
+        }
+    }
+    assert_eq!(files.len(), 22, "{files:?}");
+    for f in files {
+        let (code, text) = rmoc(&["check", &f.display().to_string()], Some(&root));
+        assert_eq!(code, Some(0), "{}: {text}", f.display());
+    }
+}
+
+/// Energy balances of four MSL examples run unchanged, from the result's
+/// own columns (trapezoids on the output grid): the stored energy (kinetic
+/// ½ J w², elastic ½ c phi_rel²) changes by the drive's work less what the
+/// dampers dissipate (their `lossPower`), and the eddy-current brake's
+/// lost kinetic energy is the heat its adiabatic capacitor (C = 1) stores.
+#[test]
+fn msl_examples_keep_their_energy_balances() {
+    let Some(root) = msl("msl_examples_keep_their_energy_balances") else {
+        return;
+    };
+    let d = folder("energy");
+    // (example, [(J or c, speed or relative angle)], drive (torque, speed), losses)
+    type Case<'a> = (
+        &'a str,
+        &'a [(f64, &'a str)],
+        Option<(&'a str, &'a str)>,
+        &'a [&'a str],
+    );
+    let cases: [Case; 3] = [
+        (
+            "FirstGrounded",
+            &[
+                (0.1, "inertia1.w"),
+                (2.0, "inertia2.w"),
+                (2.0, "inertia3.w"),
+                (1e4, "spring.phi_rel"),
+            ],
+            Some(("torque.tau", "inertia1.w")),
+            &["damper.lossPower"],
+        ),
+        (
+            "ElasticBearing",
+            &[
+                (1.0, "shaft.w"),
+                (50.0, "load.w"),
+                (5.0, "housing.w"),
+                (1e3, "spring.phi_rel"),
+                (1e5, "springDamper.phi_rel"),
+            ],
+            Some(("torque.tau", "shaft.w")),
+            &["springDamper.lossPower"],
+        ),
+        (
+            "Backlash",
+            &[(5.0, "inertia1.w"), (20e3, "springDamper.phi_rel")],
+            None,
+            &["springDamper.lossPower"],
+        ),
+    ];
+    for (name, stores, drive, losses) in cases {
+        let res = simulate_example(&root, &d, name, &["--tolerance", "1e-9"]);
+        let t = column(&res, "time");
+        let stored: Vec<(f64, Vec<f64>)> =
+            stores.iter().map(|(k, c)| (*k, column(&res, c))).collect();
+        let energy = |i: usize| {
+            stored
+                .iter()
+                .map(|(k, x)| 0.5 * k * x[i] * x[i])
+                .sum::<f64>()
+        };
+        let drive = drive.map(|(tau, w)| (column(&res, tau), column(&res, w)));
+        let losses: Vec<Vec<f64>> = losses.iter().map(|l| column(&res, l)).collect();
+        let net = |i: usize| {
+            drive.as_ref().map_or(0.0, |(tau, w)| tau[i] * w[i])
+                - losses.iter().map(|l| l[i]).sum::<f64>()
+        };
+        let scale = (0..t.len()).map(energy).fold(1e-9f64, f64::max);
+        let mut work = 0.0;
+        for i in 1..t.len() {
+            work += 0.5 * (net(i) + net(i - 1)) * (t[i] - t[i - 1]);
+            let off = energy(i) - energy(0) - work;
+            assert!(
+                off.abs() <= 2e-3 * scale,
+                "{name}: t = {}: energy off by {off:e} of {scale:e}",
+                t[i]
+            );
+        }
+    }
+    let res = simulate_example(&root, &d, "EddyCurrentBrake", &["--tolerance", "1e-9"]);
+    let (w, temp) = (column(&res, "inertia.w"), column(&res, "heatCapacitor.T"));
+    for i in 0..w.len() {
+        let lost = 0.5 * (w[0] * w[0] - w[i] * w[i]);
+        assert!(
+            (lost - (temp[i] - temp[0])).abs() <= 1e-4 * (1.0 + lost),
+            "EddyCurrentBrake: {lost} against {}",
+            temp[i] - temp[0]
+        );
+    }
+}

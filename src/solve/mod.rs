@@ -271,7 +271,15 @@ impl<'a> Run<'a> {
             columns: Vec::new(),
             results: Results::default(),
             cond_pre: vec![false; p.branches.len()],
-            discrete: Vec::new(),
+            // Variables that change only at events: discrete ones, and
+            // the Booleans and Integers the blocks compute.
+            discrete: (0..c.vars.len() as u32)
+                .filter(|&v| {
+                    c.roles[v as usize] == Role::Discrete
+                        || (c.roles[v as usize] == Role::Algebraic
+                            && c.vars[v as usize].ty != crate::flat::ScalarType::Real)
+                })
+                .collect(),
             stats: RunStats::default(),
             next_sample: Vec::new(),
             warned: Vec::new(),
@@ -971,14 +979,6 @@ fn simulate_inner(
     }
     let l = p.layout.clone();
     let columns = output_columns(c, &l);
-    let discrete: Vec<u32> = (0..c.vars.len() as u32)
-        .filter(|&v| {
-            let var = &c.vars[v as usize];
-            c.roles[v as usize] == Role::Discrete
-                || (c.roles[v as usize] == Role::Algebraic
-                    && var.ty != crate::flat::ScalarType::Real)
-        })
-        .collect();
     let mut run = Run::new(c, p, backend, opts);
     run.results = Results {
         names: columns.iter().map(|x| x.0.clone()).collect(),
@@ -990,7 +990,6 @@ fn simulate_inner(
         ..Results::default()
     };
     run.columns = columns;
-    run.discrete = discrete;
     if let Some(sink) = &run.sink {
         let begun = match sink.0.lock() {
             Ok(mut s) => s.begin(&run.results.names),
