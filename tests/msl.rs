@@ -1318,3 +1318,72 @@ fn msl_examples_keep_their_energy_balances() {
         );
     }
 }
+
+/// The MSL's table blocks unchanged (`Blocks.Tables.CombiTable1Ds`,
+/// `CombiTable2Ds`), which compute their file and table names with String
+/// expressions and `Modelica.Utilities.Strings` (evaluated while
+/// flattening): an inline table, the same read from a file with
+/// `tableOnFile = true`, and a 2-D table along u1 = u2 = t, where the
+/// bilinear 1 + u1 + u2 + u1 u2 is (1 + t)^2. And the String functions
+/// themselves: `findLast(".CSV")` without case against `length`, `find`,
+/// `isEmpty` of blanks, and comparisons of texts.
+#[test]
+fn the_msl_table_blocks_and_string_functions_work() {
+    let Some(root) = msl("the_msl_table_blocks_and_string_functions_work") else {
+        return;
+    };
+    let d = folder("table-blocks");
+    write(&d, "tab.txt", "#1\ndouble tab1(3,2)\n0 0\n1 2\n3 4\n");
+    write(
+        &d,
+        "Blocks.mo",
+        r#"model Blocks
+  import S = Modelica.Utilities.Strings;
+  Modelica.Blocks.Tables.CombiTable1Ds lin(table = [0, 0; 1, 2; 3, 4]);
+  Modelica.Blocks.Tables.CombiTable1Ds file(tableOnFile = true, tableName = "tab1", fileName = "tab.txt");
+  Modelica.Blocks.Tables.CombiTable2Ds t2(table = [0, 0, 1; 0, 1, 2; 2, 3, 6]);
+  parameter String name = "data.CSV";
+  parameter Boolean csv = S.findLast(name, ".csv", caseSensitive = false) + 3 == S.length(name);
+  parameter Boolean blank = S.isEmpty("  ");
+  parameter Integer at = S.find("abcabc", "bc", startIndex = 3);
+  parameter Boolean same = name == "data.CSV" and name <> "data.csv";
+  Real checks = (if csv then 1 else 0) + (if blank then 2 else 0) + 10*at + (if same then 100 else 0);
+equation
+  lin.u = 4*time - 0.5;
+  file.u = 4*time - 0.5;
+  t2.u1 = time;
+  t2.u2 = time;
+  annotation(experiment(StopTime = 1, Interval = 0.05));
+end Blocks;
+"#,
+    );
+    let res = simulate_model(&d.join("Blocks.mo"), &d, Some(&root), &[]);
+    let t = column(&res, "time");
+    let [lin, file, z, checks] =
+        ["lin.y[1]", "file.y[1]", "t2.y", "checks"].map(|n| column(&res, n));
+    for k in 0..t.len() {
+        let u = 4.0 * t[k] - 0.5;
+        let want = if u < 1.0 { 2.0 * u } else { 2.0 + (u - 1.0) };
+        assert!(
+            (lin[k] - want).abs() < 1e-12,
+            "t = {}: {} against {want}",
+            t[k],
+            lin[k]
+        );
+        assert!(
+            (file[k] - want).abs() < 1e-12,
+            "t = {}: file {}",
+            t[k],
+            file[k]
+        );
+        let zt = (1.0 + t[k]) * (1.0 + t[k]);
+        assert!(
+            (z[k] - zt).abs() < 1e-12,
+            "t = {}: {} against {zt}",
+            t[k],
+            z[k]
+        );
+        // csv 1, blank 2, "bc" from index 3 at 5, same 100.
+        assert_eq!(checks[k], 153.0);
+    }
+}

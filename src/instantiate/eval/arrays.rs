@@ -203,6 +203,13 @@ impl Flattener<'_> {
         span: Span,
         ctx: &Ctx,
     ) -> Result<Value, Diagnostic> {
+        let relation = matches!(
+            op,
+            BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne
+        );
+        if relation && (self.is_string_expr(lhs, ctx)? || self.is_string_expr(rhs, ctx)?) {
+            return self.compare_strings(op, lhs, rhs, ctx);
+        }
         let a = self.eval_expr(lhs, ctx)?;
         let b = self.eval_expr(rhs, ctx)?;
         match op {

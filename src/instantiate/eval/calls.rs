@@ -55,6 +55,9 @@ impl Flattener<'_> {
                 return Err(d);
             }
         };
+        if let Some(v) = self.string_function(class, args, span, ctx)? {
+            return Ok(vec![v]);
+        }
         let def = self.lib.def(class)?;
         // `external "builtin" y = asin(u);` (the MSL's Modelica.Math): the
         // builtin of that name (MLS 12.9.1.3).

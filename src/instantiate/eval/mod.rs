@@ -12,13 +12,15 @@
 //! `arrays.rs` does array construction and arithmetic, `builtins.rs` the
 //! builtin operators and functions, `calls.rs` calls of user functions,
 //! `tables.rs` data files read at compile time (`Tables.readCSV`),
-//! `msl_tables.rs` the MSL's table objects and their C functions.
+//! `msl_tables.rs` the MSL's table objects and their C functions,
+//! `strings.rs` String expressions, known while flattening.
 
 mod arrays;
 mod builtins;
 mod calls;
 mod msl_tables;
 mod names;
+mod strings;
 mod tables;
 
 pub(super) use msl_tables::TableObject;
@@ -462,45 +464,6 @@ impl<'l> Flattener<'l> {
             ));
         }
         Ok(())
-    }
-
-    /// Strings in messages: literals, `+`, and `String(x)` of numbers (as text
-    /// of the expression, since values are only known at run time).
-    pub(super) fn eval_string(&mut self, e: &ast::Expr, ctx: &Ctx) -> Result<String, Diagnostic> {
-        match &e.kind {
-            ExprKind::String(s) => Ok(s.clone()),
-            ExprKind::Binary {
-                op: BinOp::Add,
-                lhs,
-                rhs,
-            } => Ok(format!(
-                "{}{}",
-                self.eval_string(lhs, ctx)?,
-                self.eval_string(rhs, ctx)?
-            )),
-            ExprKind::Call { func, args } if func.dotted() == "String" => {
-                let text = match args.first() {
-                    Some(Arg::Positional(x)) => {
-                        let v = self.eval_expr(x, ctx)?;
-                        match v.elems.first().and_then(|&e| self.arena.as_const(e)) {
-                            Some(c) => crate::flat::expr::format_number(c),
-                            None => "?".into(),
-                        }
-                    }
-                    _ => String::new(),
-                };
-                Ok(text)
-            }
-            // A String parameter of the current instance.
-            ExprKind::Ref(r) if r.parts.len() == 1 && r.parts[0].subscripts.is_empty() => {
-                let name = &r.parts[0].ident.name;
-                ctx.scope
-                    .inst
-                    .and_then(|i| self.strings.get(&(i, name.clone())).cloned())
-                    .ok_or_else(|| Diagnostic::error(e.span, "expected a string"))
-            }
-            _ => Err(Diagnostic::error(e.span, "expected a string")),
-        }
     }
 }
 
