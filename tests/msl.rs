@@ -1387,3 +1387,69 @@ end Blocks;
         assert_eq!(checks[k], 153.0);
     }
 }
+
+/// The MSL's `Blocks.Sources.CombiTimeTable` unchanged, its external
+/// object made natively: a linear table with a jump (a repeated time),
+/// started at 0.5 and shifted by 0.5, whose time events fall on its
+/// points (two rows at the jump: the left limit 2, then 5); constant
+/// segments with an offset; a periodic triangle. The integral of the
+/// first is 1 + 6 - 0.75 = 6.25 at t = 5.
+#[test]
+fn the_msl_time_table_follows_its_points() {
+    let Some(root) = msl("the_msl_time_table_follows_its_points") else {
+        return;
+    };
+    let d = folder("time-table");
+    write(
+        &d,
+        "Times.mo",
+        r#"model Times
+  Modelica.Blocks.Sources.CombiTimeTable lin(table = [0, 0; 1, 2; 1, 5; 3, 1], startTime = 0.5, shiftTime = 0.5);
+  Modelica.Blocks.Sources.CombiTimeTable step(table = [0, 1; 1, 3; 2, 4], smoothness = Modelica.Blocks.Types.Smoothness.ConstantSegments, offset = {10});
+  Modelica.Blocks.Sources.CombiTimeTable per(table = [0, 0; 1, 1; 2, 0], extrapolation = Modelica.Blocks.Types.Extrapolation.Periodic);
+  Real x(start = 0, fixed = true);
+equation
+  der(x) = lin.y[1];
+  annotation(experiment(StopTime = 5, Interval = 0.25, Tolerance = 1e-9));
+end Times;
+"#,
+    );
+    let res = simulate_model(&d.join("Times.mo"), &d, Some(&root), &[]);
+    let t = column(&res, "time");
+    let [lin, step, per, x] = ["lin.y[1]", "step.y[1]", "per.y[1]", "x"].map(|n| column(&res, n));
+    let mut jump_rows = Vec::new();
+    for k in 0..t.len() {
+        let tk = t[k];
+        if tk == 1.5 {
+            jump_rows.push(lin[k]);
+        } else {
+            let w = tk - 0.5;
+            let want = if tk < 0.5 {
+                0.0
+            } else if w < 1.0 {
+                2.0 * w
+            } else {
+                5.0 - 2.0 * (w - 1.0)
+            };
+            assert!(
+                (lin[k] - want).abs() < 1e-12,
+                "t = {tk}: {} against {want}",
+                lin[k]
+            );
+        }
+        if tk.fract() != 0.0 {
+            let want = 10.0 + [1.0, 3.0, 4.0][(tk.floor() as usize).min(2)];
+            assert_eq!(step[k], want, "t = {tk}");
+            let phase = tk % 2.0;
+            let tri = if phase <= 1.0 { phase } else { 2.0 - phase };
+            assert!(
+                (per[k] - tri).abs() < 1e-12,
+                "t = {tk}: {} against {tri}",
+                per[k]
+            );
+        }
+    }
+    assert_eq!(jump_rows, [2.0, 5.0], "the rows at the jump");
+    let last = *x.last().expect("rows");
+    assert!((last - 6.25).abs() < 1e-6, "{last}");
+}

@@ -321,10 +321,18 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
             cd.stmts.push(Stmt::Store(l.cond + bidx, e));
             let mut body = Lowerer::new(&ctx, "");
             body.n_locals = act.n_locals;
-            // Simultaneous assignment: all right-hand sides first.
+            // The branch's equations `v = e` are solved together (MLS
+            // 8.3.5): one that reads another's variable (not its `pre`)
+            // comes after it and reads its new value (the MSL's
+            // CombiTimeTable: nextTimeEvent = nextTimeEventScaled*timeScale).
+            // Without such reads, or in a cycle of them, every right-hand
+            // side reads the values before the event (a simultaneous
+            // assignment), as do reinits.
+            let ordered = ordered_when_assignments(&c.arena, stmts);
             let mut pending = Vec::new();
             for st in stmts {
                 match st {
+                    WhenStatement::Assign { .. } if ordered.is_some() => {}
                     WhenStatement::Assign { var, value, .. }
                     | WhenStatement::Reinit { var, value, .. } => {
                         let e = body.expr(&c.arena, *value);
@@ -346,6 +354,13 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
                         .stmts
                         .push(Stmt::Store(TERMINATE, Expr::Const(bidx as f64 + 1.0))),
                 }
+            }
+            for (var, value) in ordered.unwrap_or_default() {
+                let e = body.expr(&c.arena, value);
+                body.stmts.push(Stmt::Store(l.var(var), e));
+                // (Values computed before this store must not be reused.)
+                body.memo.clear();
+                body.calls.clear();
             }
             for (var, tmp) in pending {
                 body.stmts.push(Stmt::Store(l.var(var), Expr::Local(tmp)));
@@ -735,6 +750,60 @@ impl<'s> Lowerer<'s> {
         let ya = self.expr_rec(a, y, uses);
         Expr::Bin(op, Box::new(xa), Box::new(ya))
     }
+}
+
+/// The assignments of a when-branch in an order where each comes after
+/// those whose variables it reads; `None` when none reads another (or
+/// they read each other in a cycle): then all read the values before the
+/// event.
+fn ordered_when_assignments(
+    arena: &ExprArena,
+    stmts: &[WhenStatement],
+) -> Option<Vec<(VarId, ExprId)>> {
+    let assigns: Vec<(VarId, ExprId)> = stmts
+        .iter()
+        .filter_map(|st| match st {
+            WhenStatement::Assign { var, value, .. } => Some((*var, *value)),
+            _ => None,
+        })
+        .collect();
+    let reads: Vec<Vec<usize>> = assigns
+        .iter()
+        .map(|&(_, value)| {
+            let vars = arena.vars_of(value);
+            (0..assigns.len())
+                .filter(|&j| vars.binary_search(&assigns[j].0).is_ok())
+                .collect()
+        })
+        .collect();
+    if reads.iter().all(|r| r.is_empty()) {
+        return None;
+    }
+    // Depth-first topological order; a cycle gives up.
+    let mut state = vec![0u8; assigns.len()];
+    let mut order = Vec::new();
+    fn visit(i: usize, reads: &[Vec<usize>], state: &mut [u8], order: &mut Vec<usize>) -> bool {
+        match state[i] {
+            2 => return true,
+            1 => return false,
+            _ => {}
+        }
+        state[i] = 1;
+        for &j in &reads[i] {
+            if j != i && !visit(j, reads, state, order) {
+                return false;
+            }
+        }
+        state[i] = 2;
+        order.push(i);
+        true
+    }
+    for i in 0..assigns.len() {
+        if !visit(i, &reads, &mut state, &mut order) {
+            return None;
+        }
+    }
+    Some(order.into_iter().map(|i| assigns[i]).collect())
 }
 
 /// Forms (and caches, through the arena and the derivative-function table)

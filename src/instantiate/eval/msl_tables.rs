@@ -40,6 +40,18 @@ pub(in crate::instantiate) enum TableObject {
         smoothness: i64,
         extrapolation: i64,
     },
+    /// `ExternalCombiTimeTable`: time in column 1 (a repeated time is a
+    /// jump); `start` and `shift` are scaled times (parameters).
+    Time {
+        table: Value,
+        columns: Vec<usize>,
+        start: Value,
+        shift: Value,
+        constant_segments: bool,
+        extrapolation: i64,
+        /// The MSL's `TimeEvents`: 1 at every point, 2 at jumps, 3 none.
+        time_events: i64,
+    },
 }
 
 /// The MSL's `Modelica.Blocks.Types.Smoothness` literals in order (its
@@ -117,17 +129,12 @@ impl Flattener<'_> {
             .strip_prefix(PREFIX)
             .and_then(|r| r.split('_').next())
             .unwrap_or("");
-        if kind != "CombiTable1D" && kind != "CombiTable2D" {
-            let hint = if kind == "CombiTimeTable" {
-                "time tables (CombiTimeTable) are not supported yet; a `Tables.CombiTable1Ds` of the embedded library driven by `time` interpolates the same points"
-            } else {
-                "rmoc provides the MSL's 1-D and 2-D interpolation tables (CombiTable1D, CombiTable2D) as external objects, and no other"
-            };
+        if !matches!(kind, "CombiTable1D" | "CombiTable2D" | "CombiTimeTable") {
             return Err(Diagnostic::error(
                 binding.span,
                 format!("the external object `{full}` (C function `{c_name}`) is not supported"),
             )
-            .with_hint(hint));
+            .with_hint("rmoc provides the MSL's interpolation tables (CombiTable1D, CombiTable2D, CombiTimeTable) as external objects, and no other"));
         }
         let bound = self.bind_inputs(ctor, args, &full)?;
         let arg = |name: &str| bound.iter().find(|(n, _, _)| n == name);
@@ -182,7 +189,11 @@ impl Flattener<'_> {
         else {
             return Err(Diagnostic::error(smoothness.1, "not a Smoothness value"));
         };
-        let Some(smooth) = mapped else {
+        let constant_segments = literal == "ConstantSegments";
+        let Some(smooth) = mapped.or(constant_segments
+            .then_some(1)
+            .filter(|_| kind == "CombiTimeTable"))
+        else {
             return Err(Diagnostic::error(
                 smoothness.1,
                 format!("table smoothness `{literal}` is not supported"),
@@ -190,6 +201,52 @@ impl Flattener<'_> {
             .with_hint("use Smoothness.LinearSegments or Smoothness.MonotoneContinuousDerivative1 (a monotone cubic)"));
         };
         let extrapolation = self.table_enum(&bound, "extrapolation", ctor, ctx, 2)?.0;
+        if kind == "CombiTimeTable" {
+            if smooth != 1 {
+                return Err(Diagnostic::error(
+                    smoothness.1,
+                    format!("a time table's smoothness `{literal}` is not supported"),
+                )
+                .with_hint("use Smoothness.LinearSegments or Smoothness.ConstantSegments"));
+            }
+            if rows == 0 || cols < 2 {
+                return Err(Diagnostic::error(
+                    span,
+                    format!(
+                        "a time table needs at least one row and two columns (time in column 1); this one is {rows} x {cols}"
+                    ),
+                ));
+            }
+            let times: Vec<ExprId> = table.elems.iter().step_by(cols).copied().collect();
+            self.assert_non_decreasing(&times, span);
+            let scalar = |f: &mut Self, name: &str| -> Result<Value, Diagnostic> {
+                match arg(name) {
+                    Some((_, e, c)) => {
+                        let c = f.arg_ctx(*c, ctx, ctor);
+                        f.eval_expr(e, &c)
+                    }
+                    None => Ok(Value::scalar(Ty::Real, f.arena.zero())),
+                }
+            };
+            let start = scalar(self, "startTime")?;
+            let shift = scalar(self, "shiftTime")?;
+            let time_events = self.table_enum(&bound, "timeEvents", ctor, ctx, 1)?.0;
+            let columns = self.table_columns(
+                arg("columns").map(|(_, e, c)| (e.clone(), *c)),
+                ctx,
+                ctor,
+                cols,
+            )?;
+            return Ok(TableObject::Time {
+                table,
+                columns,
+                start,
+                shift,
+                constant_segments,
+                extrapolation,
+                time_events,
+            });
+        }
         if kind == "CombiTable2D" {
             if rows >= 2 && cols >= 2 {
                 let grid1: Vec<ExprId> = (1..rows).map(|r| table.elems[r * cols]).collect();
@@ -221,10 +278,34 @@ impl Flattener<'_> {
         }
         let abscissa: Vec<ExprId> = table.elems.iter().step_by(cols).copied().collect();
         self.assert_increasing(&abscissa, "the table's abscissa (column 1)", span);
+        let columns = self.table_columns(
+            arg("columns").map(|(_, e, c)| (e.clone(), *c)),
+            ctx,
+            ctor,
+            cols,
+        )?;
+        Ok(TableObject::OneD {
+            table,
+            columns,
+            smoothness: smooth,
+            extrapolation,
+        })
+    }
+
+    /// The table columns a constructor's `columns` argument names (all but
+    /// the first when it has none).
+    fn table_columns(
+        &mut self,
+        given: Option<(ast::Expr, bool)>,
+        ctx: &Ctx,
+        ctor: ClassId,
+        cols: usize,
+    ) -> Result<Vec<usize>, Diagnostic> {
         let mut columns = Vec::new();
-        match arg("columns") {
-            Some((_, e, c)) => {
-                let v = self.eval_expr(e, &self.arg_ctx(*c, ctx, ctor))?;
+        match given {
+            Some((e, c)) => {
+                let c = self.arg_ctx(c, ctx, ctor);
+                let v = self.eval_expr(&e, &c)?;
                 for &x in &v.elems {
                     let k = self.const_value(x, e.span)?;
                     if k.fract() != 0.0 || k < 1.0 || k > cols as f64 {
@@ -240,12 +321,28 @@ impl Flattener<'_> {
             }
             None => columns.extend(2..=cols),
         }
-        Ok(TableObject::OneD {
-            table,
-            columns,
-            smoothness: smooth,
-            extrapolation,
-        })
+        Ok(columns)
+    }
+
+    /// An initial assert that a time table's times do not decrease.
+    fn assert_non_decreasing(&mut self, xs: &[ExprId], span: Span) {
+        let mut all = None;
+        for w in xs.windows(2) {
+            let ok = self.arena.rel(RelOp::Ge, w[1], w[0], false);
+            all = Some(match all {
+                Some(a) => self.arena.and(a, ok),
+                None => ok,
+            });
+        }
+        if let Some(condition) = all {
+            self.asserts.push(crate::flat::Assert {
+                condition,
+                message: "the time table's times (column 1) must not decrease".into(),
+                level: crate::flat::AssertLevel::Error,
+                span,
+                initial: true,
+            });
+        }
     }
 
     /// An initial assert that `xs` rise strictly (the table's grid; most
@@ -457,25 +554,7 @@ impl Flattener<'_> {
                 let [(icol, icol_span), (u, _)] = &values[..] else {
                     return Err(unsupported());
                 };
-                let Some(&icol) = icol.elems.first().filter(|_| icol.is_scalar()) else {
-                    return Err(Diagnostic::error(
-                        *icol_span,
-                        "the column must be a scalar Integer",
-                    ));
-                };
-                let k = self.const_value(icol, *icol_span)?;
-                let Some(&column) = (k >= 1.0 && k.fract() == 0.0)
-                    .then(|| columns.get(k as usize - 1))
-                    .flatten()
-                else {
-                    return Err(Diagnostic::error(
-                        *icol_span,
-                        format!(
-                            "the table serves {} column(s); there is no column {k}",
-                            columns.len()
-                        ),
-                    ));
-                };
+                let column = self.served_column(icol, *icol_span, columns)?;
                 let n = table.dims[1];
                 let pick = |c: usize| Value {
                     ty: Ty::Real,
@@ -511,6 +590,96 @@ impl Flattener<'_> {
                 ];
                 self.call_stdlib("Tables.interpolate2D", &args, span)
             }
+            (
+                TableObject::Time {
+                    table,
+                    columns,
+                    start,
+                    shift,
+                    constant_segments,
+                    extrapolation,
+                    ..
+                },
+                "CombiTimeTable_getValue",
+            ) => {
+                let Some(((icol, icol_span), (t, _))) = values.first().zip(values.get(1)) else {
+                    return Err(unsupported());
+                };
+                let column = self.served_column(icol, *icol_span, columns)?;
+                let n = table.dims[1];
+                let pick = |c: usize| Value {
+                    ty: Ty::Real,
+                    dims: vec![table.dims[0]],
+                    elems: table.elems.iter().skip(c).step_by(n).copied().collect(),
+                };
+                let flag = Value::scalar(
+                    Ty::Boolean,
+                    self.arena.constant(f64::from(*constant_segments)),
+                );
+                let next = match values.get(2) {
+                    Some((v, _)) => v.clone(),
+                    None => Value::scalar(Ty::Real, self.arena.constant(1e300)),
+                };
+                let args = [
+                    pick(0),
+                    pick(column - 1),
+                    t.clone(),
+                    start.clone(),
+                    shift.clone(),
+                    flag,
+                    self.integer(*extrapolation),
+                    next,
+                ];
+                self.call_stdlib("Tables.timeTableValue", &args, span)
+            }
+            (
+                TableObject::Time {
+                    table,
+                    start,
+                    shift,
+                    extrapolation,
+                    time_events,
+                    ..
+                },
+                "CombiTimeTable_nextTimeEvent",
+            ) => {
+                let Some((t, _)) = values.first() else {
+                    return Err(unsupported());
+                };
+                if *time_events == 3 {
+                    return Ok(vec![Value::scalar(Ty::Real, self.arena.constant(1e300))]);
+                }
+                let n = table.dims[1];
+                let times = Value {
+                    ty: Ty::Real,
+                    dims: vec![table.dims[0]],
+                    elems: table.elems.iter().step_by(n).copied().collect(),
+                };
+                let at_points = Value::scalar(
+                    Ty::Boolean,
+                    self.arena.constant(f64::from(*time_events == 1)),
+                );
+                let periodic = Value::scalar(
+                    Ty::Boolean,
+                    self.arena.constant(f64::from(*extrapolation == 3)),
+                );
+                let args = [
+                    times,
+                    t.clone(),
+                    start.clone(),
+                    shift.clone(),
+                    at_points,
+                    periodic,
+                ];
+                self.call_stdlib("Tables.nextTimeEvent", &args, span)
+            }
+            (TableObject::Time { table, .. }, "CombiTimeTable_minimumTime") => {
+                Ok(vec![Value::scalar(Ty::Real, table.elems[0])])
+            }
+            (TableObject::Time { table, .. }, "CombiTimeTable_maximumTime") => {
+                let last = (table.dims[0] - 1) * table.dims[1];
+                Ok(vec![Value::scalar(Ty::Real, table.elems[last])])
+            }
             (TableObject::OneD { table, .. }, "CombiTable1D_minimumAbscissa") => {
                 Ok(vec![Value::scalar(Ty::Real, table.elems[0])])
             }
@@ -536,6 +705,35 @@ impl Flattener<'_> {
             }
             _ => Err(unsupported()),
         }
+    }
+
+    /// The table column that `icol` (1, 2, ... over the columns a table
+    /// serves) selects.
+    fn served_column(
+        &mut self,
+        icol: &Value,
+        span: Span,
+        columns: &[usize],
+    ) -> Result<usize, Diagnostic> {
+        let Some(&icol) = icol.elems.first().filter(|_| icol.is_scalar()) else {
+            return Err(Diagnostic::error(
+                span,
+                "the column must be a scalar Integer",
+            ));
+        };
+        let k = self.const_value(icol, span)?;
+        (k >= 1.0 && k.fract() == 0.0)
+            .then(|| columns.get(k as usize - 1).copied())
+            .flatten()
+            .ok_or_else(|| {
+                Diagnostic::error(
+                    span,
+                    format!(
+                        "the table serves {} column(s); there is no column {k}",
+                        columns.len()
+                    ),
+                )
+            })
     }
 
     fn integer(&mut self, v: i64) -> Value {
