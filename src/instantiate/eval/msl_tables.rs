@@ -218,7 +218,7 @@ impl Flattener<'_> {
                 ));
             }
             let times: Vec<ExprId> = table.elems.iter().step_by(cols).copied().collect();
-            self.assert_non_decreasing(&times, span);
+            self.assert_ordered(&times, RelOp::Ge, "the time table's times (column 1)", span);
             let scalar = |f: &mut Self, name: &str| -> Result<Value, Diagnostic> {
                 match arg(name) {
                     Some((_, e, c)) => {
@@ -251,8 +251,18 @@ impl Flattener<'_> {
             if rows >= 2 && cols >= 2 {
                 let grid1: Vec<ExprId> = (1..rows).map(|r| table.elems[r * cols]).collect();
                 let grid2 = table.elems[1..cols].to_vec();
-                self.assert_increasing(&grid1, "the 2-D table's column 1 (the grid of u1)", span);
-                self.assert_increasing(&grid2, "the 2-D table's row 1 (the grid of u2)", span);
+                self.assert_ordered(
+                    &grid1,
+                    RelOp::Gt,
+                    "the 2-D table's column 1 (the grid of u1)",
+                    span,
+                );
+                self.assert_ordered(
+                    &grid2,
+                    RelOp::Gt,
+                    "the 2-D table's row 1 (the grid of u2)",
+                    span,
+                );
             }
             if rows < 2 || cols < 2 {
                 return Err(Diagnostic::error(
@@ -277,7 +287,12 @@ impl Flattener<'_> {
             ));
         }
         let abscissa: Vec<ExprId> = table.elems.iter().step_by(cols).copied().collect();
-        self.assert_increasing(&abscissa, "the table's abscissa (column 1)", span);
+        self.assert_ordered(
+            &abscissa,
+            RelOp::Gt,
+            "the table's abscissa (column 1)",
+            span,
+        );
         let columns = self.table_columns(
             arg("columns").map(|(_, e, c)| (e.clone(), *c)),
             ctx,
@@ -324,42 +339,27 @@ impl Flattener<'_> {
         Ok(columns)
     }
 
-    /// An initial assert that a time table's times do not decrease.
-    fn assert_non_decreasing(&mut self, xs: &[ExprId], span: Span) {
+    /// An initial assert that `xs` rise strictly (`op` = `Gt`) or do not
+    /// fall (`Ge`), naming `what` (a table's grid; most are parameters, so
+    /// known only when the run starts).
+    fn assert_ordered(&mut self, xs: &[ExprId], op: RelOp, what: &str, span: Span) {
         let mut all = None;
         for w in xs.windows(2) {
-            let ok = self.arena.rel(RelOp::Ge, w[1], w[0], false);
+            let ok = self.arena.rel(op, w[1], w[0], false);
             all = Some(match all {
                 Some(a) => self.arena.and(a, ok),
                 None => ok,
             });
         }
+        let how = if op == RelOp::Gt {
+            "be strictly increasing"
+        } else {
+            "not decrease"
+        };
         if let Some(condition) = all {
             self.asserts.push(crate::flat::Assert {
                 condition,
-                message: "the time table's times (column 1) must not decrease".into(),
-                level: crate::flat::AssertLevel::Error,
-                span,
-                initial: true,
-            });
-        }
-    }
-
-    /// An initial assert that `xs` rise strictly (the table's grid; most
-    /// are parameters, so known only when the run starts).
-    fn assert_increasing(&mut self, xs: &[ExprId], what: &str, span: Span) {
-        let mut all = None;
-        for w in xs.windows(2) {
-            let rises = self.arena.rel(RelOp::Gt, w[1], w[0], false);
-            all = Some(match all {
-                Some(a) => self.arena.and(a, rises),
-                None => rises,
-            });
-        }
-        if let Some(condition) = all {
-            self.asserts.push(crate::flat::Assert {
-                condition,
-                message: format!("{what} must be strictly increasing"),
+                message: format!("{what} must {how}"),
                 level: crate::flat::AssertLevel::Error,
                 span,
                 initial: true,
