@@ -37,6 +37,17 @@ pub enum ScalarType {
     Boolean,
 }
 
+impl ScalarType {
+    /// The type's name in the language.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScalarType::Real => "Real",
+            ScalarType::Integer => "Integer",
+            ScalarType::Boolean => "Boolean",
+        }
+    }
+}
+
 /// Modelica's `StateSelect`, in increasing preference to be a state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Default)]
 pub enum StateSelect {

@@ -3,7 +3,7 @@
 //! (potentials equal, flows summed with inside/outside signs, unconnected
 //! inside flows zero).
 
-use super::eval::{Ctx, NodeArray, Ty, Value, shape_text};
+use super::eval::{Ctx, NodeArray, Value, shape_text};
 use super::{CompNode, Flattener};
 use crate::diag::Diagnostic;
 use crate::flat::{
@@ -151,7 +151,7 @@ impl<'l> Flattener<'l> {
                     .with_secondary(rhs.span, format!("size {}", shape_text(&r.dims)))
                     .with_label("both sides of an equation must have the same size"));
                 }
-                if (l.ty == Ty::Boolean) != (r.ty == Ty::Boolean) {
+                if (l.ty == ScalarType::Boolean) != (r.ty == ScalarType::Boolean) {
                     return Err(Diagnostic::error(
                         eq.span,
                         "type mismatch: one side of the equation is Boolean, the other a number",
@@ -514,7 +514,7 @@ impl<'l> Flattener<'l> {
         let mut chosen: Option<&[ast::Equation]> = None;
         for (c, body) in branches {
             let v = self.eval_expr(c, ctx)?;
-            if v.ty != Ty::Boolean || !v.is_scalar() {
+            if v.ty != ScalarType::Boolean || !v.is_scalar() {
                 return Err(Diagnostic::error(
                     c.span,
                     "the condition of an if-equation must be a Boolean scalar",
@@ -616,7 +616,7 @@ impl<'l> Flattener<'l> {
 
     fn when_condition(&mut self, cond: &ast::Expr, ctx: &Ctx) -> Result<Vec<ExprId>, Diagnostic> {
         let v = self.eval_expr(cond, ctx)?;
-        if v.ty != Ty::Boolean {
+        if v.ty != ScalarType::Boolean {
             return Err(Diagnostic::error(
                 cond.span,
                 "the condition of `when` must be Boolean",
@@ -761,7 +761,7 @@ impl<'l> Flattener<'l> {
                 let mut arms: Vec<(Option<ExprId>, Vec<WhenStatement>)> = Vec::new();
                 for (c, body) in branches {
                     let cv = self.eval_expr(c, ctx)?;
-                    if cv.ty != Ty::Boolean || !cv.is_scalar() {
+                    if cv.ty != ScalarType::Boolean || !cv.is_scalar() {
                         return Err(Diagnostic::error(
                             c.span,
                             "the condition of `if` must be a Boolean scalar",
@@ -869,7 +869,7 @@ impl<'l> Flattener<'l> {
         let mut live = ctx.clone();
         live.no_event = true;
         let c = self.eval_expr(pos[0], &live)?;
-        if c.ty != Ty::Boolean || !c.is_scalar() {
+        if c.ty != ScalarType::Boolean || !c.is_scalar() {
             return Err(Diagnostic::error(
                 pos[0].span,
                 "the condition of `assert` must be a Boolean scalar",

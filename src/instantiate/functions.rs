@@ -2,18 +2,19 @@
 //! translation of the algorithm section into [`flat::Statement`]s over local
 //! slots, in the function's own expression arena.
 
-use super::eval::{Ctx, Local, Ty, Value};
+use super::eval::{Ctx, Local, Value};
 use super::library::ClassId;
 use super::modifier::Scope;
 use super::{Flattener, Modifier};
 use crate::diag::Diagnostic;
+use crate::flat::ScalarType;
 use crate::flat::{self, ExprArena, ExprId, Node};
 use crate::syntax::ast::{self, Span, StatementKind};
 use std::collections::HashMap;
 use std::rc::Rc;
 
 /// The shape and element type of each output of a specialized function.
-type OutputShapes = Vec<(Vec<usize>, Ty)>;
+type OutputShapes = Vec<(Vec<usize>, ScalarType)>;
 
 pub(super) struct FnInput {
     pub name: String,
@@ -231,7 +232,7 @@ impl<'l> Flattener<'l> {
         }))
     }
 
-    fn function_outputs(&self, id: u32) -> Vec<(Vec<usize>, Ty)> {
+    fn function_outputs(&self, id: u32) -> Vec<(Vec<usize>, ScalarType)> {
         self.function_out_types
             .get(&id)
             .cloned()
@@ -290,12 +291,13 @@ impl<'l> Flattener<'l> {
                         self.lib.def(resolved.class)?.as_ref().map(|d| &d.body),
                         Some(ast::ClassBody::Enumeration(_))
                     );
-                let ty = match self.lib.builtin(resolved.class) {
-                    Some(super::library::Builtin::Real) => Ty::Real,
-                    Some(super::library::Builtin::Integer)
-                    | Some(super::library::Builtin::Enumeration) => Ty::Integer,
-                    Some(super::library::Builtin::Boolean) => Ty::Boolean,
-                    _ if enumeration => Ty::Integer,
+                let ty = match self
+                    .lib
+                    .builtin(resolved.class)
+                    .and_then(|b| b.scalar_type())
+                {
+                    Some(t) => t,
+                    _ if enumeration => ScalarType::Integer,
                     _ => {
                         return Err(Diagnostic::error(
                             d.type_name.span,
@@ -580,7 +582,7 @@ impl<'l> Flattener<'l> {
                 let mut arms = Vec::new();
                 for (c, body) in branches {
                     let cv = self.eval_expr(c, ctx)?;
-                    if cv.ty != Ty::Boolean || !cv.is_scalar() {
+                    if cv.ty != ScalarType::Boolean || !cv.is_scalar() {
                         return Err(Diagnostic::error(
                             c.span,
                             "the condition of `if` must be a Boolean scalar",
@@ -604,7 +606,7 @@ impl<'l> Flattener<'l> {
             }
             StatementKind::While { cond, body } => {
                 let cv = self.eval_expr(cond, ctx)?;
-                if cv.ty != Ty::Boolean || !cv.is_scalar() {
+                if cv.ty != ScalarType::Boolean || !cv.is_scalar() {
                     return Err(Diagnostic::error(
                         cond.span,
                         "the condition of `while` must be a Boolean scalar",
@@ -680,7 +682,7 @@ impl<'l> Flattener<'l> {
                 Local {
                     base: slot,
                     dims: vec![],
-                    ty: Ty::Integer,
+                    ty: ScalarType::Integer,
                     input: true,
                 },
             );

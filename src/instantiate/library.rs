@@ -15,6 +15,7 @@
 //! standard library come already parsed: `build.rs` stored their trees.
 
 use crate::diag::{Diagnostic, SourceMap, closest};
+use crate::flat::ScalarType;
 use crate::syntax::ast::{self, ClassBody, ClassDef, Element};
 use crate::syntax::scan::{self, ScannedFile};
 use std::collections::HashMap;
@@ -23,12 +24,13 @@ use std::sync::Arc;
 
 pub type ClassId = u32;
 
-/// The predefined types.
+/// The predefined classes. Their values' types are the flat model's
+/// [`ScalarType`]s: `Real`, `Integer`, `Boolean`, and an enumeration's
+/// literals are Integers; Strings are texts known while flattening.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Builtin {
-    Real,
-    Integer,
-    Boolean,
+    /// `Real`, `Integer`, `Boolean`.
+    Scalar(ScalarType),
     String,
     /// Enumerations known to the compiler (`StateSelect`, `AssertionLevel`).
     Enumeration,
@@ -36,6 +38,18 @@ pub enum Builtin {
     /// are made by a `constructor` function: the MSL's tables
     /// (`eval/msl_tables.rs`).
     ExternalObject,
+}
+
+impl Builtin {
+    /// The type of a component of this class, if it has a value (an
+    /// enumeration's are Integers).
+    pub fn scalar_type(self) -> Option<ScalarType> {
+        match self {
+            Builtin::Scalar(t) => Some(t),
+            Builtin::Enumeration => Some(ScalarType::Integer),
+            Builtin::String | Builtin::ExternalObject => None,
+        }
+    }
 }
 
 /// Where the library files of a root come from.
@@ -285,9 +299,9 @@ impl Library {
             parsed_bytes: 0,
         };
         for (name, b) in [
-            ("Real", Builtin::Real),
-            ("Integer", Builtin::Integer),
-            ("Boolean", Builtin::Boolean),
+            ("Real", Builtin::Scalar(ScalarType::Real)),
+            ("Integer", Builtin::Scalar(ScalarType::Integer)),
+            ("Boolean", Builtin::Scalar(ScalarType::Boolean)),
             ("String", Builtin::String),
             ("StateSelect", Builtin::Enumeration),
             ("AssertionLevel", Builtin::Enumeration),

@@ -113,7 +113,7 @@ pub struct Flattener<'l> {
     frictions: Vec<flat::FrictionContact>,
     functions: Vec<flat::Function>,
     function_index: HashMap<String, (u32, Vec<Vec<usize>>)>,
-    function_out_types: HashMap<u32, Vec<(Vec<usize>, eval::Ty)>>,
+    function_out_types: HashMap<u32, Vec<(Vec<usize>, ScalarType)>>,
     functions_in_progress: Vec<String>,
     instances: Vec<Instance>,
     pending_attrs: Vec<PendingAttrs>,
@@ -1218,9 +1218,8 @@ impl<'l> Flattener<'l> {
         span: Span,
     ) -> Result<VarId, Diagnostic> {
         let ty = match b {
-            Builtin::Real => ScalarType::Real,
-            Builtin::Integer | Builtin::Enumeration => ScalarType::Integer,
-            Builtin::Boolean => ScalarType::Boolean,
+            Builtin::Scalar(t) => t,
+            Builtin::Enumeration => ScalarType::Integer,
             Builtin::String => {
                 return self.err(
                     span,
@@ -1426,7 +1425,7 @@ impl<'l> Flattener<'l> {
         {
             let ty = self.vars[v as usize].ty;
             let e = self.eval_binding_scalar(b, &name, ty)?;
-            let val = eval::Value::scalar(eval::Ty::Real, e);
+            let val = eval::Value::scalar(ScalarType::Real, e);
             let lhs = self.arena.var(v);
             if !val.dims.is_empty() {
                 return self.err(
@@ -1500,7 +1499,7 @@ impl<'l> Flattener<'l> {
                 ),
             );
         }
-        let got_bool = val.ty == eval::Ty::Boolean;
+        let got_bool = val.ty == ScalarType::Boolean;
         let want_bool = ty == ScalarType::Boolean;
         if got_bool != want_bool {
             let want = match ty {
@@ -1521,7 +1520,7 @@ impl<'l> Flattener<'l> {
             }));
         }
         if ty == ScalarType::Integer
-            && val.ty == eval::Ty::Real
+            && val.ty == ScalarType::Real
             && let Some(c) = self.arena.as_const(val.elems[0])
             && c.fract() != 0.0
         {

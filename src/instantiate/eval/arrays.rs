@@ -13,7 +13,7 @@ impl Flattener<'_> {
     ) -> Result<Value, Diagnostic> {
         let Some(first) = vals.first() else {
             return Ok(Value {
-                ty: Ty::Real,
+                ty: ScalarType::Real,
                 dims: vec![0],
                 elems: vec![],
             });
@@ -50,9 +50,9 @@ impl Flattener<'_> {
     ) -> Result<Value, Diagnostic> {
         // Each element is promoted to a matrix (scalar 1x1, vector n x 1);
         // a row concatenates along columns, the rows along rows.
-        let mut row_mats: Vec<(usize, usize, Vec<ExprId>, Ty)> = Vec::new();
+        let mut row_mats: Vec<(usize, usize, Vec<ExprId>, ScalarType)> = Vec::new();
         for row in rows {
-            let mut r: Option<(usize, usize, Vec<ExprId>, Ty)> = None;
+            let mut r: Option<(usize, usize, Vec<ExprId>, ScalarType)> = None;
             for x in row {
                 let v = self.eval_expr(x, ctx)?;
                 let (nr, nc) = match v.dims.len() {
@@ -82,7 +82,12 @@ impl Flattener<'_> {
                             out.extend_from_slice(&re[i * rc..(i + 1) * rc]);
                             out.extend_from_slice(&v.elems[i * nc..(i + 1) * nc]);
                         }
-                        (rr, rc + nc, out, unify_ty(rt, v.ty).unwrap_or(Ty::Real))
+                        (
+                            rr,
+                            rc + nc,
+                            out,
+                            unify_ty(rt, v.ty).unwrap_or(ScalarType::Real),
+                        )
                     }
                 });
             }
@@ -92,7 +97,7 @@ impl Flattener<'_> {
         }
         let Some(first) = row_mats.first() else {
             return Ok(Value {
-                ty: Ty::Real,
+                ty: ScalarType::Real,
                 dims: vec![0, 0],
                 elems: vec![],
             });
@@ -108,7 +113,7 @@ impl Flattener<'_> {
                     format!("matrix rows have different numbers of columns: {cols} and {c}"),
                 ));
             }
-            ty = unify_ty(ty, *t).unwrap_or(Ty::Real);
+            ty = unify_ty(ty, *t).unwrap_or(ScalarType::Real);
             nrows += r;
             elems.extend_from_slice(e);
         }
@@ -216,7 +221,7 @@ impl Flattener<'_> {
             BinOp::And | BinOp::Or => {
                 self.expect_boolean(&a, lhs.span, &format!("`{}`", op.symbol()))?;
                 self.expect_boolean(&b, rhs.span, &format!("`{}`", op.symbol()))?;
-                self.elementwise(&a, &b, span, Ty::Boolean, false, |ar, x, y| {
+                self.elementwise(&a, &b, span, ScalarType::Boolean, false, |ar, x, y| {
                     if op == BinOp::And {
                         ar.and(x, y)
                     } else {
@@ -239,7 +244,7 @@ impl Flattener<'_> {
                     BinOp::Eq => RelOp::Eq,
                     _ => RelOp::Ne,
                 };
-                if (a.ty == Ty::Boolean) != (b.ty == Ty::Boolean) {
+                if (a.ty == ScalarType::Boolean) != (b.ty == ScalarType::Boolean) {
                     return Err(Diagnostic::error(
                         span,
                         format!("cannot compare a {} with a {}", a.ty.name(), b.ty.name()),
@@ -247,13 +252,17 @@ impl Flattener<'_> {
                 }
                 let event = !ctx.no_event && !ctx.in_function();
                 let e = self.arena.rel(rop, a.elems[0], b.elems[0], event);
-                Ok(Value::scalar(Ty::Boolean, e))
+                Ok(Value::scalar(ScalarType::Boolean, e))
             }
             _ => {
                 self.expect_numeric(&a, lhs.span)?;
                 self.expect_numeric(&b, rhs.span)?;
-                let int = a.ty == Ty::Integer && b.ty == Ty::Integer;
-                let ty = if int { Ty::Integer } else { Ty::Real };
+                let int = a.ty == ScalarType::Integer && b.ty == ScalarType::Integer;
+                let ty = if int {
+                    ScalarType::Integer
+                } else {
+                    ScalarType::Real
+                };
                 match op {
                     BinOp::Add | BinOp::Sub => {
                         if a.dims != b.dims {
@@ -277,10 +286,14 @@ impl Flattener<'_> {
                         self.elementwise(&a, &b, span, ty, true, |ar, x, y| ar.mul(x, y))
                     }
                     BinOp::ElemDiv => {
-                        self.elementwise(&a, &b, span, Ty::Real, true, |ar, x, y| ar.div(x, y))
+                        self.elementwise(&a, &b, span, ScalarType::Real, true, |ar, x, y| {
+                            ar.div(x, y)
+                        })
                     }
                     BinOp::ElemPow => {
-                        self.elementwise(&a, &b, span, Ty::Real, true, |ar, x, y| ar.pow(x, y))
+                        self.elementwise(&a, &b, span, ScalarType::Real, true, |ar, x, y| {
+                            ar.pow(x, y)
+                        })
                     }
                     BinOp::Mul => self.multiply(&a, &b, span, ty),
                     BinOp::Div => {
@@ -290,7 +303,9 @@ impl Flattener<'_> {
                                 "division is only defined by a scalar",
                             ));
                         }
-                        self.elementwise(&a, &b, span, Ty::Real, true, |ar, x, y| ar.div(x, y))
+                        self.elementwise(&a, &b, span, ScalarType::Real, true, |ar, x, y| {
+                            ar.div(x, y)
+                        })
                     }
                     BinOp::Pow => {
                         if !a.is_scalar() || !b.is_scalar() {
@@ -300,7 +315,7 @@ impl Flattener<'_> {
                             ));
                         }
                         let e = self.arena.pow(a.elems[0], b.elems[0]);
-                        Ok(Value::scalar(Ty::Real, e))
+                        Ok(Value::scalar(ScalarType::Real, e))
                     }
                     _ => unreachable!("handled above"),
                 }
@@ -314,7 +329,7 @@ impl Flattener<'_> {
         a: &Value,
         b: &Value,
         span: Span,
-        ty: Ty,
+        ty: ScalarType,
         broadcast: bool,
         f: impl Fn(&mut crate::flat::ExprArena, ExprId, ExprId) -> ExprId,
     ) -> Result<Value, Diagnostic> {
@@ -371,7 +386,7 @@ impl Flattener<'_> {
         a: &Value,
         b: &Value,
         span: Span,
-        ty: Ty,
+        ty: ScalarType,
     ) -> Result<Value, Diagnostic> {
         if a.is_scalar() || b.is_scalar() {
             return self.elementwise(a, b, span, ty, true, |ar, x, y| ar.mul(x, y));

@@ -51,10 +51,10 @@ impl Flattener<'_> {
             self.expect_numeric(&v, a[0].span)?;
             let elems = v.elems.iter().map(|&x| self.arena.call1(f, x)).collect();
             let ty = match f {
-                Fn1::Integer | Fn1::Sign if v.ty == Ty::Integer => Ty::Integer,
-                Fn1::Integer => Ty::Integer,
+                Fn1::Integer | Fn1::Sign if v.ty == ScalarType::Integer => ScalarType::Integer,
+                Fn1::Integer => ScalarType::Integer,
                 Fn1::Abs => v.ty,
-                _ => Ty::Real,
+                _ => ScalarType::Real,
             };
             return Ok(Value {
                 ty,
@@ -78,7 +78,7 @@ impl Flattener<'_> {
                     elems.push(self.der_of(x, a[0].span, ctx)?);
                 }
                 Ok(Value {
-                    ty: Ty::Real,
+                    ty: ScalarType::Real,
                     dims: v.dims,
                     elems,
                 })
@@ -124,7 +124,7 @@ impl Flattener<'_> {
                     elems.push(e);
                 }
                 Ok(Value {
-                    ty: Ty::Boolean,
+                    ty: ScalarType::Boolean,
                     dims: v.dims,
                     elems,
                 })
@@ -136,7 +136,7 @@ impl Flattener<'_> {
                 } else {
                     Node::Terminal
                 };
-                Ok(Value::scalar(Ty::Boolean, self.arena.intern(n)))
+                Ok(Value::scalar(ScalarType::Boolean, self.arena.intern(n)))
             }
             "noEvent" => {
                 let a = self.positional(args, span, name, 1, 1)?;
@@ -157,7 +157,7 @@ impl Flattener<'_> {
                 let s = self.eval_expr(&a[0], ctx)?;
                 let i = self.eval_expr(&a[1], ctx)?;
                 let e = self.arena.intern(Node::Sample(s.elems[0], i.elems[0]));
-                Ok(Value::scalar(Ty::Boolean, e))
+                Ok(Value::scalar(ScalarType::Boolean, e))
             }
             "atan2" | "mod" | "rem" | "div" | "semiLinear" => {
                 let a = self.positional(
@@ -177,7 +177,7 @@ impl Flattener<'_> {
                     let c = self.arena.rel(RelOp::Ge, x.elems[0], zero, event);
                     let p = self.arena.mul(y.elems[0], x.elems[0]);
                     let m = self.arena.mul(z.elems[0], x.elems[0]);
-                    return Ok(Value::scalar(Ty::Real, self.arena.if_(c, p, m)));
+                    return Ok(Value::scalar(ScalarType::Real, self.arena.if_(c, p, m)));
                 }
                 let f = match name {
                     "atan2" => Fn2::Atan2,
@@ -185,10 +185,13 @@ impl Flattener<'_> {
                     "rem" => Fn2::Rem,
                     _ => Fn2::Div,
                 };
-                let ty = if f != Fn2::Atan2 && x.ty == Ty::Integer && y.ty == Ty::Integer {
-                    Ty::Integer
+                let ty = if f != Fn2::Atan2
+                    && x.ty == ScalarType::Integer
+                    && y.ty == ScalarType::Integer
+                {
+                    ScalarType::Integer
                 } else {
-                    Ty::Real
+                    ScalarType::Real
                 };
                 self.elementwise(&x, &y, span, ty, true, |ar, p, q| ar.call2(f, p, q))
             }
@@ -207,7 +210,7 @@ impl Flattener<'_> {
                         format!("`{name}(a, b)` takes two scalars"),
                     ));
                 }
-                let ty = unify_ty(x.ty, y.ty).unwrap_or(Ty::Real);
+                let ty = unify_ty(x.ty, y.ty).unwrap_or(ScalarType::Real);
                 Ok(Value::scalar(
                     ty,
                     self.arena.call2(f, x.elems[0], y.elems[0]),
@@ -238,7 +241,7 @@ impl Flattener<'_> {
                         ));
                     }
                     return Ok(Value::scalar(
-                        Ty::Integer,
+                        ScalarType::Integer,
                         self.arena.constant(v.dims[k - 1] as f64),
                     ));
                 }
@@ -248,7 +251,7 @@ impl Flattener<'_> {
                     .map(|&d| self.arena.constant(d as f64))
                     .collect();
                 Ok(Value {
-                    ty: Ty::Integer,
+                    ty: ScalarType::Integer,
                     dims: vec![v.dims.len()],
                     elems,
                 })
@@ -257,7 +260,7 @@ impl Flattener<'_> {
                 let a = self.positional(args, span, name, 1, 1)?;
                 let v = self.eval_expr(&a[0], ctx)?;
                 Ok(Value::scalar(
-                    Ty::Integer,
+                    ScalarType::Integer,
                     self.arena.constant(v.dims.len() as f64),
                 ))
             }
@@ -267,7 +270,7 @@ impl Flattener<'_> {
                 let c = self.arena.constant(if name == "zeros" { 0.0 } else { 1.0 });
                 let n: usize = dims.iter().product();
                 Ok(Value {
-                    ty: Ty::Integer,
+                    ty: ScalarType::Integer,
                     dims,
                     elems: vec![c; n],
                 })
@@ -298,7 +301,7 @@ impl Flattener<'_> {
                     .map(|k| if k / n == k % n { one } else { zero })
                     .collect();
                 Ok(Value {
-                    ty: Ty::Integer,
+                    ty: ScalarType::Integer,
                     dims: vec![n, n],
                     elems,
                 })
@@ -339,7 +342,7 @@ impl Flattener<'_> {
                     elems.push(self.arena.add(x1.elems[0], t));
                 }
                 Ok(Value {
-                    ty: Ty::Real,
+                    ty: ScalarType::Real,
                     dims: vec![n],
                     elems,
                 })
@@ -372,7 +375,7 @@ impl Flattener<'_> {
                     elems.push(self.arena.sub(p, q));
                 }
                 Ok(Value {
-                    ty: Ty::Real,
+                    ty: ScalarType::Real,
                     dims: vec![3],
                     elems,
                 })
@@ -389,7 +392,7 @@ impl Flattener<'_> {
                 let n2 = self.arena.neg(x2);
                 let n3 = self.arena.neg(x3);
                 Ok(Value {
-                    ty: Ty::Real,
+                    ty: ScalarType::Real,
                     dims: vec![3, 3],
                     elems: vec![z, n3, x2, x3, z, n1, n2, x1, z],
                 })
@@ -408,7 +411,7 @@ impl Flattener<'_> {
                     }
                 }
                 Ok(Value {
-                    ty: Ty::Real,
+                    ty: ScalarType::Real,
                     dims: vec![x.dims[0], y.dims[0]],
                     elems,
                 })
@@ -447,7 +450,7 @@ impl Flattener<'_> {
                         "`cat` is supported for vectors along dimension 1",
                     ));
                 }
-                let ty = vals.first().map(|v| v.ty).unwrap_or(Ty::Real);
+                let ty = vals.first().map(|v| v.ty).unwrap_or(ScalarType::Real);
                 let elems: Vec<ExprId> =
                     vals.iter().flat_map(|v| v.elems.iter().copied()).collect();
                 Ok(Value {
@@ -460,7 +463,7 @@ impl Flattener<'_> {
                 let a = self.positional(args, span, name, 1, 1)?;
                 let v = self.eval_expr(&a[0], ctx)?;
                 Ok(Value {
-                    ty: Ty::Integer,
+                    ty: ScalarType::Integer,
                     ..v
                 })
             }

@@ -7,7 +7,7 @@
 //! context's instance (components), function locals, for-loop indices, then
 //! lexically enclosing classes (constants, enumerations).
 //!
-//! Rooms: this file has the values (`Value`, `Ty`), the context (`Ctx`)
+//! Rooms: this file has the values (`Value`, typed by `flat::ScalarType`), the context (`Ctx`)
 //! and the dispatch over expression kinds; `names.rs` resolves references,
 //! `arrays.rs` does array construction and arithmetic, `builtins.rs` the
 //! builtin operators and functions, `calls.rs` calls of user functions,
@@ -33,41 +33,17 @@ use crate::syntax::ast::{self, Arg, BinOp, ComponentRef, ExprKind, Span, Subscri
 use std::collections::HashMap;
 use std::rc::Rc;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ty {
-    Real,
-    Integer,
-    Boolean,
-}
-
-impl Ty {
-    fn name(self) -> &'static str {
-        match self {
-            Ty::Real => "Real",
-            Ty::Integer => "Integer",
-            Ty::Boolean => "Boolean",
-        }
-    }
-    pub fn from_scalar(t: ScalarType) -> Ty {
-        match t {
-            ScalarType::Real => Ty::Real,
-            ScalarType::Integer => Ty::Integer,
-            ScalarType::Boolean => Ty::Boolean,
-        }
-    }
-}
-
 /// A value during flattening: an array (possibly 0-dimensional) of scalar
 /// expressions in row-major order.
 #[derive(Clone, Debug)]
 pub struct Value {
-    pub ty: Ty,
+    pub ty: ScalarType,
     pub dims: Vec<usize>,
     pub elems: Vec<ExprId>,
 }
 
 impl Value {
-    pub fn scalar(ty: Ty, e: ExprId) -> Value {
+    pub fn scalar(ty: ScalarType, e: ExprId) -> Value {
         Value {
             ty,
             dims: vec![],
@@ -142,7 +118,7 @@ pub fn select(v: &Value, index: &[usize], span: Span) -> Result<Value, Diagnosti
 pub struct Local {
     pub base: u32,
     pub dims: Vec<usize>,
-    pub ty: Ty,
+    pub ty: ScalarType,
     pub input: bool,
 }
 
@@ -267,9 +243,9 @@ const BUILTINS: &[&str] = &[
 impl<'l> Flattener<'l> {
     pub(super) fn eval_expr(&mut self, e: &ast::Expr, ctx: &Ctx) -> Result<Value, Diagnostic> {
         match &e.kind {
-            ExprKind::Real(v) => Ok(Value::scalar(Ty::Real, self.arena.constant(*v))),
-            ExprKind::Integer(v) => Ok(Value::scalar(Ty::Integer, self.arena.constant(*v as f64))),
-            ExprKind::Bool(b) => Ok(Value::scalar(Ty::Boolean, self.arena.constant(f64::from(*b)))),
+            ExprKind::Real(v) => Ok(Value::scalar(ScalarType::Real, self.arena.constant(*v))),
+            ExprKind::Integer(v) => Ok(Value::scalar(ScalarType::Integer, self.arena.constant(*v as f64))),
+            ExprKind::Bool(b) => Ok(Value::scalar(ScalarType::Boolean, self.arena.constant(f64::from(*b)))),
             ExprKind::String(_) => Err(Diagnostic::error(e.span, "a string is not allowed here")
                 .with_hint("strings may only appear in descriptions and in the messages of assert and terminate")),
             ExprKind::Ref(r) => self.resolve_ref(r, ctx),
@@ -283,7 +259,7 @@ impl<'l> Flattener<'l> {
             .with_label("a function argument")
             .with_hint("call a function written for this one purpose instead")),
             ExprKind::End => match ctx.end {
-                Some(n) => Ok(Value::scalar(Ty::Integer, self.arena.constant(n as f64))),
+                Some(n) => Ok(Value::scalar(ScalarType::Integer, self.arena.constant(n as f64))),
                 None => Err(Diagnostic::error(e.span, "`end` is only allowed inside a subscript")),
             },
             ExprKind::Unary { op, operand } => {
@@ -321,7 +297,7 @@ impl<'l> Flattener<'l> {
                 let int = a.fract() == 0.0 && s.fract() == 0.0;
                 let elems = (0..n).map(|k| self.arena.constant(a + s * k as f64)).collect();
                 Ok(Value {
-                    ty: if int { Ty::Integer } else { Ty::Real },
+                    ty: if int { ScalarType::Integer } else { ScalarType::Real },
                     dims: vec![n],
                     elems,
                 })
@@ -340,7 +316,7 @@ impl<'l> Flattener<'l> {
                     None => {
                         if vals.is_empty() {
                             return Ok(Value {
-                                ty: Ty::Real,
+                                ty: ScalarType::Real,
                                 dims: vec![0],
                                 elems: vec![],
                             });
@@ -350,7 +326,7 @@ impl<'l> Flattener<'l> {
                     Some(f) => {
                         let arr = if vals.is_empty() {
                             Value {
-                                ty: Ty::Real,
+                                ty: ScalarType::Real,
                                 dims: vec![0],
                                 elems: vec![],
                             }
@@ -447,7 +423,7 @@ impl<'l> Flattener<'l> {
     }
 
     fn expect_numeric(&self, v: &Value, span: Span) -> Result<(), Diagnostic> {
-        if v.ty == Ty::Boolean {
+        if v.ty == ScalarType::Boolean {
             return Err(Diagnostic::error(
                 span,
                 "a Boolean is used where a number is expected",
@@ -457,7 +433,7 @@ impl<'l> Flattener<'l> {
     }
 
     fn expect_boolean(&self, v: &Value, span: Span, what: &str) -> Result<(), Diagnostic> {
-        if v.ty != Ty::Boolean {
+        if v.ty != ScalarType::Boolean {
             return Err(Diagnostic::error(
                 span,
                 format!("{what} needs a Boolean, found a {}", v.ty.name()),
@@ -478,12 +454,12 @@ fn r_span(s: &Subscript) -> Span {
     }
 }
 
-fn unify_ty(a: Ty, b: Ty) -> Option<Ty> {
+fn unify_ty(a: ScalarType, b: ScalarType) -> Option<ScalarType> {
     match (a, b) {
-        (Ty::Boolean, Ty::Boolean) => Some(Ty::Boolean),
-        (Ty::Boolean, _) | (_, Ty::Boolean) => None,
-        (Ty::Integer, Ty::Integer) => Some(Ty::Integer),
-        _ => Some(Ty::Real),
+        (ScalarType::Boolean, ScalarType::Boolean) => Some(ScalarType::Boolean),
+        (ScalarType::Boolean, _) | (_, ScalarType::Boolean) => None,
+        (ScalarType::Integer, ScalarType::Integer) => Some(ScalarType::Integer),
+        _ => Some(ScalarType::Real),
     }
 }
 

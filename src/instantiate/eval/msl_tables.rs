@@ -225,7 +225,7 @@ impl Flattener<'_> {
                         let c = f.arg_ctx(*c, ctx, ctor);
                         f.eval_expr(e, &c)
                     }
-                    None => Ok(Value::scalar(Ty::Real, f.arena.zero())),
+                    None => Ok(Value::scalar(ScalarType::Real, f.arena.zero())),
                 }
             };
             let start = scalar(self, "startTime")?;
@@ -557,7 +557,7 @@ impl Flattener<'_> {
                 let column = self.served_column(icol, *icol_span, columns)?;
                 let n = table.dims[1];
                 let pick = |c: usize| Value {
-                    ty: Ty::Real,
+                    ty: ScalarType::Real,
                     dims: vec![table.dims[0]],
                     elems: table.elems.iter().skip(c).step_by(n).copied().collect(),
                 };
@@ -608,17 +608,17 @@ impl Flattener<'_> {
                 let column = self.served_column(icol, *icol_span, columns)?;
                 let n = table.dims[1];
                 let pick = |c: usize| Value {
-                    ty: Ty::Real,
+                    ty: ScalarType::Real,
                     dims: vec![table.dims[0]],
                     elems: table.elems.iter().skip(c).step_by(n).copied().collect(),
                 };
                 let flag = Value::scalar(
-                    Ty::Boolean,
+                    ScalarType::Boolean,
                     self.arena.constant(f64::from(*constant_segments)),
                 );
                 let next = match values.get(2) {
                     Some((v, _)) => v.clone(),
-                    None => Value::scalar(Ty::Real, self.arena.constant(1e300)),
+                    None => Value::scalar(ScalarType::Real, self.arena.constant(1e300)),
                 };
                 let args = [
                     pick(0),
@@ -647,20 +647,23 @@ impl Flattener<'_> {
                     return Err(unsupported());
                 };
                 if *time_events == 3 {
-                    return Ok(vec![Value::scalar(Ty::Real, self.arena.constant(1e300))]);
+                    return Ok(vec![Value::scalar(
+                        ScalarType::Real,
+                        self.arena.constant(1e300),
+                    )]);
                 }
                 let n = table.dims[1];
                 let times = Value {
-                    ty: Ty::Real,
+                    ty: ScalarType::Real,
                     dims: vec![table.dims[0]],
                     elems: table.elems.iter().step_by(n).copied().collect(),
                 };
                 let at_points = Value::scalar(
-                    Ty::Boolean,
+                    ScalarType::Boolean,
                     self.arena.constant(f64::from(*time_events == 1)),
                 );
                 let periodic = Value::scalar(
-                    Ty::Boolean,
+                    ScalarType::Boolean,
                     self.arena.constant(f64::from(*extrapolation == 3)),
                 );
                 let args = [
@@ -674,23 +677,23 @@ impl Flattener<'_> {
                 self.call_stdlib("Tables.nextTimeEvent", &args, span)
             }
             (TableObject::Time { table, .. }, "CombiTimeTable_minimumTime") => {
-                Ok(vec![Value::scalar(Ty::Real, table.elems[0])])
+                Ok(vec![Value::scalar(ScalarType::Real, table.elems[0])])
             }
             (TableObject::Time { table, .. }, "CombiTimeTable_maximumTime") => {
                 let last = (table.dims[0] - 1) * table.dims[1];
-                Ok(vec![Value::scalar(Ty::Real, table.elems[last])])
+                Ok(vec![Value::scalar(ScalarType::Real, table.elems[last])])
             }
             (TableObject::OneD { table, .. }, "CombiTable1D_minimumAbscissa") => {
-                Ok(vec![Value::scalar(Ty::Real, table.elems[0])])
+                Ok(vec![Value::scalar(ScalarType::Real, table.elems[0])])
             }
             (TableObject::OneD { table, .. }, "CombiTable1D_maximumAbscissa") => {
                 let last = (table.dims[0] - 1) * table.dims[1];
-                Ok(vec![Value::scalar(Ty::Real, table.elems[last])])
+                Ok(vec![Value::scalar(ScalarType::Real, table.elems[last])])
             }
             (TableObject::TwoD { table, .. }, "CombiTable2D_minimumAbscissa") => {
                 let n = table.dims[1];
                 Ok(vec![Value {
-                    ty: Ty::Real,
+                    ty: ScalarType::Real,
                     dims: vec![2],
                     elems: vec![table.elems[n], table.elems[1]],
                 }])
@@ -698,7 +701,7 @@ impl Flattener<'_> {
             (TableObject::TwoD { table, .. }, "CombiTable2D_maximumAbscissa") => {
                 let (m, n) = (table.dims[0], table.dims[1]);
                 Ok(vec![Value {
-                    ty: Ty::Real,
+                    ty: ScalarType::Real,
                     dims: vec![2],
                     elems: vec![table.elems[(m - 1) * n], table.elems[n - 1]],
                 }])
@@ -737,7 +740,7 @@ impl Flattener<'_> {
     }
 
     fn integer(&mut self, v: i64) -> Value {
-        Value::scalar(Ty::Integer, self.arena.constant(v as f64))
+        Value::scalar(ScalarType::Integer, self.arena.constant(v as f64))
     }
 
     /// Calls function `path` of the embedded standard library.
@@ -898,7 +901,7 @@ impl Flattener<'_> {
             .map(|x| self.arena.constant(x))
             .collect();
         Ok(Value {
-            ty: Ty::Real,
+            ty: ScalarType::Real,
             dims: vec![rows, cols],
             elems,
         })

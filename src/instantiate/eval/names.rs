@@ -158,7 +158,7 @@ impl Flattener<'_> {
                 let mut c = ctx.clone();
                 c.end = Some(size);
                 let v = self.eval_expr(e, &c)?;
-                if v.ty == Ty::Boolean {
+                if v.ty == ScalarType::Boolean {
                     return Err(Diagnostic::error(e.span, "an index must be an Integer"));
                 }
                 let mut idx = Vec::new();
@@ -235,7 +235,7 @@ impl Flattener<'_> {
         }
         if !r.global && r.parts.len() == 1 && name == "time" && first.subscripts.is_empty() {
             let t = self.arena.intern(Node::Time);
-            return Ok(Value::scalar(Ty::Real, t));
+            return Ok(Value::scalar(ScalarType::Real, t));
         }
         if let Some(v) = self.resolve_lexical(r, ctx)? {
             return Ok(v);
@@ -281,8 +281,10 @@ impl Flattener<'_> {
                 .with_hint("refer to one of its variables, e.g. `a.phi`"));
             };
             let var = &self.vars[*v as usize];
-            let t = Ty::from_scalar(var.ty);
-            ty = Some(ty.map_or(t, |x: Ty| unify_ty(x, t).unwrap_or(Ty::Real)));
+            let t = var.ty;
+            ty = Some(ty.map_or(t, |x: ScalarType| {
+                unify_ty(x, t).unwrap_or(ScalarType::Real)
+            }));
             if var.variability == Variability::Constant {
                 // Constants are replaced by their values.
                 match self.binding_of(*v)? {
@@ -307,7 +309,7 @@ impl Flattener<'_> {
             }
         }
         Ok(Value {
-            ty: ty.unwrap_or(Ty::Real),
+            ty: ty.unwrap_or(ScalarType::Real),
             dims: nodes.dims,
             elems,
         })
@@ -477,7 +479,7 @@ impl Flattener<'_> {
                             .position(|x| x == pname);
                         if let Some(i) = v {
                             return Ok(Some(Value::scalar(
-                                Ty::Integer,
+                                ScalarType::Integer,
                                 self.arena.constant(i as f64 + 1.0),
                             )));
                         }
@@ -486,7 +488,7 @@ impl Flattener<'_> {
                         let v = ["error", "warning"].iter().position(|x| x == pname);
                         if let Some(i) = v {
                             return Ok(Some(Value::scalar(
-                                Ty::Integer,
+                                ScalarType::Integer,
                                 self.arena.constant(i as f64 + 1.0),
                             )));
                         }
@@ -498,7 +500,7 @@ impl Flattener<'_> {
                 {
                     if let Some(i) = lits.iter().position(|l| l.name == *pname) {
                         return Ok(Some(Value::scalar(
-                            Ty::Integer,
+                            ScalarType::Integer,
                             self.arena.constant(i as f64 + 1.0),
                         )));
                     }

@@ -124,7 +124,7 @@ impl Flattener<'_> {
             _ => a >= b,
         };
         Ok(Value::scalar(
-            Ty::Boolean,
+            ScalarType::Boolean,
             self.arena.constant(f64::from(holds)),
         ))
     }
@@ -189,12 +189,13 @@ impl Flattener<'_> {
             ));
         };
         let text = self.eval_string(text, ctx)?;
-        let integer = |f: &mut Self, v: i64| Value::scalar(Ty::Integer, f.arena.constant(v as f64));
+        let integer =
+            |f: &mut Self, v: i64| Value::scalar(ScalarType::Integer, f.arena.constant(v as f64));
         let value = match name {
             "length" => integer(self, text.chars().count() as i64),
             "isEmpty" => {
                 let empty = text.trim().is_empty();
-                Value::scalar(Ty::Boolean, self.arena.constant(f64::from(empty)))
+                Value::scalar(ScalarType::Boolean, self.arena.constant(f64::from(empty)))
             }
             _ => {
                 let Some(search) = given[1] else {

@@ -47,7 +47,7 @@ impl Flattener<'_> {
             .map(|x| self.arena.constant(x))
             .collect();
         Ok(Value {
-            ty: Ty::Real,
+            ty: ScalarType::Real,
             dims: vec![m, n],
             elems,
         })
