@@ -76,3 +76,10 @@ fn a_loop_switches_on_a_relation_of_its_own_unknown() {
     assert_close(last(&r, "y"), 2.5, 1e-9, 1e-12);
     assert_close(last(&r, "z"), 0.875, 1e-6, 0.0);
 }
+
+#[test]
+fn an_initial_equation_sets_a_left_limit() {
+    let r = run("pre_initial.rmo");
+    assert_eq!(last(&r, "n"), 5.0);
+    assert_close(last(&r, "x"), 4.5, 1e-8, 1e-10);
+}

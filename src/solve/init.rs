@@ -34,9 +34,9 @@ struct InitSystem {
     free: Vec<u32>,
     /// Fixed non-state variables: (variable, start value).
     fixed_algebraic: Vec<(u32, f64)>,
-    /// Initial equations `v = e` of a discrete `v` that `e` does not
-    /// mention (an `initial algorithm`'s assignments, as the MSL's
-    /// `Blocks.Sources.Pulse` counts its periods): (equation, v).
+    /// Initial equations `v = e` or `pre(v) = e` of a discrete `v` that
+    /// `e` does not mention (an `initial algorithm`'s assignments, as the
+    /// MSL's `Blocks.Sources.Pulse` counts its periods): (equation, v).
     assigned: Vec<(usize, u32)>,
 }
 
@@ -109,8 +109,12 @@ pub(super) fn initialize(run: &mut Run, opts: &Options) -> Result<(), Diagnostic
         .iter()
         .enumerate()
         .filter_map(|(k, eq)| match c.arena.node(eq.lhs) {
-            crate::flat::Node::Var(v)
-                if run.is_discrete(v) && !crate::symbolic::mentions(&c.arena, eq.rhs, v) =>
+            // `v = e`, or `pre(v) = e` (which sets the left limit, and v
+            // with it until an event changes it).
+            crate::flat::Node::Var(v) | crate::flat::Node::Pre(v)
+                if run.is_discrete(v)
+                    && !crate::symbolic::mentions(&c.arena, eq.rhs, v)
+                    && !c.arena.any_node(eq.rhs, |n| n == crate::flat::Node::Pre(v)) =>
             {
                 Some((k, v))
             }
