@@ -1070,7 +1070,8 @@ end Friction;
 /// The MSL's friction, clutch and lossy-gear examples run unchanged to
 /// their stop times, and what physics fixes whatever the mode logic does
 /// holds: no friction element or lossy gear ever gives power back (its
-/// loss power is never negative, to round-off), and where the only
+/// loss power is never negative, to round-off; in HeatLosses all of it
+/// leaves through the convection to the ambient), and where the only
 /// external torque acts on one of the inertias (CoupledClutches,
 /// OneWayClutch: four and two inertias of J = 1) their total angular
 /// momentum changes by that torque's integral (trapezoids on the output
@@ -1081,7 +1082,22 @@ fn the_msl_friction_examples_dissipate_and_keep_momentum() {
         return;
     };
     let d = folder("friction-examples");
-    let examples: [(&str, f64, &[&str], &[&str]); 8] = [
+    let examples: [(&str, f64, &[&str], &[&str]); 9] = [
+        (
+            "HeatLosses",
+            1.0,
+            &[
+                "damper.lossPower",
+                "springDamper.lossPower",
+                "elastoBacklash.lossPower",
+                "bearingFriction.lossPower",
+                "lossyGear.lossPower",
+                "clutch.lossPower",
+                "oneWayClutch.lossPower",
+                "brake.lossPower",
+            ],
+            &[],
+        ),
         (
             "Friction",
             3.0,
@@ -1138,6 +1154,20 @@ fn the_msl_friction_examples_dissipate_and_keep_momentum() {
             let big = p.iter().fold(1.0f64, |m, x| m.max(x.abs()));
             if let Some((k, x)) = p.iter().enumerate().find(|(_, x)| **x < -1e-9 * big) {
                 panic!("{name}: {loss} = {x} < 0 at t = {}", t[k]);
+            }
+        }
+        if name == "HeatLosses" {
+            // Every loss leaves through the convection to the ambient.
+            let q = column(&res, "convection.Q_flow");
+            let p: Vec<Vec<f64>> = losses.iter().map(|l| column(&res, l)).collect();
+            for k in 0..t.len() {
+                let sum: f64 = p.iter().map(|c| c[k]).sum();
+                assert!(
+                    (sum - q[k]).abs() <= 1e-9 * (1.0 + sum.abs()),
+                    "t = {}: {sum} against {}",
+                    t[k],
+                    q[k]
+                );
             }
         }
         if speeds.is_empty() {

@@ -1028,11 +1028,13 @@ impl Lowerer<'_> {
         self.stmts.push(Stmt::Set(first, Expr::Const(0.0)));
         let changed = self.local();
         self.stmts.push(Stmt::Set(changed, Expr::Const(0.0)));
-        // Whether each relation flipped already in this solve: flipping
-        // back then needs its operands apart by more than round-off (at the
-        // switching point a relation such as `sa > tau0_max` holds by a
-        // hair, and the solution of the new mode may land a hair on the
-        // other side).
+        // Whether each relation flipped already at this evaluation: it does
+        // not flip back in it. At a switching point a relation such as
+        // `sa > tau0_max` holds by a hair, and the solution of the new mode
+        // may land a hair (or, past a hysteresis, clearly) on the other
+        // side; the next event iteration, with the left limits updated,
+        // decides (the MSL's one-way clutch keeps sliding through
+        // `pre(startForward) and sa > tau0`).
         let flipped: Vec<u32> = rels.iter().map(|_| self.local()).collect();
         let l = self.sh.layout.clone();
         let inner: &[(VarId, ExprId, usize)] = match b {
@@ -1062,31 +1064,7 @@ impl Lowerer<'_> {
             s.calls.clear();
             s.stmts.push(Stmt::Store(FREEZE, Expr::Const(1.0)));
             for (&(slot, op, lhs, rhs, rel), &f) in rels.iter().zip(&flipped) {
-                let (a, b) = (s.expr(&c.arena, lhs), s.expr(&c.arena, rhs));
-                let (ta, tb) = (s.local(), s.local());
-                s.stmts.push(Stmt::Set(ta, a));
-                s.stmts.push(Stmt::Set(tb, b));
-                let live = bin(Op2::Rel(op), Expr::Local(ta), Expr::Local(tb));
-                let apart = bin(
-                    Op2::Rel(RelOp::Gt),
-                    abs(bin(Op2::Sub, Expr::Local(ta), Expr::Local(tb))),
-                    bin(
-                        Op2::Mul,
-                        Expr::Const(1e-9),
-                        bin(Op2::Add, abs(Expr::Local(ta)), abs(Expr::Local(tb))),
-                    ),
-                );
-                // (and by more than round-off about zero: a free clutch's
-                // torque of 1e-17 against 0).
-                let apart = bin(
-                    Op2::And,
-                    apart,
-                    bin(
-                        Op2::Rel(RelOp::Gt),
-                        abs(bin(Op2::Sub, Expr::Local(ta), Expr::Local(tb))),
-                        Expr::Const(1e-14),
-                    ),
-                );
+                let live = bin(Op2::Rel(op), s.expr(&c.arena, lhs), s.expr(&c.arena, rhs));
                 let t = s.local();
                 s.stmts.push(Stmt::Set(t, live));
                 let mut store = vec![
@@ -1096,11 +1074,7 @@ impl Lowerer<'_> {
                 if direct.contains(&rel) {
                     store.insert(0, Stmt::Set(changed, Expr::Const(1.0)));
                 }
-                let may_flip = bin(
-                    Op2::Or,
-                    bin(Op2::Rel(RelOp::Eq), Expr::Local(f), Expr::Const(0.0)),
-                    apart,
-                );
+                let may_flip = bin(Op2::Rel(RelOp::Eq), Expr::Local(f), Expr::Const(0.0));
                 s.stmts.push(Stmt::If(
                     bin(
                         Op2::And,
