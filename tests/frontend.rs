@@ -259,3 +259,40 @@ fn unilateral_and_friction_contacts() {
         "model M\n  parameter Real mu = 0.3;\n  Real x(start = 0, fixed = true);\n  Real v(start = 1, fixed = true);\n  Real y(start = 0, fixed = true);\n  Real w(start = 0, fixed = true);\n  Real N;\n  Real T;\nequation\n  der(x) = v;\n  der(y) = w;\n  der(v) = T;\n  der(w) = N - 9.81;\n  unilateral(y, N, 0.5);\n  friction(v, T, N, mu);\nend M;"
     ));
 }
+
+/// A record bound as a whole takes its constructor's arguments (by
+/// position, by name, the rest their defaults) or another record's fields
+/// (issue 21: `One o = One(1984)` once gave the default 1, exit 0).
+#[test]
+fn a_record_bound_to_its_constructor_or_another_record_takes_their_values() {
+    let flat = flat_model(
+        "record One\n  Real x = 1;\nend One;\nrecord Two\n  Real a = 1;\n  Real b = 2;\n  constant Real c = 3;\nend Two;\nmodel R\n  One o = One(1984);\n  Two p = Two(b = 20);\n  Two q = p;\n  Two r = Two(7, 8);\nend R;\n",
+        "R",
+    );
+    for line in [
+        "o.x = 1984",
+        "p.a = 1",
+        "p.b = 20",
+        "q.a = p.a",
+        "q.b = p.b",
+        "r.a = 7",
+        "r.b = 8",
+    ] {
+        assert!(flat.contains(line), "{line} missing in\n{flat}");
+    }
+}
+
+/// A record bound to anything but its constructor or a record is refused
+/// where it is written, not ignored.
+#[test]
+fn a_record_bound_to_a_number_is_refused() {
+    let text = flat_model(
+        "record One\n  Real x = 1;\nend One;\nmodel R\n  One o = 3;\nend R;\n",
+        "R",
+    );
+    assert!(
+        text.contains("can be bound only to its constructor or to another record"),
+        "{text}"
+    );
+    assert!(text.contains(":5:11"), "{text}");
+}

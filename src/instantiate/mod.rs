@@ -24,7 +24,7 @@ use crate::flat::{
 };
 use crate::syntax::ast::{self, ClassBody, ClassKind, Element, Span};
 use library::{Builtin, ClassId, Library};
-use modifier::{Binding, Modifier, Scope, merge};
+use modifier::{Binding, Modifier, Scope, SubMod, merge};
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -796,10 +796,127 @@ impl<'l> Flattener<'l> {
                 "a model cannot contain an instance of itself (the structure would be infinite)",
             ));
         }
+        // A record bound as a whole (`One o = One(1984)`, `One o = p`):
+        // its fields bound one by one (MLS 12.6).
+        let fields;
+        let m = match &m.binding {
+            Some(b) if def.kind == ClassKind::Record => {
+                fields = self.record_binding_as_fields(class, m, b)?;
+                &fields
+            }
+            _ => m,
+        };
         self.class_stack.push(class);
         let r = self.instantiate_model(class, &def, m, path, parent, prefix, span);
         self.class_stack.pop();
         r
+    }
+
+    /// Modifier `m` of a record with its binding `b` turned into bindings of
+    /// the fields: a call of the record's constructor gives each field its
+    /// argument (by position in declaration order, or by name; the others
+    /// keep their defaults), a record reference `p` gives field `f` the
+    /// value `p.f`.
+    fn record_binding_as_fields(
+        &mut self,
+        class: ClassId,
+        m: &Modifier,
+        b: &Binding,
+    ) -> Result<Modifier, Diagnostic> {
+        let record = self.lib.entry(class).full_name.clone();
+        let contents = self.contents(class, &Modifier::default(), None, 0)?;
+        let fields: Vec<String> = contents
+            .components
+            .iter()
+            .filter(|c| {
+                !c.decl.protected && c.decl.prefix.variability != ast::Variability::Constant
+            })
+            .map(|c| c.decl.name.name.clone())
+            .collect();
+        let mut given: Vec<(String, ast::Expr)> = Vec::new();
+        match &b.expr.kind {
+            ast::ExprKind::Call { func, args }
+                if func.as_name().is_some_and(|n| {
+                    self.lib.lookup(b.scope.class, &n).ok().is_some_and(|c| {
+                        self.lib
+                            .def(c)
+                            .ok()
+                            .flatten()
+                            .is_some_and(|d| d.kind == ClassKind::Record)
+                    })
+                }) =>
+            {
+                let mut k = 0;
+                for a in args {
+                    match a {
+                        ast::Arg::Positional(e) => {
+                            let Some(f) = fields.get(k) else {
+                                return Err(Diagnostic::error(
+                                    e.span,
+                                    format!(
+                                        "record `{record}` has {} field(s) to set",
+                                        fields.len()
+                                    ),
+                                ));
+                            };
+                            given.push((f.clone(), e.clone()));
+                            k += 1;
+                        }
+                        ast::Arg::Named(n, e) => {
+                            if !fields.contains(&n.name) {
+                                return Err(Diagnostic::error(
+                                    n.span,
+                                    format!("record `{record}` has no field `{}` to set", n.name),
+                                ));
+                            }
+                            given.push((n.name.clone(), e.clone()));
+                        }
+                    }
+                }
+            }
+            ast::ExprKind::Ref(r) => {
+                for f in &fields {
+                    let mut r = r.clone();
+                    r.parts.push(ast::RefPart {
+                        ident: ast::Ident {
+                            name: f.clone(),
+                            span: r.span,
+                        },
+                        subscripts: Vec::new(),
+                    });
+                    given.push((
+                        f.clone(),
+                        ast::Expr {
+                            kind: ast::ExprKind::Ref(r.clone()),
+                            span: b.expr.span,
+                        },
+                    ));
+                }
+            }
+            _ => {
+                return Err(Diagnostic::error(
+                    b.expr.span,
+                    format!("a record `{record}` can be bound only to its constructor or to another record"),
+                )
+                .with_hint(format!("write `{record}(field = value, ...)`, or modify the fields: `x(field = value)`")));
+            }
+        }
+        let mut out = m.clone();
+        out.binding = None;
+        let subs = given.into_iter().map(|(name, e)| SubMod {
+            name,
+            span: e.span,
+            modifier: Modifier {
+                binding: Some(Binding {
+                    expr: Rc::new(e),
+                    scope: b.scope,
+                    index: b.index.clone(),
+                }),
+                ..Modifier::default()
+            },
+        });
+        out.subs = subs.chain(m.subs.iter().cloned()).collect();
+        Ok(out)
     }
 
     #[allow(clippy::too_many_arguments)]
