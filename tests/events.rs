@@ -83,3 +83,11 @@ fn an_initial_equation_sets_a_left_limit() {
     assert_eq!(last(&r, "n"), 5.0);
     assert_close(last(&r, "x"), 4.5, 1e-8, 1e-10);
 }
+
+#[test]
+fn when_not_initial_fires_once_as_initialization_ends() {
+    let r = run("when_not_initial.rmo");
+    assert_eq!(last(&r, "n"), 1.0);
+    assert_eq!(last(&r, "m"), 1.0);
+    assert_eq!(last(&r, "k"), 1.0);
+}

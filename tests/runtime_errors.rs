@@ -326,3 +326,8 @@ fn a_step_for_a_model_that_runs_on_the_bdf() {
 fn a_reinit_to_nan_is_reported_at_the_when_clause() {
     insta::assert_snapshot!(check("reinit_nan.rmo", &[]));
 }
+
+#[test]
+fn an_assert_in_an_if_equation_holds_only_in_its_branch() {
+    insta::assert_snapshot!(check("assert_in_if.rmo", &[]));
+}

@@ -511,6 +511,7 @@ impl<'l> Flattener<'l> {
         // each equation an if-expression (the branches must have equally
         // many equations, MLS 8.3.4).
         let mut dynamic: Vec<(ExprId, &[ast::Equation])> = Vec::new();
+        let mut dynamic_conds: Vec<&ast::Expr> = Vec::new();
         let mut chosen: Option<&[ast::Equation]> = None;
         for (c, body) in branches {
             let v = self.eval_expr(c, ctx)?;
@@ -532,7 +533,10 @@ impl<'l> Flattener<'l> {
                     break;
                 }
                 Some(_) => continue,
-                None => dynamic.push((cond, body)),
+                None => {
+                    dynamic.push((cond, body));
+                    dynamic_conds.push(c);
+                }
             }
         }
         if dynamic.is_empty() {
@@ -542,6 +546,14 @@ impl<'l> Flattener<'l> {
             return Ok(());
         }
         let tail = chosen.unwrap_or(else_);
+        // An assert inside a branch holds only while the branch is taken:
+        // its condition becomes `not guard or condition`.
+        let guard_asserts = |s: &mut Self, from: usize, guard: ExprId| {
+            let skip = s.arena.not(guard);
+            for a in &mut s.asserts[from..] {
+                a.condition = s.arena.or(skip, a.condition);
+            }
+        };
         let collect = |s: &mut Self, eqs: &[ast::Equation]| -> Result<Vec<ExprId>, Diagnostic> {
             let saved = std::mem::take(if initial {
                 &mut s.initial_equations
@@ -569,9 +581,29 @@ impl<'l> Flattener<'l> {
             }
             Ok(got.into_iter().map(|e| s.arena.sub(e.lhs, e.rhs)).collect())
         };
+        // The guard of each branch: its condition and none before it, with
+        // the relations live, as in any assert's condition.
+        let mut live = ctx.clone();
+        live.no_event = true;
+        let mut live_conds = Vec::with_capacity(dynamic_conds.len());
+        for c in &dynamic_conds {
+            live_conds.push(self.eval_expr(c, &live)?.elems[0]);
+        }
+        let mut none_before = Vec::with_capacity(dynamic.len());
+        let mut none = self.arena.constant(1.0);
+        for &cond in &live_conds {
+            none_before.push(none);
+            let not_c = self.arena.not(cond);
+            none = self.arena.and(none, not_c);
+        }
+        let first_assert = self.asserts.len();
         let mut acc = collect(self, tail)?;
-        for (cond, body) in dynamic.into_iter().rev() {
+        guard_asserts(self, first_assert, none);
+        for (k, (cond, body)) in dynamic.into_iter().enumerate().rev() {
+            let first_assert = self.asserts.len();
             let res = collect(self, body)?;
+            let guard = self.arena.and(live_conds[k], none_before[k]);
+            guard_asserts(self, first_assert, guard);
             if res.len() != acc.len() {
                 return Err(Diagnostic::error(
                     span,

@@ -134,8 +134,14 @@ pub(super) fn initialize(run: &mut Run, opts: &Options) -> Result<(), Diagnostic
     }
     run.event_iteration(true)?;
     run.frame.set_initial(false);
-    // Conditions true at the start are not events; their rise is.
-    run.settle_conditions()?;
+    // Conditions true at the start are not events; their rise is, and so
+    // is the rise of one that was false while `initial()` was true (`when
+    // not initial()` fires as initialization ends, MLS 8.6).
+    if run.conditions_rise_after_initialization()? {
+        run.event_iteration(false)?;
+    } else {
+        run.settle_conditions()?;
+    }
     run.call(Entry::Ode)?;
     Ok(())
 }

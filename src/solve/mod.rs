@@ -762,6 +762,19 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
+    /// Whether a when-condition is true now, initialization over, that was
+    /// false in the initial event iteration (its `cond_pre`).
+    fn conditions_rise_after_initialization(&mut self) -> Result<bool, Diagnostic> {
+        if self.p.branches.is_empty() {
+            return Ok(false);
+        }
+        self.frame.set_event_mode(true);
+        self.call(Entry::Ode)?;
+        self.call(Entry::Conditions)?;
+        self.frame.set_event_mode(false);
+        Ok((0..self.p.branches.len()).any(|b| self.frame.condition(b) && !self.cond_pre[b]))
+    }
+
     /// Evaluates the when-conditions at the point the buffer holds: whether
     /// one is true that was false in `cond_pre` (a rising edge, an event).
     /// The contact solvers check this at step ends and contact events.
