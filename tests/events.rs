@@ -91,3 +91,10 @@ fn when_not_initial_fires_once_as_initialization_ends() {
     assert_eq!(last(&r, "m"), 1.0);
     assert_eq!(last(&r, "k"), 1.0);
 }
+
+#[test]
+fn only_initial_itself_makes_a_when_active_at_initialization() {
+    let r = run("when_initial_expression.rmo");
+    assert_eq!(last(&r, "k"), 0.0);
+    assert_eq!(last(&r, "j"), 2.0);
+}

@@ -801,14 +801,14 @@ impl<'a> Run<'a> {
         self.next_sample.iter().copied().fold(bound, f64::min)
     }
 
+    /// Whether when-branch `b` is active during initialization: its
+    /// condition is `initial()` itself (`when initial()`, or an element of
+    /// `when {..., initial(), ...}`, one branch each), not an expression
+    /// of it (MLS 8.6: `when initial() and c` or `when f(initial())` is not).
     fn branch_initial(&self, b: usize) -> bool {
         let br = &self.p.branches[b];
         let (cond, _) = &self.c.whens[br.clause].branches[br.index];
-        self.c
-            .arena
-            .reachable(&[*cond])
-            .into_iter()
-            .any(|id| matches!(self.c.arena.node(id), crate::flat::Node::Initial))
+        matches!(self.c.arena.node(*cond), crate::flat::Node::Initial)
     }
 }
 
