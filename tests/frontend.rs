@@ -296,3 +296,14 @@ fn a_record_bound_to_a_number_is_refused() {
     );
     assert!(text.contains(":5:11"), "{text}");
 }
+
+/// `extends P2.A` where `package P2 = P(redeclare model A = B)` extends B
+/// (issue 21: the redeclaration was ignored, A's y = 1 taken silently).
+#[test]
+fn extends_through_a_package_that_redeclares_takes_the_redeclared_class() {
+    let flat = flat_model(
+        "package P\n  replaceable model A\n    Real y = 1;\n  end A;\nend P;\nmodel B\n  Real y = 2;\nend B;\npackage P2 = P(redeclare model A = B);\nmodel M\n  extends P2.A;\nend M;\n",
+        "M",
+    );
+    assert!(flat.contains("y = 2;"), "{flat}");
+}

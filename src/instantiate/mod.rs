@@ -526,9 +526,13 @@ impl<'l> Flattener<'l> {
             match e {
                 Element::Extends(ext) => {
                     let parent = self.lib.entry(class).parent;
-                    let base = match self.lib.local_class(class, &ext.base.parts[0].name) {
-                        Some(_) => self.lib.lookup(Some(class), &ext.base)?,
-                        None => self.lib.lookup(parent, &ext.base)?,
+                    let scope = match self.lib.local_class(class, &ext.base.parts[0].name) {
+                        Some(_) => Some(class),
+                        None => parent,
+                    };
+                    let base = match self.redeclared_member(scope, &ext.base)? {
+                        Some(c) => c,
+                        None => self.lib.lookup(scope, &ext.base)?,
                     };
                     let ext_mod = match &ext.modification {
                         Some(cm) => Modifier::from_class_mod(cm, own_scope)?,
@@ -810,6 +814,59 @@ impl<'l> Flattener<'l> {
         let r = self.instantiate_model(class, &def, m, path, parent, prefix, span);
         self.class_stack.pop();
         r
+    }
+
+    /// `P2.A` where `P2` is a short class that redeclares `A`
+    /// (`package P2 = P(redeclare model A = B)`): the redeclared class, as
+    /// written in P2's scope. `None` for any other name.
+    fn redeclared_member(
+        &mut self,
+        scope: Option<ClassId>,
+        name: &ast::Name,
+    ) -> Result<Option<ClassId>, Diagnostic> {
+        let Some((last, prefix)) = name.parts.split_last() else {
+            return Ok(None);
+        };
+        if prefix.is_empty() {
+            return Ok(None);
+        }
+        let holder = ast::Name {
+            parts: prefix.to_vec(),
+            ..name.clone()
+        };
+        let Ok(c) = self.lib.lookup(scope, &holder) else {
+            return Ok(None);
+        };
+        let Some(def) = self.lib.def(c)? else {
+            return Ok(None);
+        };
+        let ClassBody::Short(short) = &def.body else {
+            return Ok(None);
+        };
+        let redeclared = short
+            .modification
+            .iter()
+            .flat_map(|m| &m.args)
+            .find_map(|a| match a {
+                ast::ModArg::Redeclare {
+                    element: ast::Redeclared::Class(cd),
+                    ..
+                } if cd.name.name == last.name => Some(cd.clone()),
+                _ => None,
+            });
+        let Some(cd) = redeclared else {
+            return Ok(None);
+        };
+        let written_in = self.lib.entry(c).parent;
+        let id = self.lib.add_synthetic((*cd).clone(), written_in);
+        self.synthetic_scopes.insert(
+            id,
+            Scope {
+                inst: None,
+                class: written_in,
+            },
+        );
+        Ok(Some(id))
     }
 
     /// Modifier `m` of a record with its binding `b` turned into bindings of
