@@ -307,3 +307,18 @@ fn extends_through_a_package_that_redeclares_takes_the_redeclared_class() {
     );
     assert!(flat.contains("y = 2;"), "{flat}");
 }
+
+/// A modifier of an extends clause that names another inherited parameter
+/// (`extends A(x5 = x3)`) takes its value (issue 21 lists it among silent
+/// wrong answers; right here, kept so).
+#[test]
+fn an_extends_modifier_naming_an_inherited_parameter_takes_its_value() {
+    let flat = flat_model(
+        "model A\n  parameter Real x3 = 3;\n  parameter Real x5 = 5;\nend A;\nmodel E\n  extends A(x5 = x3);\n  Real y = x5;\nend E;\n",
+        "E",
+    );
+    assert!(
+        flat.contains("parameter Real x5 = x3;") || flat.contains("x5 = 3"),
+        "{flat}"
+    );
+}
