@@ -226,28 +226,13 @@ pub fn solve_consistent(n: usize, a: &mut [f64], b: &mut [f64]) -> bool {
             rank = k;
             break;
         }
-        if p != k {
-            for j in 0..n {
-                a.swap(k * n + j, p * n + j);
-            }
-            b.swap(k, p);
-        }
         if q != k {
             for i in 0..n {
                 a.swap(i * n + k, i * n + q);
             }
             col.swap(k, q);
         }
-        let d = a[k * n + k];
-        for i in k + 1..n {
-            let f = a[i * n + k] / d;
-            if f != 0.0 {
-                for j in k..n {
-                    a[i * n + j] -= f * a[k * n + j];
-                }
-                b[i] -= f * b[k];
-            }
-        }
+        eliminate(n, a, b, k, p);
     }
     // The rows left must be (numerically) zero equations.
     let b_scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
@@ -303,6 +288,28 @@ pub fn solve_consistent(n: usize, a: &mut [f64], b: &mut [f64]) -> bool {
     true
 }
 
+/// Step `k` of Gaussian elimination on `a x = b` (row-major n x n): row
+/// `p` (the pivot's) swapped into row k, then column k cleared below it.
+#[inline]
+fn eliminate(n: usize, a: &mut [f64], b: &mut [f64], k: usize, p: usize) {
+    if p != k {
+        for j in 0..n {
+            a.swap(k * n + j, p * n + j);
+        }
+        b.swap(k, p);
+    }
+    let d = a[k * n + k];
+    for i in k + 1..n {
+        let f = a[i * n + k] / d;
+        if f != 0.0 {
+            for j in k..n {
+                a[i * n + j] -= f * a[k * n + j];
+            }
+            b[i] -= f * b[k];
+        }
+    }
+}
+
 /// Gaussian elimination with partial pivoting, in place: on success `b`
 /// holds the solution. Returns false for a (numerically) singular matrix.
 /// Shared by the interpreter and, through an exported symbol, by JIT code.
@@ -320,22 +327,7 @@ pub fn solve_dense(n: usize, a: &mut [f64], b: &mut [f64]) -> bool {
         if best == 0.0 || !best.is_finite() {
             return false;
         }
-        if p != k {
-            for j in 0..n {
-                a.swap(k * n + j, p * n + j);
-            }
-            b.swap(k, p);
-        }
-        let d = a[k * n + k];
-        for i in k + 1..n {
-            let f = a[i * n + k] / d;
-            if f != 0.0 {
-                for j in k..n {
-                    a[i * n + j] -= f * a[k * n + j];
-                }
-                b[i] -= f * b[k];
-            }
-        }
+        eliminate(n, a, b, k, p);
     }
     for k in (0..n).rev() {
         let mut s = b[k];

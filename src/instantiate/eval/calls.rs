@@ -107,35 +107,10 @@ impl Flattener<'_> {
             }
         }
         let sig = self.function_signature(class, span)?;
-        // Match arguments to inputs: positional in declaration order, then named.
+        let names: Vec<&str> = sig.inputs.iter().map(|x| x.name.as_str()).collect();
         let mut given: Vec<Option<Value>> = vec![None; sig.inputs.len()];
-        let mut k = 0;
-        for a in args {
-            match a {
-                Arg::Positional(e) => {
-                    if k >= sig.inputs.len() {
-                        return Err(Diagnostic::error(
-                            e.span,
-                            format!(
-                                "`{}` takes {} argument(s)",
-                                fname.dotted(),
-                                sig.inputs.len()
-                            ),
-                        ));
-                    }
-                    given[k] = Some(self.eval_expr(e, ctx)?);
-                    k += 1;
-                }
-                Arg::Named(n, e) => {
-                    let Some(i) = sig.inputs.iter().position(|x| x.name == n.name) else {
-                        return Err(Diagnostic::error(
-                            n.span,
-                            format!("`{}` has no input `{}`", fname.dotted(), n.name),
-                        ));
-                    };
-                    given[i] = Some(self.eval_expr(e, ctx)?);
-                }
-            }
+        for (i, e) in match_arguments(&names, args, &fname.dotted())? {
+            given[i] = Some(self.eval_expr(e, ctx)?);
         }
         let mut values = Vec::new();
         for (i, g) in given.into_iter().enumerate() {
@@ -194,4 +169,40 @@ impl Flattener<'_> {
         }
         Ok(outs)
     }
+}
+
+/// The inputs (by position among `inputs`) that the arguments of a call of
+/// `what` give, in the order written: positional ones in declaration order,
+/// then named ones.
+pub(super) fn match_arguments<'a>(
+    inputs: &[&str],
+    args: &'a [Arg],
+    what: &str,
+) -> Result<Vec<(usize, &'a ast::Expr)>, Diagnostic> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut k = 0;
+    for a in args {
+        match a {
+            Arg::Positional(e) => {
+                if k >= inputs.len() {
+                    return Err(Diagnostic::error(
+                        e.span,
+                        format!("`{what}` takes {} argument(s)", inputs.len()),
+                    ));
+                }
+                out.push((k, e));
+                k += 1;
+            }
+            Arg::Named(n, e) => {
+                let Some(i) = inputs.iter().position(|x| *x == n.name) else {
+                    return Err(Diagnostic::error(
+                        n.span,
+                        format!("`{what}` has no input `{}`", n.name),
+                    ));
+                };
+                out.push((i, e));
+            }
+        }
+    }
+    Ok(out)
 }

@@ -66,6 +66,21 @@ const SMOOTHNESS: [(&str, Option<i64>); 6] = [
     ("ModifiedContinuousDerivative", None),
 ];
 
+/// Column `c` (0-based) of a matrix value, as a vector.
+fn table_column(table: &Value, c: usize) -> Value {
+    Value {
+        ty: ScalarType::Real,
+        dims: vec![table.dims[0]],
+        elems: table
+            .elems
+            .iter()
+            .skip(c)
+            .step_by(table.dims[1])
+            .copied()
+            .collect(),
+    }
+}
+
 impl Flattener<'_> {
     /// Where an argument is evaluated: the caller's context, or (a default,
     /// which may name only constants) the class around the function.
@@ -217,7 +232,7 @@ impl Flattener<'_> {
                     ),
                 ));
             }
-            let times: Vec<ExprId> = table.elems.iter().step_by(cols).copied().collect();
+            let times = table_column(&table, 0).elems;
             self.assert_ordered(&times, RelOp::Ge, "the time table's times (column 1)", span);
             let scalar = |f: &mut Self, name: &str| -> Result<Value, Diagnostic> {
                 match arg(name) {
@@ -286,7 +301,7 @@ impl Flattener<'_> {
                 ),
             ));
         }
-        let abscissa: Vec<ExprId> = table.elems.iter().step_by(cols).copied().collect();
+        let abscissa = table_column(&table, 0).elems;
         self.assert_ordered(
             &abscissa,
             RelOp::Gt,
@@ -420,30 +435,10 @@ impl Flattener<'_> {
                 .collect(),
             _ => Vec::new(),
         };
+        let names: Vec<&str> = inputs.iter().map(|x| x.0.as_str()).collect();
         let mut given: Vec<Option<(ast::Expr, bool)>> = vec![None; inputs.len()];
-        let mut k = 0;
-        for a in args {
-            match a {
-                Arg::Positional(e) => {
-                    if k >= inputs.len() {
-                        return Err(Diagnostic::error(
-                            e.span,
-                            format!("`{what}` takes {} argument(s)", inputs.len()),
-                        ));
-                    }
-                    given[k] = Some((e.clone(), true));
-                    k += 1;
-                }
-                Arg::Named(n, e) => {
-                    let Some(i) = inputs.iter().position(|x| x.0 == n.name) else {
-                        return Err(Diagnostic::error(
-                            n.span,
-                            format!("`{what}` has no input `{}`", n.name),
-                        ));
-                    };
-                    given[i] = Some((e.clone(), true));
-                }
-            }
+        for (i, e) in super::calls::match_arguments(&names, args, what)? {
+            given[i] = Some((e.clone(), true));
         }
         let mut out = Vec::new();
         for ((name, default), g) in inputs.into_iter().zip(given) {
@@ -555,15 +550,9 @@ impl Flattener<'_> {
                     return Err(unsupported());
                 };
                 let column = self.served_column(icol, *icol_span, columns)?;
-                let n = table.dims[1];
-                let pick = |c: usize| Value {
-                    ty: ScalarType::Real,
-                    dims: vec![table.dims[0]],
-                    elems: table.elems.iter().skip(c).step_by(n).copied().collect(),
-                };
                 let args = [
-                    pick(0),
-                    pick(column - 1),
+                    table_column(table, 0),
+                    table_column(table, column - 1),
                     u.clone(),
                     self.integer(*smoothness),
                     self.integer(*extrapolation),
@@ -606,12 +595,6 @@ impl Flattener<'_> {
                     return Err(unsupported());
                 };
                 let column = self.served_column(icol, *icol_span, columns)?;
-                let n = table.dims[1];
-                let pick = |c: usize| Value {
-                    ty: ScalarType::Real,
-                    dims: vec![table.dims[0]],
-                    elems: table.elems.iter().skip(c).step_by(n).copied().collect(),
-                };
                 let flag = Value::scalar(
                     ScalarType::Boolean,
                     self.arena.constant(f64::from(*constant_segments)),
@@ -621,8 +604,8 @@ impl Flattener<'_> {
                     None => Value::scalar(ScalarType::Real, self.arena.constant(1e300)),
                 };
                 let args = [
-                    pick(0),
-                    pick(column - 1),
+                    table_column(table, 0),
+                    table_column(table, column - 1),
                     t.clone(),
                     start.clone(),
                     shift.clone(),
@@ -652,12 +635,7 @@ impl Flattener<'_> {
                         self.arena.constant(1e300),
                     )]);
                 }
-                let n = table.dims[1];
-                let times = Value {
-                    ty: ScalarType::Real,
-                    dims: vec![table.dims[0]],
-                    elems: table.elems.iter().step_by(n).copied().collect(),
-                };
+                let times = table_column(table, 0);
                 let at_points = Value::scalar(
                     ScalarType::Boolean,
                     self.arena.constant(f64::from(*time_events == 1)),
