@@ -13,6 +13,9 @@ struct Case {
     file: String,
     line: Option<u32>,
     contains: Vec<String>,
+    /// The section of the Modelica Language Specification 3.6 whose rule
+    /// the file breaks; the diagnostic must name it (`MLS 7.1.3`).
+    section: Option<String>,
     note: String,
 }
 
@@ -52,6 +55,11 @@ fn every_bad_file_is_rejected_with_the_expected_diagnostic() {
             && !text.contains(&format!(":{l}:"))
         {
             why.push(format!("no diagnostic at line {l}"));
+        }
+        if let Some(sec) = &c.section
+            && !text.contains(&format!("MLS {sec}"))
+        {
+            why.push(format!("does not name MLS {sec}"));
         }
         for w in &c.contains {
             if !text.contains(w.as_str()) {

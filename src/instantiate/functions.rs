@@ -72,6 +72,16 @@ impl<'l> Flattener<'l> {
                 format!("function `{full}` calls itself; recursive functions are not supported"),
             ));
         }
+        if let Some(def) = self.lib.def(class)?
+            && def.partial
+        {
+            return Err(Diagnostic::error(
+                span,
+                format!("`{full}` is a partial function and cannot be called"),
+            )
+            .with_label("call of a partial function (MLS 12.2)")
+            .with_hint("call a function that extends it and gives it an algorithm"));
+        }
         self.functions_in_progress.push(key.clone());
         let saved = std::mem::replace(&mut self.arena, ExprArena::new());
         let r = self.compile_function_body(class, &full, arg_shapes, span);
@@ -247,6 +257,9 @@ impl<'l> Flattener<'l> {
         span: Span,
     ) -> Result<(flat::Function, OutputShapes), Diagnostic> {
         let contents = self.contents(class, &Modifier::default(), None, 0)?;
+        if let Some(def) = self.lib.def(class)? {
+            self.check_function_shape(&def, &contents)?;
+        }
         if let Some((eq, _, _)) = contents.equations.first() {
             return Err(Diagnostic::error(
                 eq.span,

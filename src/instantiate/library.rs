@@ -240,6 +240,8 @@ pub struct ClassEntry {
     def: Option<Arc<ClassDef>>,
     /// The element prefixes the class was declared with inside its parent.
     pub replaceable: bool,
+    /// Declared `final` inside its parent: it cannot be redeclared.
+    pub final_: bool,
     pub constrainedby: Option<ast::Constraint>,
     children: Option<HashMap<String, ClassId>>,
 }
@@ -314,6 +316,7 @@ impl Library {
                 origin: Origin::Builtin(b),
                 def: None,
                 replaceable: false,
+                final_: false,
                 constrainedby: None,
                 children: Some(HashMap::new()),
             });
@@ -349,6 +352,9 @@ impl Library {
         };
         let mut ids = Vec::new();
         for c in &def.classes {
+            if let Some(d) = super::restrictions::reserved_class_name(c) {
+                return Err(d);
+            }
             let id = self.add_ast_class(Arc::new(c.clone()), parent, false, None);
             if parent.is_none() {
                 self.user_top.insert(c.name.name.clone(), id);
@@ -381,6 +387,7 @@ impl Library {
             origin: Origin::Ast,
             def: Some(def),
             replaceable,
+            final_: false,
             constrainedby,
             children: None,
         })
@@ -400,6 +407,7 @@ impl Library {
             origin: Origin::Synthetic,
             def: Some(Arc::new(def)),
             replaceable: false,
+            final_: false,
             constrainedby: None,
             children: Some(HashMap::new()),
         })
@@ -441,6 +449,7 @@ impl Library {
             }
         };
         self.classes[id as usize].replaceable = ce.replaceable;
+        self.classes[id as usize].final_ = ce.final_;
         self.classes[id as usize].constrainedby = ce.constrainedby;
         let def = Arc::new(ce.def);
         self.classes[id as usize].def = Some(def.clone());
@@ -491,6 +500,7 @@ impl Library {
                                 ce.replaceable,
                                 ce.constrainedby.clone(),
                             );
+                            self.classes[cid as usize].final_ = ce.final_;
                             children.insert(ce.def.name.name.clone(), cid);
                         }
                     }
@@ -524,6 +534,7 @@ impl Library {
                             },
                             def: None,
                             replaceable: false,
+                            final_: false,
                             constrainedby: None,
                             children: None,
                         });
@@ -565,6 +576,7 @@ impl Library {
             },
             def: None,
             replaceable,
+            final_: false,
             constrainedby: None,
             children: None,
         })

@@ -17,6 +17,7 @@ mod eval;
 mod functions;
 pub mod library;
 pub mod modifier;
+mod restrictions;
 
 use crate::diag::Diagnostic;
 use crate::flat::{
@@ -47,6 +48,9 @@ enum CompNode {
 struct Comp {
     node: CompNode,
     connector: bool,
+    /// Declared under `protected` (or inherited through `protected
+    /// extends`): not reachable by dot notation from outside (MLS 4.1).
+    protected: bool,
 }
 
 /// A declared component not yet instantiated.
@@ -139,6 +143,10 @@ pub struct Flattener<'l> {
     strings: HashMap<(InstId, String), String>,
     /// External objects (the MSL's tables), by instance and name.
     table_objects: HashMap<(InstId, String), eval::TableObject>,
+    /// The element names the modifier of the component being instantiated
+    /// names (`a(x = 3)`: `x`), taken by `instantiate_model` to refuse
+    /// modifiers of protected elements (MLS 4.1).
+    component_modifier_names: Vec<(String, Span)>,
 }
 
 /// Flattens model `model` (a class of the user's file, or a dotted name).
@@ -173,6 +181,7 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
         disabled: Default::default(),
         strings: HashMap::new(),
         table_objects: HashMap::new(),
+        component_modifier_names: Vec::new(),
     };
     let name = f.lib.entry(model).full_name.clone();
     let def = match f.lib.def(model) {
@@ -429,7 +438,31 @@ impl<'l> Flattener<'l> {
                 ast::Causality::Output => prefix.causality = ast::Causality::Output,
                 ast::Causality::None => {}
             }
-            class = self.lib.lookup(parent, &s.base)?;
+            let base = self.lib.lookup(parent, &s.base)?;
+            // A short class definition is an `extends` (MLS 4.5.1).
+            match self.lib.def(base)? {
+                Some(bd) => self.check_base_kind(&def, &bd, s.base.span)?,
+                None if !matches!(
+                    def.kind,
+                    ClassKind::Type | ClassKind::Connector | ClassKind::Class
+                ) =>
+                {
+                    return Err(Diagnostic::error(
+                        s.base.span,
+                        format!(
+                            "{} `{}` cannot be defined as the predefined type `{}`",
+                            def.kind.keyword(),
+                            def.name.name,
+                            s.base.dotted()
+                        ),
+                    )
+                    .with_label(
+                        "only a type or a connector may extend a predefined type (MLS 7.1.3)",
+                    ));
+                }
+                None => {}
+            }
+            class = base;
         }
         Ok(Resolved {
             class,
@@ -462,6 +495,7 @@ impl<'l> Flattener<'l> {
         let ClassBody::Long(comp) = &def.body else {
             return Ok(out);
         };
+        self.check_restricted_contents(&def, comp)?;
         // `model extends M` here, or in a class declared here (it would
         // replace the inherited M of the components that use it).
         let nested = comp.elements.iter().filter_map(|e| match e {
@@ -506,6 +540,16 @@ impl<'l> Flattener<'l> {
             if let ast::Redeclared::Class(cd) = &*r.element {
                 let target = self.lib.local_class(class, &cd.name.name);
                 if let Some(t) = target
+                    && self.lib.entry(t).final_
+                {
+                    return Err(Diagnostic::error(
+                        cd.name.span,
+                        format!("`{}` is final and cannot be redeclared", cd.name.name),
+                    )
+                    .with_label("redeclaration of a final class (MLS 7.3.3)")
+                    .with_hint("remove `final` from its declaration, or do not redeclare it"));
+                }
+                if let Some(t) = target
                     && !self.lib.entry(t).replaceable
                 {
                     return self.err(
@@ -534,6 +578,7 @@ impl<'l> Flattener<'l> {
                         Some(c) => c,
                         None => self.lib.lookup(scope, &ext.base)?,
                     };
+                    self.check_extends(&def, base, ext.base.span)?;
                     let ext_mod = match &ext.modification {
                         Some(cm) => Modifier::from_class_mod(cm, own_scope)?,
                         None => Modifier::default(),
@@ -566,7 +611,19 @@ impl<'l> Flattener<'l> {
                             resolved.class,
                             &sub.class_overrides,
                         )?;
-                        out.components.extend(sub.components);
+                        if ext.protected {
+                            // `protected extends A`: A's elements become
+                            // protected here (MLS 7.1.2).
+                            out.components
+                                .extend(sub.components.into_iter().map(|mut pc| {
+                                    if !pc.decl.protected {
+                                        Rc::make_mut(&mut pc.decl).protected = true;
+                                    }
+                                    pc
+                                }));
+                        } else {
+                            out.components.extend(sub.components);
+                        }
                         out.equations.extend(sub.equations);
                         out.algorithms.extend(sub.algorithms);
                         for (k, v) in sub.class_overrides {
@@ -583,6 +640,14 @@ impl<'l> Flattener<'l> {
                         let ast::Redeclared::Component(nc) = &*r.element else {
                             continue;
                         };
+                        if c.final_ {
+                            return Err(Diagnostic::error(
+                                r.span,
+                                format!("`{}` is final and cannot be redeclared", c.name.name),
+                            )
+                            .with_label("redeclaration of a final element (MLS 7.3.3)")
+                            .with_secondary(c.name.span, "declared final here"));
+                        }
                         if !c.replaceable {
                             return Err(Diagnostic::error(
                                 r.span,
@@ -1021,7 +1086,22 @@ impl<'l> Flattener<'l> {
             equations: Vec::new(),
             prefix,
         });
+        let modifier_names = std::mem::take(&mut self.component_modifier_names);
         let contents = self.contents(class, m, Some(id), 0)?;
+        self.check_protected_modifiers(&modifier_names, &contents, &path)?;
+        if prefix.causality != ast::Causality::None || prefix.flow {
+            self.check_structured_prefix(prefix, &def.name.name, &path, &contents, span)?;
+        }
+        let block_ports: Vec<(String, Span)> = if def.kind == ClassKind::Block {
+            contents
+                .components
+                .iter()
+                .filter(|c| !c.decl.protected)
+                .map(|c| (c.decl.name.name.clone(), c.decl.name.span))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let names: Vec<String> = contents
             .components
             .iter()
@@ -1051,6 +1131,9 @@ impl<'l> Flattener<'l> {
         let order = self.instances[id as usize].order.clone();
         for name in order {
             self.ensure_component(id, &name)?;
+        }
+        for (name, span) in block_ports {
+            self.check_block_port(id, &def.name.name, &name, span)?;
         }
         Ok(CompNode::Inst(id))
     }
@@ -1148,7 +1231,14 @@ impl<'l> Flattener<'l> {
         }
         modifier::check_final(&pc.outer, &decl_mod, &decl.name.name)?;
         let m = merge(&pc.outer, &decl_mod);
+        let modifier_names: Vec<(String, Span)> = m
+            .subs
+            .iter()
+            .map(|s| (s.name.clone(), s.span))
+            .chain(m.redeclares.iter().map(|r| (r.name().to_string(), r.span)))
+            .collect();
         let resolved = self.resolve_short(type_class, m, Some(inst))?;
+        self.check_component_decl(&decl, type_class, resolved.class)?;
         // A String parameter or constant is a compile-time text, no
         // variable: messages and other String bindings read it.
         let constant = matches!(
@@ -1229,6 +1319,7 @@ impl<'l> Flattener<'l> {
                 format!("{p}.{}", decl.name.name)
             }
         };
+        self.component_modifier_names = modifier_names;
         let node = self.build_node(
             &resolved,
             &dims,
@@ -1241,7 +1332,11 @@ impl<'l> Flattener<'l> {
         if let Some(d) = &decl.description {
             self.describe(&node, d);
         }
-        Ok(Some(Comp { node, connector }))
+        Ok(Some(Comp {
+            node,
+            connector,
+            protected: decl.protected,
+        }))
     }
 
     fn describe(&mut self, node: &CompNode, text: &str) {
@@ -1693,16 +1788,19 @@ impl<'l> Flattener<'l> {
                 "write a number, or `if cond then 1 else 0`"
             }));
         }
-        if ty == ScalarType::Integer
-            && val.ty == ScalarType::Real
-            && let Some(c) = self.arena.as_const(val.elems[0])
-            && c.fract() != 0.0
-        {
+        // The type of an expression is static (MLS 3.4, 3.7): `4000/100`
+        // is a Real whatever its value, so an Integer cannot take it.
+        if ty == ScalarType::Integer && val.ty == ScalarType::Real {
+            let shown = match self.arena.as_const(val.elems[0]) {
+                Some(c) => format!(" ({c})"),
+                None => String::new(),
+            };
             return Err(Diagnostic::error(
                 b.expr.span,
-                format!("type mismatch: `{what}` is Integer but is given {c}"),
+                format!("type mismatch: `{what}` is Integer but is given a Real expression{shown}"),
             )
-            .with_hint("use `integer(x)` to round down, or declare it Real"));
+            .with_label("a Real expression (`/` and `^` always give a Real, MLS 3.4)")
+            .with_hint("use `div(a, b)` for the Integer quotient, `integer(x)` to round down, or declare it Real"));
         }
         Ok(val.elems[0])
     }

@@ -30,6 +30,8 @@ pub struct Binding {
 #[derive(Clone, Debug)]
 pub struct Redecl {
     pub element: Rc<ast::Redeclared>,
+    /// `redeclare final ...`: no later modifier may redeclare it again.
+    pub final_: bool,
     pub scope: Scope,
     pub span: Span,
 }
@@ -126,8 +128,14 @@ impl Modifier {
                         span: parts[0].span,
                     })?;
                 }
-                ast::ModArg::Redeclare { element, span, .. } => out.redeclares.push(Redecl {
+                ast::ModArg::Redeclare {
+                    element,
+                    span,
+                    final_,
+                    ..
+                } => out.redeclares.push(Redecl {
                     element: Rc::new(element.clone()),
+                    final_: *final_,
                     scope,
                     span: *span,
                 }),
@@ -236,10 +244,33 @@ pub fn check_final(outer: &Modifier, inner: &Modifier, name: &str) -> Result<(),
         .with_label("modification of a final element")
         .with_secondary(ib.expr.span, "made final here"));
     }
+    for r in &outer.redeclares {
+        if let Some(i) = inner.redeclares.iter().find(|i| i.name() == r.name())
+            && (i.final_ || final_element(&i.element))
+        {
+            return Err(Diagnostic::error(
+                r.span,
+                format!(
+                    "`{}` was redeclared final and cannot be redeclared again",
+                    r.name()
+                ),
+            )
+            .with_label("redeclaration of a final element (MLS 7.3.3)")
+            .with_secondary(i.span, "made final here"));
+        }
+    }
     for s in &outer.subs {
         if let Some(i) = inner.sub(&s.name) {
             check_final(&s.modifier, &i.modifier, &s.name)?;
         }
     }
     Ok(())
+}
+
+/// A redeclared component written `final` (`redeclare final Real p`).
+fn final_element(e: &ast::Redeclared) -> bool {
+    match e {
+        ast::Redeclared::Component(c) => c.final_,
+        ast::Redeclared::Class(_) => false,
+    }
 }

@@ -156,6 +156,9 @@ impl Flattener<'_> {
                 let a = self.positional(args, span, name, 2, 2)?;
                 let s = self.eval_expr(&a[0], ctx)?;
                 let i = self.eval_expr(&a[1], ctx)?;
+                for (v, arg, what) in [(&s, &a[0], "start"), (&i, &a[1], "interval")] {
+                    self.check_sample_argument(v, arg.span, what)?;
+                }
                 let e = self.arena.intern(Node::Sample(s.elems[0], i.elems[0]));
                 Ok(Value::scalar(ScalarType::Boolean, e))
             }
@@ -584,5 +587,41 @@ impl Flattener<'_> {
                 Ok(self.arena.intern(Node::Der(v)))
             }
         }
+    }
+
+    /// An argument of `sample(start, interval)`: a scalar Real (or Integer)
+    /// parameter expression (MLS 3.7.5).
+    fn check_sample_argument(&self, v: &Value, span: Span, what: &str) -> Result<(), Diagnostic> {
+        if !v.dims.is_empty() || v.ty == ScalarType::Boolean {
+            let got = if v.ty == ScalarType::Boolean {
+                "a Boolean"
+            } else {
+                "an array"
+            };
+            return Err(Diagnostic::error(
+                span,
+                format!("the {what} of `sample` must be a Real number, not {got}"),
+            )
+            .with_label(format!("{got} (MLS 3.7.5)"))
+            .with_hint("write `sample(start, interval)` with two Real parameter expressions"));
+        }
+        let varying =
+            self.arena
+                .reachable(&[v.elems[0]])
+                .into_iter()
+                .find(|&id| match self.arena.node(id) {
+                    Node::Var(x) => !self.vars[x as usize].is_parameter(),
+                    Node::Der(_) | Node::Pre(_) | Node::Time => true,
+                    _ => false,
+                });
+        if varying.is_some() {
+            return Err(Diagnostic::error(
+                span,
+                format!("the {what} of `sample` changes during the simulation"),
+            )
+            .with_label("not a parameter expression (MLS 3.7.5)")
+            .with_hint("the start and interval of `sample` must be known before the simulation starts: use parameters"));
+        }
+        Ok(())
     }
 }

@@ -58,6 +58,7 @@ impl Flattener<'_> {
                     }
                     return Err(d);
                 };
+                self.check_not_protected(*i, &part.ident.name, &path, part.ident.span)?;
                 let na = NodeArray::from_node(&n);
                 match &inner_dims {
                     None => inner_dims = Some(na.dims.clone()),
@@ -234,6 +235,7 @@ impl Flattener<'_> {
             return self.nodes_value(nodes, r);
         }
         if !r.global && r.parts.len() == 1 && name == "time" && first.subscripts.is_empty() {
+            self.check_time_allowed(r.span, ctx)?;
             let t = self.arena.intern(Node::Time);
             return Ok(Value::scalar(ScalarType::Real, t));
         }
@@ -241,6 +243,27 @@ impl Flattener<'_> {
             return Ok(v);
         }
         Err(self.unknown_name(r, ctx))
+    }
+
+    /// `time` is a variable of models and blocks only: not of a function,
+    /// a record or a connector (MLS 3.6.7, 12.2).
+    fn check_time_allowed(&self, span: Span, ctx: &Ctx) -> Result<(), Diagnostic> {
+        let what = if ctx.in_function() {
+            "a function"
+        } else {
+            match ctx.scope.inst.map(|i| self.instances[i as usize].kind) {
+                Some(ast::ClassKind::Record) => "a record",
+                Some(ast::ClassKind::Connector) => "a connector",
+                _ => return Ok(()),
+            }
+        };
+        Err(Diagnostic::error(span, format!("`time` used in {what}"))
+            .with_label(format!(
+                "{what} cannot read the simulation time (MLS 3.6.7)"
+            ))
+            .with_hint(
+                "pass the time in: as a function input, or by a binding in the model that uses it",
+            ))
     }
 
     pub(super) fn unknown_name(&mut self, r: &ComponentRef, ctx: &Ctx) -> Diagnostic {
