@@ -124,3 +124,21 @@ fn a_protected_element_through_an_array_of_components_is_refused() {
         &["`loss` is a protected element of `Motor`", "MLS 4.1"],
     );
 }
+
+/// MLS 9.1-9.3: one output to several inputs; a block's output driven by
+/// an inner block's output and its input fed on to inner inputs
+/// (hierarchical block diagrams); connections under a parameter `if`;
+/// connected parameters of both connectors.
+#[test]
+fn connections_the_specification_allows() {
+    accepts(
+        "connector RealOutput = output Real;\nconnector RealInput = input Real;\n\
+         block Src\n  RealOutput y = time;\nend Src;\n\
+         block Sink\n  RealInput u;\n  Real z = u;\nend Sink;\n\
+         block Chain\n  RealInput u;\n  RealOutput y;\n  Sink s1;\n  Src src;\nequation\n  connect(u, s1.u);\n  connect(src.y, y);\nend Chain;\n\
+         connector P\n  parameter Real k = 1;\n  Real v;\n  flow Real i;\nend P;\n\
+         model Ground\n  P p;\nequation\n  p.v = 0;\nend Ground;\n\
+         model Load\n  P p;\nequation\n  p.i = p.k*(p.v - 1);\nend Load;\n\
+         model M\n  parameter Boolean second = true;\n  Src a, b;\n  Sink s1, s2, s3;\n  Chain c;\n  Ground g;\n  Load l;\nequation\n  connect(a.y, s1.u);\n  connect(a.y, s2.u);\n  connect(a.y, c.u);\n  if second then\n    connect(b.y, s3.u);\n  else\n    connect(a.y, s3.u);\n  end if;\n  connect(g.p, l.p);\nend M;\n",
+    );
+}

@@ -21,6 +21,20 @@ pub(super) struct Connections {
     flow: HashMap<(VarId, bool), (VarId, bool)>,
     flow_span: HashMap<(VarId, bool), Span>,
     connected_inside: HashSet<VarId>,
+    /// Causal variables (inputs and outputs) met in connections: whether
+    /// seen inside (through a component), outside (the instance's own
+    /// connector), and outside at the top level (MLS 9.3).
+    causal: HashMap<VarId, CausalUse>,
+    /// `connect` equations flattened so far (one inside an if-equation
+    /// with a run-time condition is refused).
+    pub(super) count: usize,
+}
+
+#[derive(Clone, Copy, Default)]
+struct CausalUse {
+    inside: bool,
+    outside: bool,
+    top_outside: bool,
 }
 
 impl Connections {
@@ -561,6 +575,7 @@ impl<'l> Flattener<'l> {
                 &mut s.equations
             });
             let saved_whens = s.whens.len();
+            let saved_connects = s.connections.count;
             let r = eqs
                 .iter()
                 .try_for_each(|e| s.flatten_equation(e, ctx, initial));
@@ -573,6 +588,18 @@ impl<'l> Flattener<'l> {
                 saved,
             );
             r?;
+            if s.connections.count != saved_connects {
+                return Err(Diagnostic::error(
+                    span,
+                    "`connect` inside an if-equation whose condition changes during the simulation",
+                )
+                .with_label(
+                    "the connection structure must be fixed before the simulation (MLS 8.3.4)",
+                )
+                .with_hint(
+                    "make the condition a parameter expression, or use a conditional component",
+                ));
+            }
             if s.whens.len() != saved_whens {
                 return Err(Diagnostic::error(
                     span,
@@ -942,6 +969,15 @@ impl<'l> Flattener<'l> {
         else {
             return Ok(());
         };
+        self.connections.count += 1;
+        for r in [a, b] {
+            self.check_connect_argument(r, ctx)?;
+        }
+        let top = ctx
+            .scope
+            .inst
+            .is_some_and(|i| self.instances[i as usize].path.is_empty());
+        self.connecting_at_top = top;
         if na.dims != nb.dims {
             return Err(Diagnostic::error(
                 span,
@@ -1044,8 +1080,56 @@ impl<'l> Flattener<'l> {
                         "connected connectors must have the same variables, flow with flow",
                     ));
                 }
-                if vx.is_parameter() || vy.is_parameter() {
+                if vx.ty != vy.ty {
+                    let tn = |t: ScalarType| match t {
+                        ScalarType::Real => "Real",
+                        ScalarType::Integer => "Integer",
+                        ScalarType::Boolean => "Boolean",
+                    };
+                    return Err(Diagnostic::error(
+                        span,
+                        format!(
+                            "cannot connect `{}` ({}) to `{}` ({})",
+                            vx.name,
+                            tn(vx.ty),
+                            vy.name,
+                            tn(vy.ty)
+                        ),
+                    )
+                    .with_label("connected variables of different types (MLS 9.3)")
+                    .with_hint(
+                        "connected connectors must declare their variables with the same type",
+                    ));
+                }
+                if vx.is_parameter() != vy.is_parameter() {
+                    let (p, c) = if vx.is_parameter() {
+                        (&vx.name, &vy.name)
+                    } else {
+                        (&vy.name, &vx.name)
+                    };
+                    return Err(Diagnostic::error(
+                        span,
+                        format!(
+                            "cannot connect parameter `{p}` to `{c}`, which is not a parameter"
+                        ),
+                    )
+                    .with_label("connected variables of different variability (MLS 9.3)")
+                    .with_hint("declare both `parameter`, or neither"));
+                }
+                if vx.is_parameter() {
                     return Ok(());
+                }
+                for (v, inside) in [(*x, ia), (*y, ib)] {
+                    if self.vars[v as usize].causality != flat::Causality::Local {
+                        let top = self.connecting_at_top;
+                        let u = self.connections.causal.entry(v).or_default();
+                        if inside {
+                            u.inside = true;
+                        } else {
+                            u.outside = true;
+                            u.top_outside |= top;
+                        }
+                    }
                 }
                 if vx.flow {
                     self.connections.union_f((*x, ia), (*y, ib), span);
@@ -1124,6 +1208,93 @@ impl<'l> Flattener<'l> {
         }
     }
 
+    /// An argument of `connect` names a connector: a component whose class
+    /// is a connector, not a variable inside one (MLS 9.1).
+    fn check_connect_argument(
+        &mut self,
+        r: &ast::ComponentRef,
+        ctx: &Ctx,
+    ) -> Result<(), Diagnostic> {
+        let Some((last, prefix)) = r.parts.split_last() else {
+            return Ok(());
+        };
+        let owner = if prefix.is_empty() {
+            ctx.scope.inst
+        } else {
+            let pr = ast::ComponentRef {
+                parts: prefix.to_vec(),
+                ..r.clone()
+            };
+            match self.resolve_nodes(&pr, ctx)? {
+                Some(n) => n.leaves.iter().find_map(|l| match l {
+                    CompNode::Inst(i) => Some(*i),
+                    _ => None,
+                }),
+                None => None,
+            }
+        };
+        let Some(owner) = owner else {
+            return Ok(());
+        };
+        match self.instances[owner as usize]
+            .components
+            .get(&last.ident.name)
+        {
+            Some(c) if !c.connector_class => Err(Diagnostic::error(
+                last.ident.span,
+                format!("`{}` is not a connector", r.dotted()),
+            )
+            .with_label("an argument of `connect` must be a connector (MLS 9.1)")
+            .with_hint(if !matches!(c.node, CompNode::Var(_)) {
+                "connect the connectors of components, e.g. `connect(a.flange, b.flange)`"
+                    .to_string()
+            } else if prefix.is_empty() {
+                "write an equation instead, e.g. `a = b`".to_string()
+            } else {
+                format!(
+                    "connect the connector that holds it (`{}`), or write an equation",
+                    pr_text(prefix)
+                )
+            })),
+            _ => Ok(()),
+        }
+    }
+
+    /// A connection set of inputs and outputs has at most one source: an
+    /// output of a component inside, or an input of the simulated model
+    /// from outside (MLS 9.3).
+    fn check_one_source(&mut self, members: &[VarId]) {
+        let sources: Vec<VarId> = members
+            .iter()
+            .copied()
+            .filter(|v| {
+                let Some(u) = self.connections.causal.get(v) else {
+                    return false;
+                };
+                match self.vars[*v as usize].causality {
+                    flat::Causality::Output => u.inside && !u.outside,
+                    flat::Causality::Input => u.top_outside,
+                    flat::Causality::Local => false,
+                }
+            })
+            .collect();
+        if sources.len() > 1 {
+            let names: Vec<String> = sources
+                .iter()
+                .map(|v| format!("`{}`", self.vars[*v as usize].name))
+                .collect();
+            let span = self.connections.potential_span[&sources[1]];
+            self.diags.push(
+                Diagnostic::error(
+                    span,
+                    format!("{} drive the same connection set", names.join(" and ")),
+                )
+                .with_label("more than one source in a connection set: two outputs, or an output and an input from outside (MLS 9.3)")
+                .with_hint("connect each input to exactly one output"),
+            );
+        }
+    }
+
     /// Equations of the connection sets, and zero flow for unconnected inside
     /// flow variables.
     pub(super) fn connection_equations(&mut self) {
@@ -1135,6 +1306,7 @@ impl<'l> Flattener<'l> {
         }
         for (_, mut members) in groups {
             members.sort_unstable();
+            self.check_one_source(&members);
             let first = members[0];
             for &m in &members[1..] {
                 let span = self.connections.potential_span[&m];
@@ -1226,4 +1398,13 @@ fn contact_args<'a>(
         }
         _ => Err(Diagnostic::error(span, wrong_count).with_hint(hint)),
     }
+}
+
+/// `a.b` of a reference's leading parts.
+fn pr_text(parts: &[ast::RefPart]) -> String {
+    parts
+        .iter()
+        .map(|p| p.ident.name.as_str())
+        .collect::<Vec<_>>()
+        .join(".")
 }

@@ -28,6 +28,7 @@ use library::{Builtin, ClassId, Library};
 use modifier::{Binding, Modifier, Scope, SubMod, merge};
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::Arc;
 
 pub use eval::Value;
 
@@ -51,6 +52,9 @@ struct Comp {
     /// Declared under `protected` (or inherited through `protected
     /// extends`): not reachable by dot notation from outside (MLS 4.1).
     protected: bool,
+    /// Its class is a connector (`Flange`, or a short `connector RealInput
+    /// = input Real`): it may be an argument of `connect` (MLS 9.1).
+    connector_class: bool,
 }
 
 /// A declared component not yet instantiated.
@@ -147,6 +151,9 @@ pub struct Flattener<'l> {
     /// names (`a(x = 3)`: `x`), taken by `instantiate_model` to refuse
     /// modifiers of protected elements (MLS 4.1).
     component_modifier_names: Vec<(String, Span)>,
+    /// The `connect` being flattened is written in the simulated model
+    /// itself (its own connectors are the model's inputs and outputs).
+    connecting_at_top: bool,
 }
 
 /// Flattens model `model` (a class of the user's file, or a dotted name).
@@ -182,6 +189,7 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
         strings: HashMap::new(),
         table_objects: HashMap::new(),
         component_modifier_names: Vec::new(),
+        connecting_at_top: false,
     };
     let name = f.lib.entry(model).full_name.clone();
     let def = match f.lib.def(model) {
@@ -1305,11 +1313,11 @@ impl<'l> Flattener<'l> {
         if decl.prefix.causality != ast::Causality::None {
             prefix.causality = decl.prefix.causality;
         }
-        let connector = self
-            .lib
-            .def(resolved.class)?
-            .map(|d| d.kind == ClassKind::Connector)
-            .unwrap_or(false)
+        let is_connector =
+            |d: Option<Arc<ast::ClassDef>>| d.is_some_and(|d| d.kind == ClassKind::Connector);
+        let connector_class =
+            is_connector(self.lib.def(type_class)?) || is_connector(self.lib.def(resolved.class)?);
+        let connector = is_connector(self.lib.def(resolved.class)?)
             || self.instances[inst as usize].kind == ClassKind::Connector;
         let base_path = {
             let p = &self.instances[inst as usize].path;
@@ -1336,6 +1344,7 @@ impl<'l> Flattener<'l> {
             node,
             connector,
             protected: decl.protected,
+            connector_class,
         }))
     }
 
