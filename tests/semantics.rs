@@ -142,3 +142,17 @@ fn connections_the_specification_allows() {
          model M\n  parameter Boolean second = true;\n  Src a, b;\n  Sink s1, s2, s3;\n  Chain c;\n  Ground g;\n  Load l;\nequation\n  connect(a.y, s1.u);\n  connect(a.y, s2.u);\n  connect(a.y, c.u);\n  if second then\n    connect(b.y, s3.u);\n  else\n    connect(a.y, s3.u);\n  end if;\n  connect(g.p, l.p);\nend M;\n",
     );
 }
+
+/// MLS 3.8, 5.3: a parameter bound to a function of parameters, a constant
+/// of an enclosing package read from a nested class, a base class's own
+/// names read by the class extending it, `der` of a Real expression with
+/// an Integer factor.
+#[test]
+fn variability_and_lookup_the_specification_allows() {
+    accepts(
+        "function twice\n  input Real u;\n  output Real y;\nalgorithm\n  y := 2*u;\nend twice;\n\
+         package P\n  constant Real k = 2;\n  model Inner\n    Real z = k;\n  end Inner;\nend P;\n\
+         model Base\n  parameter Real a = 1;\n  Real y = a;\nend Base;\n\
+         model M\n  extends Base;\n  parameter Real p = twice(a);\n  constant Real c = 3*P.k;\n  P.Inner inn;\n  Real w = y + p + c;\n  Integer i(start = 1, fixed = true);\n  Real x(start = 0, fixed = true);\nequation\n  der(x) = der(i*time);\n  when sample(0, 0.5) then\n    i = pre(i) + 1;\n  end when;\nend M;\n",
+    );
+}

@@ -55,6 +55,8 @@ struct Comp {
     /// Its class is a connector (`Flange`, or a short `connector RealInput
     /// = input Real`): it may be an argument of `connect` (MLS 9.1).
     connector_class: bool,
+    /// The class whose body declares it (`PendingComp::declared_in`).
+    declared_in: ClassId,
 }
 
 /// A declared component not yet instantiated.
@@ -68,6 +70,10 @@ struct PendingComp {
     type_scope: Option<ClassId>,
     /// Scope of the declaration's own modifier.
     decl_scope: Scope,
+    /// The class whose body declares it (for a redeclared component, the
+    /// class of the declaration it replaces): its name is visible to that
+    /// class and to the classes extending it, not to its base classes.
+    declared_in: ClassId,
 }
 
 #[derive(Debug)]
@@ -128,6 +134,10 @@ pub struct Flattener<'l> {
     pending_binding: HashMap<VarId, Binding>,
     evaluating: Vec<VarId>,
     package_constants: HashMap<(ClassId, String), Value>,
+    /// The names `package_constant` found to be parameters, not constants:
+    /// visible in their own class only, never from a nested class or
+    /// through a class name (MLS 5.3).
+    class_parameters: std::collections::HashSet<(ClassId, String)>,
     connections: equations::Connections,
     diags: Vec<Diagnostic>,
     depth: usize,
@@ -151,6 +161,9 @@ pub struct Flattener<'l> {
     /// names (`a(x = 3)`: `x`), taken by `instantiate_model` to refuse
     /// modifiers of protected elements (MLS 4.1).
     component_modifier_names: Vec<(String, Span)>,
+    /// `extends` edges met while expanding classes: a class and the
+    /// classes it extends directly (through short classes too).
+    base_classes: HashMap<ClassId, Vec<ClassId>>,
     /// The `connect` being flattened is written in the simulated model
     /// itself (its own connectors are the model's inputs and outputs).
     connecting_at_top: bool,
@@ -177,6 +190,7 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
         pending_binding: HashMap::new(),
         evaluating: Vec::new(),
         package_constants: HashMap::new(),
+        class_parameters: Default::default(),
         connections: equations::Connections::default(),
         diags: Vec::new(),
         depth: 0,
@@ -190,6 +204,7 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
         table_objects: HashMap::new(),
         component_modifier_names: Vec::new(),
         connecting_at_top: false,
+        base_classes: HashMap::new(),
     };
     let name = f.lib.entry(model).full_name.clone();
     let def = match f.lib.def(model) {
@@ -593,6 +608,12 @@ impl<'l> Flattener<'l> {
                     };
                     modifier::check_final(m, &ext_mod, &ext.base.dotted())?;
                     let resolved = self.resolve_short(base, merge(m, &ext_mod), inst)?;
+                    let edges = self.base_classes.entry(class).or_default();
+                    for b in [base, resolved.class] {
+                        if !edges.contains(&b) {
+                            edges.push(b);
+                        }
+                    }
                     // `extends ExternalObject` marks the class; it
                     // inherits nothing (eval/msl_tables.rs).
                     if self.lib.builtin(resolved.class) == Some(library::Builtin::ExternalObject) {
@@ -689,6 +710,7 @@ impl<'l> Flattener<'l> {
                             outer,
                             type_scope: r.scope.class,
                             decl_scope: r.scope,
+                            declared_in: class,
                         });
                     } else {
                         out.components.push(PendingComp {
@@ -696,6 +718,7 @@ impl<'l> Flattener<'l> {
                             outer,
                             type_scope: Some(class),
                             decl_scope: own_scope,
+                            declared_in: class,
                         });
                     }
                 }
@@ -1345,6 +1368,7 @@ impl<'l> Flattener<'l> {
             connector,
             protected: decl.protected,
             connector_class,
+            declared_in: pc.declared_in,
         }))
     }
 
@@ -1753,6 +1777,7 @@ impl<'l> Flattener<'l> {
         let r = self.eval_binding_scalar(&b, &name, ty);
         self.evaluating.pop();
         let e = r?;
+        self.check_binding_variability(v, e, b.expr.span)?;
         self.pending_binding.remove(&v);
         self.vars[v as usize].binding = Some(e);
         Ok(Some(e))

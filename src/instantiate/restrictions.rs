@@ -419,6 +419,123 @@ impl Flattener<'_> {
         }
     }
 
+    /// A parameter's binding is a parameter expression, a constant's a
+    /// constant expression (MLS 3.8, 4.4.4): no variable of higher
+    /// variability, no `time`, `der` or `pre`, in it or in the arguments
+    /// of a function it calls.
+    pub(super) fn check_binding_variability(
+        &self,
+        v: VarId,
+        e: flat::ExprId,
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        let var = &self.vars[v as usize];
+        let constant = match var.variability {
+            Variability::Constant => true,
+            Variability::Parameter => false,
+            _ => return Ok(()),
+        };
+        let what = if constant { "constant" } else { "parameter" };
+        for id in self.arena.reachable(&[e]) {
+            let culprit = match self.arena.node(id) {
+                flat::Node::Var(x) => {
+                    let xv = &self.vars[x as usize];
+                    let too_varying = match xv.variability {
+                        Variability::Constant => false,
+                        Variability::Parameter => constant,
+                        _ => true,
+                    };
+                    if !too_varying {
+                        continue;
+                    }
+                    let kind = match xv.variability {
+                        Variability::Parameter => "the parameter",
+                        Variability::Discrete => "the discrete variable",
+                        _ => "the variable",
+                    };
+                    format!("{kind} `{}`", xv.name)
+                }
+                flat::Node::Time => "`time`".to_string(),
+                flat::Node::Der(_) => "a derivative".to_string(),
+                flat::Node::Pre(_) => "`pre`".to_string(),
+                _ => continue,
+            };
+            return Err(Diagnostic::error(
+                span,
+                format!("{what} `{}` is bound to an expression of {culprit}", var.name),
+            )
+            .with_label(format!(
+                "a {what} needs a {what} expression (MLS 3.8)"
+            ))
+            .with_hint(if constant {
+                "declare it `parameter`, or bind it to constants only".to_string()
+            } else {
+                format!(
+                    "declare it without `parameter` (`Real {} = ...` is an equation), or use `fixed = false` with an initial equation",
+                    var.name.rsplit('.').next().unwrap_or(&var.name)
+                )
+            }));
+        }
+        Ok(())
+    }
+
+    /// Component `name` of instance `inst`, named in the body of class
+    /// `from`, must be declared in `from` or in a class `from` extends: a
+    /// base class does not see the names of the class extending it
+    /// (MLS 5.3, 7.1).
+    pub(super) fn check_visible_from(
+        &self,
+        inst: InstId,
+        name: &str,
+        from: ClassId,
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        let Some(c) = self.instances[inst as usize].components.get(name) else {
+            return Ok(());
+        };
+        if c.declared_in == from || self.extends_transitively(from, c.declared_in) {
+            return Ok(());
+        }
+        // Only a class that extends `from` can have put the name there.
+        if !self.extends_transitively(c.declared_in, from) {
+            return Ok(());
+        }
+        let lib = &self.lib;
+        Err(Diagnostic::error(
+            span,
+            format!(
+                "`{name}` is declared in `{}`, which extends `{}`: the base class cannot see it",
+                lib.entry(c.declared_in).full_name,
+                lib.entry(from).full_name
+            ),
+        )
+        .with_label("a name of the class extending this one (MLS 5.3)")
+        .with_hint("declare it in the base class (perhaps as a parameter the extending class sets), or move this equation into the extending class"))
+    }
+
+    /// Whether class `a` extends `b`, directly or through other bases.
+    fn extends_transitively(&self, a: ClassId, b: ClassId) -> bool {
+        let mut stack = vec![a];
+        let mut seen = std::collections::HashSet::new();
+        while let Some(c) = stack.pop() {
+            if !seen.insert(c) {
+                continue;
+            }
+            for &x in self
+                .base_classes
+                .get(&c)
+                .map(|v| v.as_slice())
+                .unwrap_or(&[])
+            {
+                if x == b {
+                    return true;
+                }
+                stack.push(x);
+            }
+        }
+        false
+    }
+
     /// The shape of a function (MLS 12.2): at most one algorithm section,
     /// no initial algorithm, every public variable an input or an output.
     pub(super) fn check_function_shape(

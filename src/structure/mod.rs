@@ -560,6 +560,7 @@ impl Builder {
                         Block::Torn { residuals, .. } => residuals[0].1,
                     };
                     return Err(Diagnostic::error(self.equations[eq].span, format!("`{}` is declared discrete, but this equation makes it change continuously", var.name))
+                        .with_label("a discrete variable changes only at events (MLS 4.4.4)")
                         .with_secondary(var.span, "declared discrete here")
                         .with_hint("assign a discrete variable inside a when-clause, or remove the `discrete` prefix"));
                 }

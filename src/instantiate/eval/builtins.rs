@@ -73,6 +73,16 @@ impl Flattener<'_> {
                 }
                 let v = self.eval_expr(&a[0], ctx)?;
                 self.expect_numeric(&v, a[0].span)?;
+                let single_var =
+                    v.elems.len() == 1 && matches!(self.arena.node(v.elems[0]), Node::Var(_));
+                if v.ty == ScalarType::Integer && !single_var {
+                    return Err(Diagnostic::error(
+                        a[0].span,
+                        "`der` of an Integer expression",
+                    )
+                    .with_label("Integer expressions are discrete: `der` takes a Real expression (MLS 3.7.4)")
+                    .with_hint("convert the Integer first if its rate is meant: a discrete value has no derivative"));
+                }
                 let mut elems = Vec::new();
                 for &x in &v.elems {
                     elems.push(self.der_of(x, a[0].span, ctx)?);
@@ -561,7 +571,8 @@ impl Flattener<'_> {
                     return Err(Diagnostic::error(
                         span,
                         format!("`der({n})`: `{n}` is not a Real variable"),
-                    ));
+                    )
+                    .with_label("`der` takes a Real expression (MLS 3.7.4)"));
                 }
                 Ok(self.arena.intern(Node::Der(v)))
             }

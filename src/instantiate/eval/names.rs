@@ -23,6 +23,9 @@ impl Flattener<'_> {
         let Some(node) = self.component_node(inst, &first.ident.name)? else {
             return Ok(None);
         };
+        if let Some(from) = ctx.scope.class {
+            self.check_visible_from(inst, &first.ident.name, from, first.ident.span)?;
+        }
         let mut cur = NodeArray::from_node(&node);
         let mut path = first.ident.name.clone();
         cur = self.apply_node_subscripts(cur, &first.subscripts, ctx, &path)?;
@@ -452,6 +455,31 @@ impl Flattener<'_> {
         })
     }
 
+    /// A name of class `class` found from a nested class or through the
+    /// class's name must be a constant (MLS 5.3): a parameter belongs to
+    /// the instances of its class.
+    fn check_constant_from_outside(
+        &self,
+        class: ast_class::ClassId,
+        name: &str,
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        if !self.class_parameters.contains(&(class, name.to_string())) {
+            return Ok(());
+        }
+        Err(Diagnostic::error(
+            span,
+            format!(
+                "`{name}` is a parameter of `{}`, not a constant",
+                self.lib.entry(class).full_name
+            ),
+        )
+        .with_label(
+            "only constants are found in an enclosing class or through a class name (MLS 5.3)",
+        )
+        .with_hint("declare it `constant`, or pass the value in by a modifier"))
+    }
+
     /// Constants of enclosing classes and packages, and enumeration literals.
     pub(super) fn resolve_lexical(
         &mut self,
@@ -469,6 +497,9 @@ impl Flattener<'_> {
                     None => self.imported_constant(c, first, span)?,
                 };
                 if let Some(v) = found {
+                    if Some(c) != ctx.scope.class {
+                        self.check_constant_from_outside(c, first, span)?;
+                    }
                     if r.parts.len() > 1 {
                         return Err(Diagnostic::error(
                             r.span,
@@ -533,6 +564,7 @@ impl Flattener<'_> {
                     ));
                 }
                 if let Some(v) = self.package_constant(class, pname, part.ident.span)? {
+                    self.check_constant_from_outside(class, pname, part.ident.span)?;
                     return self
                         .apply_value_subscripts(v, &part.subscripts, ctx, pname)
                         .map(Some);
@@ -647,6 +679,9 @@ impl Flattener<'_> {
             ast::Variability::Constant | ast::Variability::Parameter
         ) {
             return Ok(None);
+        }
+        if pc.decl.prefix.variability == ast::Variability::Parameter {
+            self.class_parameters.insert((class, name.to_string()));
         }
         // A modifier from an `extends` (`package P extends Q(k = 4)`) wins
         // over the declaration's binding and is evaluated where it is
