@@ -95,3 +95,47 @@ fn every_file_in_the_corpus_is_in_the_manifest() {
         }
     }
 }
+
+/// Issue 21's rule groups, one section of the Modelica specification each
+/// (or one of the group's sections): every group has a case in the corpus
+/// whose diagnostic names it.
+#[test]
+fn every_rule_group_of_the_specification_has_a_case() {
+    let cases: Vec<Case> = serde_json::from_str(
+        &std::fs::read_to_string(dir().join("expected.json")).expect("manifest"),
+    )
+    .expect("valid manifest");
+    let groups: &[(&str, &[&str])] = &[
+        ("kind of a base class", &["7.1.3"]),
+        ("connect restrictions", &["9.1", "9.2", "9.3"]),
+        ("connections under a run-time if", &["8.3.4"]),
+        ("variability", &["3.8", "4.4.4"]),
+        ("protected elements", &["4.1", "7.1.2"]),
+        ("restricted classes", &["4.6"]),
+        (
+            "prefixes on structured components, flow on Real",
+            &["4.4.2.2"],
+        ),
+        ("reserved names", &["4.8"]),
+        ("a component named like its type", &["4.2"]),
+        ("redeclare of final elements", &["7.3.3"]),
+        ("replaceable base classes", &["7.1.4"]),
+        ("partial classes", &["4.4.2", "12.2"]),
+        ("static typing of operators", &["3.4"]),
+        ("der and sample arguments", &["3.7.4", "3.7.5"]),
+        ("lexical lookup", &["5.3"]),
+        ("time in connectors, records, functions", &["3.6.7"]),
+        ("the shape of a function", &["12.2"]),
+        ("short class definitions", &["4.5.2"]),
+    ];
+    let missing: Vec<&str> = groups
+        .iter()
+        .filter(|(_, secs)| {
+            !cases
+                .iter()
+                .any(|c| c.section.as_deref().is_some_and(|s| secs.contains(&s)))
+        })
+        .map(|(g, _)| *g)
+        .collect();
+    assert!(missing.is_empty(), "no case for: {missing:?}");
+}

@@ -622,6 +622,11 @@ impl<'l> Flattener<'l> {
                     if self.lib.builtin(resolved.class).is_some() {
                         return self.err(ext.span, "extending a predefined type is only allowed in a short class definition (`type T = Real(...)`)");
                     }
+                    if !resolved.dims.is_empty()
+                        || resolved.prefix.causality != ast::Causality::None
+                    {
+                        self.check_extends_of_array_or_prefixed(&def, comp, base, ext.span)?;
+                    }
                     let base_def = self.lib.def(resolved.class)?;
                     if let Some(bd) = &base_def
                         && matches!(bd.body, ClassBody::Long(_))

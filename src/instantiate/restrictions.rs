@@ -70,6 +70,47 @@ impl Flattener<'_> {
         self.check_base_kind(derived, &bd, span)
     }
 
+    /// A class extending an array class or a class with `input`/`output`
+    /// in its short definition (`record Pairs = Pair[2]`, `connector In =
+    /// input Pin`) adds nothing of its own (MLS 4.5.2): no components,
+    /// equations, algorithms or protected elements.
+    pub(super) fn check_extends_of_array_or_prefixed(
+        &self,
+        derived: &ast::ClassDef,
+        comp: &Composition,
+        base: ClassId,
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        let extra = comp.elements.iter().find_map(|e| match e {
+            Element::Component(c) => Some(("component", c.name.span)),
+            Element::Extends(x) if x.protected => Some(("protected element", x.span)),
+            _ => None,
+        });
+        let extra = extra
+            .or_else(|| {
+                comp.equations
+                    .iter()
+                    .flat_map(|s| s.equations.first())
+                    .next()
+                    .map(|e| ("equation", e.span))
+            })
+            .or_else(|| comp.algorithms.first().map(|a| ("algorithm", a.span)));
+        let Some((what, at)) = extra else {
+            return Ok(());
+        };
+        Err(Diagnostic::error(
+            at,
+            format!(
+                "`{}` extends `{}`, an array class or a class with `input`/`output` in its definition, and adds a {what}",
+                derived.name.name,
+                self.lib.entry(base).full_name
+            ),
+        )
+        .with_label(format!("a {what} beside such an `extends` (MLS 4.5.2)"))
+        .with_secondary(span, "extends it here")
+        .with_hint("declare a component of that class instead of extending it"))
+    }
+
     /// Class `derived` may have a base of `base`'s kind (MLS 7.1.3).
     pub(super) fn check_base_kind(
         &self,
