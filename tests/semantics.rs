@@ -156,3 +156,194 @@ fn variability_and_lookup_the_specification_allows() {
          model M\n  extends Base;\n  parameter Real p = twice(a);\n  constant Real c = 3*P.k;\n  P.Inner inn;\n  Real w = y + p + c;\n  Integer i(start = 1, fixed = true);\n  Real x(start = 0, fixed = true);\nequation\n  der(x) = der(i*time);\n  when sample(0, 0.5) then\n    i = pre(i) + 1;\n  end when;\nend M;\n",
     );
 }
+
+// ---------------------------------------------------------------------
+// Valid models rmoc once rejected (issue 21's list), each with its values.
+
+fn run(src: &str, model: &str, stop: f64) -> rmoc::solve::Results {
+    common::simulate(
+        src,
+        Some(model),
+        &common::Run {
+            stop: Some(stop),
+            interval: Some(0.05),
+            ..Default::default()
+        },
+    )
+}
+
+/// A record constructor with named arguments; the other fields keep
+/// their defaults.
+#[test]
+fn a_record_constructor_binding_takes_the_defaults_of_the_fields_it_omits() {
+    let r = run(
+        "record R\n  Real a = 1;\n  Real b = 2;\nend R;\nmodel M\n  R r = R(b = 5);\n  Real y = r.a + 10*r.b;\nend M;\n",
+        "M",
+        0.1,
+    );
+    assert_eq!(common::last(&r, "y"), 51.0);
+}
+
+/// `A^n` of a square matrix (MLS 10.6.6): n products, the identity for 0.
+#[test]
+fn the_power_of_a_square_matrix() {
+    let r = run(
+        "model M\n  parameter Real A[2, 2] = [1, 2; 3, 4];\n  Real P0[2, 2] = A^0;\n  Real P2[2, 2] = A^2;\n  Real P3[2, 2] = A^3;\nend M;\n",
+        "M",
+        0.1,
+    );
+    // A^2 = [7, 10; 15, 22], A^3 = [37, 54; 81, 118].
+    for (name, want) in [
+        ("P0[1,1]", 1.0),
+        ("P0[1,2]", 0.0),
+        ("P2[1,1]", 7.0),
+        ("P2[2,2]", 22.0),
+        ("P3[1,2]", 54.0),
+        ("P3[2,1]", 81.0),
+    ] {
+        assert_eq!(common::last(&r, name), want, "{name}");
+    }
+}
+
+/// Quoted identifiers (MLS 2.3.1) name variables like any other.
+#[test]
+fn quoted_identifiers() {
+    let r = run(
+        "model M\n  Real 'x+y' = 1;\n  Real z = 'x+y'*2;\nend M;\n",
+        "M",
+        0.1,
+    );
+    assert_eq!(common::last(&r, "z"), 2.0);
+}
+
+/// `check(x);` as an equation: a function without outputs, called at every
+/// step for its asserts (MLS 8.3.7). It passes while its assert holds and
+/// stops the run when it does not.
+#[test]
+fn a_function_without_outputs_called_as_an_equation() {
+    let src = |limit: &str| {
+        format!(
+            "function check\n  input Real u;\nalgorithm\n  assert(u < {limit}, \"too large\");\nend check;\nmodel M\n  Real x = time + 1;\nequation\n  check(x);\nend M;\n"
+        )
+    };
+    let r = run(&src("10"), "M", 1.0);
+    assert_eq!(common::last(&r, "x"), 2.0);
+    let path = common::model_file("call_eq", &src("1.5"));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rmoc"))
+        .args(["simulate", path.to_str().expect("path"), "--stop-time", "1"])
+        .output()
+        .expect("run rmoc");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("assertion in function `check` failed at t = 0.5"),
+        "{text}"
+    );
+}
+
+/// A protected class of a base class, used in the class extending it
+/// (MLS 7.1.2: protected elements are inherited as protected).
+#[test]
+fn a_protected_class_inherited_from_a_base_class() {
+    let r = run(
+        "model Base\nprotected\n  record Data\n    Real k = 2;\n  end Data;\nend Base;\nmodel M\n  extends Base;\n  Data d;\n  Real y = 3*d.k;\nend M;\n",
+        "M",
+        0.1,
+    );
+    assert_eq!(common::last(&r, "y"), 6.0);
+}
+
+/// `pre(x)` of a discrete variable set by an initial equation starts from
+/// that value.
+#[test]
+fn pre_of_a_discrete_variable_set_by_an_initial_equation() {
+    let r = run(
+        "model M\n  discrete Real x;\ninitial equation\n  x = 3;\nequation\n  when sample(0, 0.1) then\n    x = pre(x) + 1;\n  end when;\nend M;\n",
+        "M",
+        0.35,
+    );
+    assert_eq!(r.rows[0][r.column("x").expect("x")], 3.0);
+    assert_eq!(common::value_at(&r, "x", 0.05), 4.0);
+    assert_eq!(common::value_at(&r, "x", 0.25), 6.0);
+}
+
+/// `each` with an array value on an array of components: every element's
+/// array takes the whole value (MLS 7.2.5).
+#[test]
+fn each_with_an_array_value_on_an_array_of_components() {
+    let r = run(
+        "model A\n  parameter Real v[2] = {0, 0};\n  Real s = v[1] + 10*v[2];\nend A;\nmodel M\n  A a[3](each v = {1, 2});\nend M;\n",
+        "M",
+        0.1,
+    );
+    for k in 1..=3 {
+        assert_eq!(common::last(&r, &format!("a[{k}].s")), 21.0);
+    }
+}
+
+/// Package constants through a package modified by a short class
+/// definition, through `extends` with a modifier, and through a package
+/// redeclared for a component (MLS 7.3).
+#[test]
+fn package_constants_through_modified_and_redeclared_packages() {
+    let r = run(
+        "package P\n  constant Real k = 1;\n  constant Real k2 = 2*k;\nend P;\n\
+         package P2 = P(k = 5);\n\
+         package P3\n  extends P(k = 4);\nend P3;\n\
+         package Oil\n  constant Real density = 870;\nend Oil;\n\
+         package Water\n  constant Real density = 1000;\nend Water;\n\
+         model Tank\n  replaceable package Medium = Oil;\n  Real m = 2*Medium.density;\nend Tank;\n\
+         model M\n  Real y2 = P2.k;\n  Real y3 = P3.k2;\n  Tank t(redeclare package Medium = Water);\n  Tank oil;\nend M;\n",
+        "M",
+        0.1,
+    );
+    assert_eq!(common::last(&r, "y2"), 5.0);
+    assert_eq!(common::last(&r, "y3"), 8.0);
+    assert_eq!(common::last(&r, "t.m"), 2000.0);
+    assert_eq!(common::last(&r, "oil.m"), 1740.0);
+}
+
+/// A class inherited twice through two bases gives its elements and
+/// equations once (identical inherited elements are merged, MLS 7.1).
+#[test]
+fn identical_inherited_elements_are_merged() {
+    let r = run(
+        "model A\n  Real x(start = 1, fixed = true);\nequation\n  der(x) = -x;\nend A;\nmodel B\n  extends A;\nend B;\nmodel C\n  extends A;\nend C;\nmodel M\n  extends B;\n  extends C;\nend M;\n",
+        "M",
+        1.0,
+    );
+    assert!((common::last(&r, "x") - (-1.0f64).exp()).abs() < 1e-4);
+}
+
+/// A long connector class extending a type is a connector of that type.
+#[test]
+fn a_long_connector_class_extending_a_type() {
+    let flat = common::flatten(
+        "type Voltage = Real(unit = \"V\");\nconnector VIn\n  extends Voltage;\nend VIn;\nmodel M\n  VIn u = time;\nend M;\n",
+        Some("M"),
+    );
+    assert!(flat.contains("Real u(unit = \"V\");"), "{flat}");
+}
+
+/// `b.f1(3)`: a function of a component's class called through the
+/// component (MLS 5.3.2).
+#[test]
+fn a_function_called_through_a_component() {
+    let r = run(
+        "model B\n  function f1\n    input Real u;\n    output Real y;\n  algorithm\n    y := 2*u;\n  end f1;\nend B;\nmodel M\n  B b;\n  Real y = b.f1(3);\nend M;\n",
+        "M",
+        0.1,
+    );
+    assert_eq!(common::last(&r, "y"), 6.0);
+}
+
+/// `flow` outside a connector has no effect (no zero-flow equation).
+#[test]
+fn a_flow_variable_outside_a_connector_is_an_ordinary_variable() {
+    let r = run(
+        "model M\n  flow Real f;\nequation\n  f = 1 + time;\nend M;\n",
+        "M",
+        1.0,
+    );
+    assert_eq!(common::last(&r, "f"), 2.0);
+}

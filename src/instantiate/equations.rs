@@ -3,7 +3,7 @@
 //! (potentials equal, flows summed with inside/outside signs, unconnected
 //! inside flows zero).
 
-use super::eval::{Ctx, NodeArray, Value, shape_text};
+use super::eval::{BUILTINS, Ctx, NodeArray, Value, shape_text};
 use super::{CompNode, Flattener};
 use crate::diag::Diagnostic;
 use crate::flat::{
@@ -259,14 +259,46 @@ impl<'l> Flattener<'l> {
                     "`terminate` is only supported inside a `when` equation",
                 )
                 .with_hint("write `when condition then terminate(\"reason\"); end when;`")),
-                other => Err(Diagnostic::error(
-                    eq.span,
-                    format!(
-                        "a call of `{other}` is not an equation; use its result in an equation"
-                    ),
-                )),
+                other => self.call_equation(other, func, args, eq.span, ctx, initial),
             },
         }
+    }
+
+    /// `f(x);` as an equation: a function without outputs, called for its
+    /// asserts at every step (MLS 8.3.7: a function call equation whose
+    /// function has no outputs). Its hidden output is an assert that holds.
+    fn call_equation(
+        &mut self,
+        name: &str,
+        func: &ast::ComponentRef,
+        args: &[ast::Arg],
+        span: Span,
+        ctx: &Ctx,
+        initial: bool,
+    ) -> Result<(), Diagnostic> {
+        if BUILTINS.contains(&name) {
+            return Err(Diagnostic::error(
+                span,
+                format!("a call of `{name}` is not an equation; use its result in an equation"),
+            ));
+        }
+        self.effect_call = None;
+        let outs = self.call_user_function(func, args, span, ctx)?;
+        let Some(condition) = self.effect_call.take().filter(|_| outs.is_empty()) else {
+            return Err(Diagnostic::error(
+                span,
+                format!("a call of `{name}` is not an equation; use its result in an equation"),
+            )
+            .with_hint("only a function without outputs can be called as an equation"));
+        };
+        self.asserts.push(flat::Assert {
+            condition,
+            message: format!("`{name}` failed"),
+            level: flat::AssertLevel::Error,
+            span,
+            initial,
+        });
+        Ok(())
     }
 
     /// `unilateral(gap, force, e)`: a unilateral contact (see

@@ -428,6 +428,15 @@ impl<'l> Flattener<'l> {
                 self.fn_statement(s, &ctx, &mut b, &mut body)?;
             }
         }
+        // A function without outputs is called for its asserts (`check(x);`
+        // as an equation): it gets one hidden output, 1 once the body has
+        // run, that the caller's assert reads (`call_compiled`).
+        if outputs.is_empty() {
+            let slot = b.slots.len() as u32;
+            b.slots.push("$done".to_string());
+            outputs.push(slot..slot + 1);
+            init.push((slot, self.arena.constant(1.0)));
+        }
         let def_span = self.lib.def(class)?.map(|d| d.span).unwrap_or(span);
         Ok((
             flat::Function {

@@ -161,6 +161,9 @@ pub struct Flattener<'l> {
     /// names (`a(x = 3)`: `x`), taken by `instantiate_model` to refuse
     /// modifiers of protected elements (MLS 4.1).
     component_modifier_names: Vec<(String, Span)>,
+    /// The call node of the last call of a function without outputs (its
+    /// hidden output), taken by a call equation (`check(x);`).
+    effect_call: Option<flat::ExprId>,
     /// `extends` edges met while expanding classes: a class and the
     /// classes it extends directly (through short classes too).
     base_classes: HashMap<ClassId, Vec<ClassId>>,
@@ -205,6 +208,7 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
         component_modifier_names: Vec::new(),
         connecting_at_top: false,
         base_classes: HashMap::new(),
+        effect_call: None,
     };
     let name = f.lib.entry(model).full_name.clone();
     let def = match f.lib.def(model) {
@@ -440,6 +444,38 @@ impl<'l> Flattener<'l> {
             let Some(def) = self.lib.def(class)? else {
                 break;
             };
+            // `connector VIn extends Voltage; end VIn;`: a long class that
+            // only extends a predefined type is that type, as a short
+            // definition would be.
+            if let Some((base, ext)) = self.extends_only_a_type(class, &def)? {
+                if !matches!(
+                    def.kind,
+                    ClassKind::Type | ClassKind::Connector | ClassKind::Class
+                ) {
+                    return Err(Diagnostic::error(
+                        ext.base.span,
+                        format!(
+                            "{} `{}` cannot extend the type `{}`",
+                            def.kind.keyword(),
+                            def.name.name,
+                            ext.base.dotted()
+                        ),
+                    )
+                    .with_label("only a type or a connector may extend a type (MLS 7.1.3)"));
+                }
+                if let Some(cm) = &ext.modification {
+                    let inner = Modifier::from_class_mod(
+                        cm,
+                        Scope {
+                            inst,
+                            class: Some(class),
+                        },
+                    )?;
+                    modifier = merge(&modifier, &inner);
+                }
+                class = base;
+                continue;
+            }
             let ClassBody::Short(s) = &def.body else {
                 break;
             };
@@ -494,6 +530,30 @@ impl<'l> Flattener<'l> {
             dims_scope,
             prefix,
         })
+    }
+
+    /// A long class whose only element is `extends T` of a class that is
+    /// (or is defined as) a predefined type: that base and the clause.
+    fn extends_only_a_type(
+        &mut self,
+        class: ClassId,
+        def: &ast::ClassDef,
+    ) -> Result<Option<(ClassId, ast::Extends)>, Diagnostic> {
+        let ClassBody::Long(comp) = &def.body else {
+            return Ok(None);
+        };
+        if !comp.equations.is_empty() || !comp.algorithms.is_empty() || comp.elements.len() != 1 {
+            return Ok(None);
+        }
+        let Element::Extends(ext) = &comp.elements[0] else {
+            return Ok(None);
+        };
+        let base = self.lib.lookup(self.lib.entry(class).parent, &ext.base)?;
+        let resolved = self.resolve_short(base, Modifier::default(), None)?;
+        match self.lib.builtin(resolved.class) {
+            None | Some(Builtin::ExternalObject) => Ok(None),
+            Some(_) => Ok(Some((base, ext.clone()))),
+        }
     }
 
     /// The components, equations and class redeclarations of class `class`
@@ -645,24 +705,7 @@ impl<'l> Flattener<'l> {
                             resolved.class,
                             &sub.class_overrides,
                         )?;
-                        if ext.protected {
-                            // `protected extends A`: A's elements become
-                            // protected here (MLS 7.1.2).
-                            out.components
-                                .extend(sub.components.into_iter().map(|mut pc| {
-                                    if !pc.decl.protected {
-                                        Rc::make_mut(&mut pc.decl).protected = true;
-                                    }
-                                    pc
-                                }));
-                        } else {
-                            out.components.extend(sub.components);
-                        }
-                        out.equations.extend(sub.equations);
-                        out.algorithms.extend(sub.algorithms);
-                        for (k, v) in sub.class_overrides {
-                            out.class_overrides.entry(k).or_insert(v);
-                        }
+                        absorb_base(&mut out, sub, ext.protected);
                     }
                 }
                 Element::Component(c) => {
@@ -1341,6 +1384,12 @@ impl<'l> Flattener<'l> {
         if decl.prefix.causality != ast::Causality::None {
             prefix.causality = decl.prefix.causality;
         }
+        // `flow` means something only in a connector (MLS 9.2: flows are
+        // summed at connections and zero when unconnected); elsewhere the
+        // variable is an ordinary one.
+        if prefix.flow && !self.inside_connector(inst, resolved.class)? {
+            prefix.flow = false;
+        }
         let is_connector =
             |d: Option<Arc<ast::ClassDef>>| d.is_some_and(|d| d.kind == ClassKind::Connector);
         let connector_class =
@@ -1375,6 +1424,26 @@ impl<'l> Flattener<'l> {
             connector_class,
             declared_in: pc.declared_in,
         }))
+    }
+
+    /// Whether a component of class `class` declared in instance `inst`
+    /// is part of a connector: it is one, or an enclosing instance is.
+    fn inside_connector(&mut self, inst: InstId, class: ClassId) -> Result<bool, Diagnostic> {
+        if self
+            .lib
+            .def(class)?
+            .is_some_and(|d| d.kind == ClassKind::Connector)
+        {
+            return Ok(true);
+        }
+        let mut i = Some(inst);
+        while let Some(x) = i {
+            if self.instances[x as usize].kind == ClassKind::Connector {
+                return Ok(true);
+            }
+            i = self.instances[x as usize].parent;
+        }
+        Ok(false)
     }
 
     fn describe(&mut self, node: &CompNode, text: &str) {
@@ -2106,6 +2175,51 @@ fn merge_prefix(outer: ast::TypePrefix, inner: ast::TypePrefix) -> ast::TypePref
         } else {
             outer.causality
         },
+    }
+}
+
+/// Adds the contents of a base class to a class's. `protected extends A`
+/// makes A's elements protected here (MLS 7.1.2). An element inherited
+/// twice through two bases from the same declaration, under the same
+/// modifiers, is one element (MLS 7.1: identical inherited elements are
+/// merged); so are the equations and algorithms of a class inherited
+/// twice.
+fn absorb_base(out: &mut Contents, sub: Contents, protected: bool) {
+    for (k, v) in sub.class_overrides {
+        out.class_overrides.entry(k).or_insert(v);
+    }
+    for mut pc in sub.components {
+        let twin = out.components.iter().any(|o| {
+            o.decl.name.name == pc.decl.name.name
+                && o.decl.span == pc.decl.span
+                && o.declared_in == pc.declared_in
+                && format!("{:?}", o.outer) == format!("{:?}", pc.outer)
+        });
+        if twin {
+            continue;
+        }
+        if protected && !pc.decl.protected {
+            Rc::make_mut(&mut pc.decl).protected = true;
+        }
+        out.components.push(pc);
+    }
+    for eq in sub.equations {
+        let seen = out
+            .equations
+            .iter()
+            .any(|o| o.1 == eq.1 && o.2 == eq.2 && o.0.span == eq.0.span);
+        if !seen {
+            out.equations.push(eq);
+        }
+    }
+    for alg in sub.algorithms {
+        if !out
+            .algorithms
+            .iter()
+            .any(|o| o.1 == alg.1 && o.0.span == alg.0.span)
+        {
+            out.algorithms.push(alg);
+        }
     }
 }
 

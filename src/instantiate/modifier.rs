@@ -176,7 +176,12 @@ impl Modifier {
     /// not under `each` selects element `idx` of its value.
     pub fn for_element(&self, idx: &[usize]) -> Modifier {
         if self.each {
-            return self.clone();
+            // `each` is spent on this array: inside the element the value
+            // is an ordinary one (`A a[3](each v = {1, 2})` binds every
+            // a[i].v, an array of 2, to {1, 2}, MLS 7.2.5).
+            let mut m = self.clone();
+            m.each = false;
+            return m;
         }
         let mut m = self.clone();
         if let Some(b) = &mut m.binding {

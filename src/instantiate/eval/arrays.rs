@@ -308,10 +308,13 @@ impl Flattener<'_> {
                         })
                     }
                     BinOp::Pow => {
+                        if a.dims.len() == 2 && b.is_scalar() {
+                            return self.matrix_power(&a, &b, rhs.span, span);
+                        }
                         if !a.is_scalar() || !b.is_scalar() {
                             return Err(Diagnostic::error(
                                 span,
-                                "`^` is defined for scalars; use `.^` for element-wise powers",
+                                "`^` is defined for scalars and square matrices; use `.^` for element-wise powers",
                             ));
                         }
                         let e = self.arena.pow(a.elems[0], b.elems[0]);
@@ -321,6 +324,50 @@ impl Flattener<'_> {
                 }
             }
         }
+    }
+
+    /// `A^n` of a square matrix and a non-negative Integer exponent known
+    /// while flattening (MLS 10.6.6): `identity` for n = 0, else the
+    /// product of n factors.
+    fn matrix_power(
+        &mut self,
+        a: &Value,
+        n: &Value,
+        n_span: Span,
+        span: Span,
+    ) -> Result<Value, Diagnostic> {
+        if a.dims[0] != a.dims[1] {
+            return Err(Diagnostic::error(
+                span,
+                format!(
+                    "`^` of a matrix needs a square matrix, not one of size {}",
+                    shape_text(&a.dims)
+                ),
+            ));
+        }
+        let k = self.const_value(n.elems[0], n_span)?;
+        if n.ty != ScalarType::Integer || k < 0.0 || k.fract() != 0.0 {
+            return Err(Diagnostic::error(
+                n_span,
+                "the exponent of a matrix power must be a non-negative Integer",
+            )
+            .with_hint("`A^n` multiplies n copies of A; use `.^` for element-wise powers"));
+        }
+        let size = a.dims[0];
+        let mut out = Value {
+            ty: a.ty,
+            dims: a.dims.clone(),
+            elems: (0..size * size)
+                .map(|i| {
+                    self.arena
+                        .constant(if i / size == i % size { 1.0 } else { 0.0 })
+                })
+                .collect(),
+        };
+        for _ in 0..k as usize {
+            out = self.multiply(&out, a, span, a.ty)?;
+        }
+        Ok(out)
     }
 
     /// Element-wise operation; with `broadcast`, a scalar combines with each element.

@@ -29,6 +29,53 @@ impl Flattener<'_> {
             .ok_or_else(|| Diagnostic::error(span, format!("function `{name}` has no output")))
     }
 
+    /// `b.f1(x)`: function `f1` of the class of component `b` (a scalar
+    /// component of this instance; MLS 5.3.2), with the class
+    /// redeclarations of that instance.
+    fn function_through_component(
+        &mut self,
+        func: &ComponentRef,
+        ctx: &Ctx,
+    ) -> Result<Option<ast_class::ClassId>, Diagnostic> {
+        let Some((last, prefix)) = func.parts.split_last() else {
+            return Ok(None);
+        };
+        if prefix.is_empty() || func.global {
+            return Ok(None);
+        }
+        let Some(inst) = ctx.scope.inst else {
+            return Ok(None);
+        };
+        if self.component_node(inst, &prefix[0].ident.name)?.is_none() {
+            return Ok(None);
+        }
+        let owner = ComponentRef {
+            parts: prefix.to_vec(),
+            ..func.clone()
+        };
+        let Some(nodes) = self.resolve_nodes(&owner, ctx)? else {
+            return Ok(None);
+        };
+        let [CompNode::Inst(i)] = &*nodes.leaves else {
+            return Err(Diagnostic::error(
+                func.span,
+                format!(
+                    "`{}` is not a scalar component: a function is called through one component",
+                    owner.dotted()
+                ),
+            ));
+        };
+        let i = *i;
+        if let Some(&c) = self.instances[i as usize]
+            .class_overrides
+            .get(&last.ident.name)
+        {
+            return Ok(Some(c));
+        }
+        let class = self.instances[i as usize].class;
+        self.lib.member_class(class, &last.ident.name)
+    }
+
     /// Calls a user function; returns every output's value.
     pub(in crate::instantiate) fn call_user_function(
         &mut self,
@@ -43,7 +90,10 @@ impl Flattener<'_> {
                 "a function name cannot have subscripts",
             ));
         };
-        let class = match self.lib.lookup(ctx.scope.class, &fname) {
+        let through_component = self.function_through_component(func, ctx)?;
+        let class = match through_component
+            .map_or_else(|| self.lib.lookup(ctx.scope.class, &fname), Ok)
+        {
             Ok(c) => c,
             Err(_) => {
                 let mut d =
@@ -154,6 +204,10 @@ impl Flattener<'_> {
             func: fid,
             args: flat_args,
         });
+        if out_shapes.is_empty() {
+            // The hidden output of a function without outputs.
+            self.effect_call = Some(self.arena.intern(Node::Call { call, output: 0 }));
+        }
         let mut outs = Vec::new();
         let mut output = 0u32;
         for (dims, ty) in out_shapes {

@@ -183,7 +183,7 @@ enum Index {
     Dynamic(ExprId),
 }
 
-const BUILTINS: &[&str] = &[
+pub(super) const BUILTINS: &[&str] = &[
     "der",
     "pre",
     "edge",

@@ -518,7 +518,22 @@ impl Flattener<'_> {
             return Ok(None);
         }
         let start = if r.global { None } else { ctx.scope.class };
-        let Some(mut class) = self.lib.lookup_simple(start, first)? else {
+        // A package redeclared for this instance or an enclosing one
+        // (`redeclare package Medium = Water`) replaces the declared one.
+        let mut overridden = None;
+        let mut i = if r.global { None } else { ctx.scope.inst };
+        while let Some(x) = i {
+            if let Some(&c) = self.instances[x as usize].class_overrides.get(first) {
+                overridden = Some(c);
+                break;
+            }
+            i = self.instances[x as usize].parent;
+        }
+        let found = match overridden {
+            Some(c) => Some(c),
+            None => self.lib.lookup_simple(start, first)?,
+        };
+        let Some(mut class) = found else {
             return Ok(None);
         };
         for (k, part) in r.parts.iter().enumerate().skip(1) {
@@ -658,15 +673,26 @@ impl Flattener<'_> {
         let Some(def) = self.lib.def(class)? else {
             return Ok(None);
         };
-        if !matches!(def.body, ast::ClassBody::Long(_)) {
+        // `package P2 = P(k = 5)`: P's constants under P2's modifier.
+        let (target, modifier) = match def.body {
+            ast::ClassBody::Long(_) => (class, Default::default()),
+            ast::ClassBody::Short(_) => {
+                let r = self.resolve_short(class, Default::default(), None)?;
+                (r.class, r.modifier)
+            }
+            ast::ClassBody::Enumeration(_) => return Ok(None),
+        };
+        if self.lib.builtin(target).is_some()
+            || !matches!(
+                self.lib
+                    .def(target)?
+                    .map(|d| matches!(d.body, ast::ClassBody::Long(_))),
+                Some(true)
+            )
+        {
             return Ok(None);
         }
-        let contents = self.contents(
-            class,
-            &crate::instantiate::modifier::Modifier::default(),
-            None,
-            0,
-        )?;
+        let contents = self.contents(target, &modifier, None, 0)?;
         let Some(pc) = contents
             .components
             .into_iter()
