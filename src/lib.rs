@@ -270,6 +270,46 @@ pub fn select_model(
     }
 }
 
+/// Checks several models of one file (`rmoc check` without `--model`):
+/// their summaries, or every error. With more than one model, each error
+/// names the model it was found in; one error found in several (a shared
+/// base class) is reported once, naming them all.
+pub fn check_models(lib: &mut Library, models: &[ClassId]) -> Result<Vec<String>, Vec<Diagnostic>> {
+    let mut summaries = Vec::new();
+    let mut found: Vec<(Diagnostic, Vec<String>)> = Vec::new();
+    for &m in models {
+        match check_model(lib, m) {
+            Ok(s) => summaries.push(s),
+            Err(ds) => {
+                let name = lib.entry(m).full_name.clone();
+                for d in ds {
+                    match found
+                        .iter_mut()
+                        .find(|(x, _)| x.message == d.message && x.span == d.span)
+                    {
+                        Some((_, names)) => names.push(name.clone()),
+                        None => found.push((d, vec![name.clone()])),
+                    }
+                }
+            }
+        }
+    }
+    if found.iter().all(|(d, _)| !d.is_error()) {
+        return Ok(summaries);
+    }
+    Err(found
+        .into_iter()
+        .map(|(d, names)| {
+            if models.len() < 2 {
+                return d;
+            }
+            let shown: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+            let which = if names.len() == 1 { "model" } else { "models" };
+            d.with_note(format!("in {which} {}", shown.join(", ")))
+        })
+        .collect())
+}
+
 /// Checks one model: flattening, then the balance of equations and unknowns.
 /// Returns a one-line summary.
 pub fn check_model(lib: &mut Library, model: ClassId) -> Result<String, Vec<Diagnostic>> {

@@ -365,14 +365,10 @@ fn check(file: &std::path::Path, model: Option<&str>, parse_only: bool) -> ExitC
         ));
         return ExitCode::SUCCESS;
     }
-    let mut diags = Vec::new();
-    let mut summaries = Vec::new();
-    for t in targets {
-        match rmoc::check_model(&mut lib, t) {
-            Ok(s) => summaries.push(s),
-            Err(d) => diags.extend(d),
-        }
-    }
+    let (summaries, diags) = match rmoc::check_models(&mut lib, &targets) {
+        Ok(s) => (s, Vec::new()),
+        Err(d) => (Vec::new(), d),
+    };
     let code = report(&lib, &diags);
     if code == ExitCode::SUCCESS {
         for s in summaries {

@@ -347,3 +347,35 @@ fn a_flow_variable_outside_a_connector_is_an_ordinary_variable() {
     );
     assert_eq!(common::last(&r, "f"), 2.0);
 }
+
+// ---------------------------------------------------------------------
+// Diagnostics (issue 21): pinned as the user sees them.
+
+/// Cyclic inheritance is reported at the `extends` clause that closes the
+/// cycle, with the whole cycle and where each class extends.
+#[test]
+fn cyclic_inheritance_shows_the_whole_cycle_at_the_clause() {
+    insta::assert_snapshot!(common::check(
+        "model A\n  extends B;\n  Real x = 1;\nend A;\nmodel B\n  extends A;\nend B;\nmodel M\n  A a;\nend M;\n"
+    ));
+}
+
+/// Independent errors of one model are all reported in one run: every
+/// failing declaration (model `M`; one that names a declaration that
+/// failed adds nothing), or, when the declarations are sound, every failing
+/// binding and equation (model `N`; `q`'s error would repeat `p`'s).
+#[test]
+fn several_independent_errors_are_reported_in_one_run() {
+    insta::assert_snapshot!(common::check(
+        "record A\n  Real x;\nend A;\nmodel M\n  A a1(z = 1);\n  A a2(w = 2);\n  parameter Real k = a1.x;\n  Real y = 1;\nend M;\nmodel N\n  parameter Integer n = 2.5;\n  parameter Real p = undefinedName;\n  Real q = p + 1;\n  Real r;\nequation\n  r = alsoUndefined;\nend N;\n"
+    ));
+}
+
+/// With several models in a file, each error names the model it belongs
+/// to; an error shared by several models (one base class) is shown once.
+#[test]
+fn errors_name_their_models_when_a_file_has_several() {
+    insta::assert_snapshot!(common::check(
+        "model Base\n  Real x = unknownThing;\nend Base;\nmodel One\n  extends Base;\nend One;\nmodel Two\n  extends Base;\nend Two;\nmodel Three\n  Real y = 2*z;\nend Three;\n"
+    ));
+}

@@ -164,6 +164,9 @@ pub struct Flattener<'l> {
     /// The call node of the last call of a function without outputs (its
     /// hidden output), taken by a call equation (`check(x);`).
     effect_call: Option<flat::ExprId>,
+    /// The `extends` clauses being expanded, outermost first: the class
+    /// and where it names its base (a base among them is a cycle).
+    extending: Vec<(ClassId, Span)>,
     /// `extends` edges met while expanding classes: a class and the
     /// classes it extends directly (through short classes too).
     base_classes: HashMap<ClassId, Vec<ClassId>>,
@@ -171,6 +174,10 @@ pub struct Flattener<'l> {
     /// itself (its own connectors are the model's inputs and outputs).
     connecting_at_top: bool,
 }
+
+/// At most this many errors are reported for one model; the rest would be
+/// consequences of the first ones more often than news.
+const MAX_ERRORS: usize = 20;
 
 /// Flattens model `model` (a class of the user's file, or a dotted name).
 pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagnostic>> {
@@ -208,6 +215,7 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
         component_modifier_names: Vec::new(),
         connecting_at_top: false,
         base_classes: HashMap::new(),
+        extending: Vec::new(),
         effect_call: None,
     };
     let name = f.lib.entry(model).full_name.clone();
@@ -245,6 +253,14 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
         f.phase2();
     }
     if crate::diag::has_errors(&f.diags) {
+        if f.diags.len() > MAX_ERRORS {
+            let more = f.diags.len() - MAX_ERRORS;
+            f.diags.truncate(MAX_ERRORS);
+            if let Some(last) = f.diags.last_mut() {
+                last.notes
+                    .push(format!("{more} more error(s) not shown; fix these first"));
+            }
+        }
         return Err(f.diags);
     }
     let top_connectors = f.top_connectors();
@@ -566,10 +582,10 @@ impl<'l> Flattener<'l> {
         depth: usize,
     ) -> Result<Contents, Diagnostic> {
         let mut out = Contents::default();
-        if depth > 32 {
+        if depth > 64 {
             let name = self.lib.entry(class).full_name.clone();
             return Err(Diagnostic::error_nospan(format!(
-                "`{name}` extends itself (cyclic inheritance)"
+                "`{name}`: base classes nested more than 64 deep"
             )));
         }
         let Some(def) = self.lib.def(class)? else {
@@ -691,8 +707,12 @@ impl<'l> Flattener<'l> {
                     if let Some(bd) = &base_def
                         && matches!(bd.body, ClassBody::Long(_))
                     {
+                        self.check_inheritance_cycle(class, resolved.class, ext.base.span)?;
+                        self.extending.push((class, ext.base.span));
                         let sub =
-                            self.contents(resolved.class, &resolved.modifier, inst, depth + 1)?;
+                            self.contents(resolved.class, &resolved.modifier, inst, depth + 1);
+                        self.extending.pop();
+                        let sub = sub?;
                         // Every name the extends clause modifies must exist in the base.
                         let names: Vec<String> = sub
                             .components
@@ -1207,9 +1227,33 @@ impl<'l> Flattener<'l> {
                 inst.pending.insert(name, pc);
             }
         }
+        // An error in one component does not stop the others: the front
+        // end reports every independent error of the declarations (up to
+        // MAX_ERRORS), and flattening stops before the equations.
         let order = self.instances[id as usize].order.clone();
+        let mut failed: Vec<String> = Vec::new();
         for name in order {
-            self.ensure_component(id, &name)?;
+            let decl_span = self.instances[id as usize]
+                .pending
+                .get(&name)
+                .map(|pc| pc.decl.span);
+            if let Err(d) = self.ensure_component(id, &name) {
+                if self.diags.len() + 1 >= MAX_ERRORS {
+                    return Err(d);
+                }
+                // An error of a declaration that names a component that
+                // already failed is a consequence of that one: not shown.
+                let cascade = decl_span.is_some_and(|sp| self.span_names_any(sp, &failed));
+                failed.push(name);
+                if !cascade
+                    && !self
+                        .diags
+                        .iter()
+                        .any(|x| x.message == d.message && x.span == d.span)
+                {
+                    self.diags.push(d);
+                }
+            }
         }
         for (name, span) in block_ports {
             self.check_block_port(id, &def.name.name, &name, span)?;
@@ -1424,6 +1468,20 @@ impl<'l> Flattener<'l> {
             connector_class,
             declared_in: pc.declared_in,
         }))
+    }
+
+    /// Whether the source text under `span` has one of `names` as a word.
+    fn span_names_any(&self, span: Span, names: &[String]) -> bool {
+        if names.is_empty() {
+            return false;
+        }
+        let text = &self.lib.sources.file(span.file).text;
+        let Some(slice) = text.get(span.start as usize..span.end as usize) else {
+            return false;
+        };
+        slice
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .any(|w| names.iter().any(|n| n == w))
     }
 
     /// Whether a component of class `class` declared in instance `inst`

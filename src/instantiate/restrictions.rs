@@ -111,6 +111,47 @@ impl Flattener<'_> {
         .with_hint("declare a component of that class instead of extending it"))
     }
 
+    /// `class` extending `base` closes a cycle if `base` is `class` or a
+    /// class whose `extends` is being expanded (MLS 7.1: the inheritance
+    /// graph is acyclic). The diagnostic sits at the clause that closes
+    /// it and shows the whole cycle, `A extends B extends A`.
+    pub(super) fn check_inheritance_cycle(
+        &self,
+        class: ClassId,
+        base: ClassId,
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        let start = if base == class {
+            Some(self.extending.len())
+        } else {
+            self.extending.iter().position(|(c, _)| *c == base)
+        };
+        let Some(start) = start else {
+            return Ok(());
+        };
+        let name = |c: ClassId| self.lib.entry(c).name.clone();
+        let mut chain: Vec<String> = self.extending[start..]
+            .iter()
+            .map(|(c, _)| name(*c))
+            .collect();
+        chain.push(name(class));
+        chain.push(name(base));
+        let mut d = Diagnostic::error(
+            span,
+            format!("cyclic inheritance: {}", chain.join(" extends ")),
+        )
+        .with_label(format!(
+            "`{}` extends `{}`, which is already among its bases (MLS 7.1)",
+            name(class),
+            name(base)
+        ))
+        .with_hint("a class cannot inherit from itself; break the cycle by removing one of these `extends` clauses");
+        for (c, at) in &self.extending[start..] {
+            d = d.with_secondary(*at, format!("`{}` extends here", name(*c)));
+        }
+        Err(d)
+    }
+
     /// Class `derived` may have a base of `base`'s kind (MLS 7.1.3).
     pub(super) fn check_base_kind(
         &self,

@@ -45,24 +45,17 @@ pub fn check(src: &str) -> String {
         .iter()
         .map(|c| c.name.name.clone())
         .collect();
-    let mut out = String::new();
-    let mut diags = Vec::new();
-    for (id, c) in loaded.classes.iter().zip(&loaded.file.classes) {
-        if !names.contains(&c.name.name) {
-            continue;
-        }
-        match rmoc::check_model(&mut lib, *id) {
-            Ok(s) => {
-                out.push_str(&s);
-                out.push('\n');
-            }
-            Err(d) => diags.extend(d),
-        }
+    let targets: Vec<_> = loaded
+        .classes
+        .iter()
+        .zip(&loaded.file.classes)
+        .filter(|(_, c)| names.contains(&c.name.name))
+        .map(|(id, _)| *id)
+        .collect();
+    match rmoc::check_models(&mut lib, &targets) {
+        Ok(summaries) => summaries.iter().map(|s| format!("{s}\n")).collect(),
+        Err(diags) => render(&lib, &diags, &path),
     }
-    if !diags.is_empty() {
-        return render(&lib, &diags, &path);
-    }
-    out
 }
 
 /// The flat model's text (or the diagnostics).
