@@ -274,30 +274,33 @@ pub fn select_model(
 /// their summaries, or every error. With more than one model, each error
 /// names the model it was found in; one error found in several (a shared
 /// base class) is reported once, naming them all.
-pub fn check_models(lib: &mut Library, models: &[ClassId]) -> Result<Vec<String>, Vec<Diagnostic>> {
+pub fn check_models(
+    lib: &mut Library,
+    models: &[ClassId],
+) -> Result<(Vec<String>, Vec<Diagnostic>), Vec<Diagnostic>> {
     let mut summaries = Vec::new();
     let mut found: Vec<(Diagnostic, Vec<String>)> = Vec::new();
     for &m in models {
-        match check_model(lib, m) {
-            Ok(s) => summaries.push(s),
-            Err(ds) => {
-                let name = lib.entry(m).full_name.clone();
-                for d in ds {
-                    match found
-                        .iter_mut()
-                        .find(|(x, _)| x.message == d.message && x.span == d.span)
-                    {
-                        Some((_, names)) => names.push(name.clone()),
-                        None => found.push((d, vec![name.clone()])),
-                    }
-                }
+        let ds = match check_model(lib, m) {
+            Ok((s, warnings)) => {
+                summaries.push(s);
+                warnings
+            }
+            Err(ds) => ds,
+        };
+        let name = lib.entry(m).full_name.clone();
+        for d in ds {
+            match found
+                .iter_mut()
+                .find(|(x, _)| x.message == d.message && x.span == d.span)
+            {
+                Some((_, names)) => names.push(name.clone()),
+                None => found.push((d, vec![name.clone()])),
             }
         }
     }
-    if found.iter().all(|(d, _)| !d.is_error()) {
-        return Ok(summaries);
-    }
-    Err(found
+    let errors = found.iter().any(|(d, _)| d.is_error());
+    let diags: Vec<Diagnostic> = found
         .into_iter()
         .map(|(d, names)| {
             if models.len() < 2 {
@@ -307,12 +310,19 @@ pub fn check_models(lib: &mut Library, models: &[ClassId]) -> Result<Vec<String>
             let which = if names.len() == 1 { "model" } else { "models" };
             d.with_note(format!("in {which} {}", shown.join(", ")))
         })
-        .collect())
+        .collect();
+    if errors {
+        return Err(diags);
+    }
+    Ok((summaries, diags))
 }
 
 /// Checks one model: flattening, then the balance of equations and unknowns.
-/// Returns a one-line summary.
-pub fn check_model(lib: &mut Library, model: ClassId) -> Result<String, Vec<Diagnostic>> {
+/// Returns a one-line summary and the warnings.
+pub fn check_model(
+    lib: &mut Library,
+    model: ClassId,
+) -> Result<(String, Vec<Diagnostic>), Vec<Diagnostic>> {
     let flat = instantiate::flatten(lib, model)?;
     let diags = structure::balance::check(&flat);
     if diag::has_errors(&diags) {
@@ -335,14 +345,17 @@ pub fn check_model(lib: &mut Library, model: ClassId) -> Result<String, Vec<Diag
             ))]
         })?;
         let interp = solve::model::Interpreter { program: &program };
-        solve::initialize_only(
-            &causal,
-            &program,
-            &interp,
-            causal.experiment.start_time.unwrap_or(0.0),
-        )
-        .map_err(|d| vec![d])?;
-        return Ok(format!(
+        let mut warnings = std::mem::take(&mut causal.warnings);
+        warnings.extend(
+            solve::initialize_only(
+                &causal,
+                &program,
+                &interp,
+                causal.experiment.start_time.unwrap_or(0.0),
+            )
+            .map_err(|d| vec![d])?,
+        );
+        let line = format!(
             "{}: ok ({} equations, {} unknowns, {} parameters; index {}, {} states)",
             summary.0,
             summary.1,
@@ -350,15 +363,17 @@ pub fn check_model(lib: &mut Library, model: ClassId) -> Result<String, Vec<Diag
             summary.2,
             causal.summary.index,
             causal.states.len()
-        ));
+        );
+        return Ok((line, warnings));
     }
-    Ok(format!(
+    let line = format!(
         "{}: ok ({} equations, {} unknowns, {} parameters)",
         flat.name,
         flat.equations.len(),
         unknowns,
         flat.vars.iter().filter(|v| v.is_parameter()).count()
-    ))
+    );
+    Ok((line, flat.warnings))
 }
 
 /// For `RMOC_TIMING`: the process's peak resident memory so far

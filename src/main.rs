@@ -366,7 +366,7 @@ fn check(file: &std::path::Path, model: Option<&str>, parse_only: bool) -> ExitC
         return ExitCode::SUCCESS;
     }
     let (summaries, diags) = match rmoc::check_models(&mut lib, &targets) {
-        Ok(s) => (s, Vec::new()),
+        Ok(checked) => checked,
         Err(d) => (Vec::new(), d),
     };
     let code = report(&lib, &diags);

@@ -379,3 +379,59 @@ fn errors_name_their_models_when_a_file_has_several() {
         "model Base\n  Real x = unknownThing;\nend Base;\nmodel One\n  extends Base;\nend One;\nmodel Two\n  extends Base;\nend Two;\nmodel Three\n  Real y = 2*z;\nend Three;\n"
     ));
 }
+
+// ---------------------------------------------------------------------
+// Warnings a Modelica user expects (issue 21): printed, and the run goes on.
+
+const CIRCUIT: &str = "connector Pin\n  Real v;\n  flow Real i;\nend Pin;\n\
+model R\n  Pin p, n;\n  parameter Real r(min = 0) = 1;\nequation\n  p.v - n.v = r*p.i;\n  p.i + n.i = 0;\nend R;\n\
+model Ground\n  Pin p;\nequation\n  p.v = 0;\nend Ground;\n\
+model M\n  R r1(r = 5);\n  R r2;\n  Ground g;\nequation\n  connect(r1.n, g.p);\n  connect(r2.n, g.p);\nend M;\n";
+
+/// `rmoc check` of `src`: exit status, stdout and stderr.
+fn check_cli(src: &str, model: &str) -> (Option<i32>, String, String) {
+    let path = common::model_file("warn", src);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rmoc"))
+        .args(["check", path.to_str().expect("path"), "--model", model])
+        .output()
+        .expect("run rmoc");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Connectors of components left unconnected: one warning listing them
+/// (their flows are zero); the check succeeds.
+#[test]
+fn unconnected_connectors_are_a_warning() {
+    let (code, stdout, stderr) = check_cli(CIRCUIT, "M");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains("M: ok"), "{stdout}");
+    assert!(
+        stderr.contains("Warning: 2 connectors are not connected"),
+        "{stderr}"
+    );
+    insta::assert_snapshot!(common::check(CIRCUIT));
+}
+
+/// States without `fixed = true` and without initial equations: one
+/// warning naming them and their start values; the check succeeds.
+#[test]
+fn initial_conditions_not_fully_specified_are_a_warning() {
+    let src = "model M\n  parameter Real k = 2;\n  Real x(start = 1);\n  Real v(start = 0, fixed = true);\n  Real y(start = 3);\nequation\n  der(x) = v;\n  der(v) = -k*x;\n  der(y) = -y;\nend M;\n";
+    let (code, _, stderr) = check_cli(src, "M");
+    assert_eq!(code, Some(0), "{stderr}");
+    insta::assert_snapshot!(common::check(src));
+}
+
+/// A parameter outside its `min`/`max` is an error at initialization that
+/// names the parameter and points at the modifier that set it.
+#[test]
+fn a_parameter_outside_its_range_is_an_error_naming_the_modifier() {
+    let src = CIRCUIT.replace("R r1(r = 5);", "R r1(r = -5);");
+    let (code, _, stderr) = check_cli(&src, "M");
+    assert_eq!(code, Some(1), "{stderr}");
+    insta::assert_snapshot!(common::check(&src));
+}

@@ -89,6 +89,9 @@ pub struct Variable {
     pub structural: bool,
     pub description: Option<String>,
     pub span: Span,
+    /// Where a parameter's value was written: its binding, or the modifier
+    /// that set it (`Spring s(c = 1e4)`), for messages about the value.
+    pub value_span: Option<Span>,
 }
 
 impl Variable {
@@ -117,6 +120,7 @@ impl Variable {
             structural: false,
             description: None,
             span,
+            value_span: None,
         }
     }
 
@@ -521,6 +525,10 @@ pub struct FlatModel {
     /// The model's own connectors: a model with connectors is a component,
     /// and its balance is checked locally (MLS 4.7), not as a closed system.
     pub top_connectors: Vec<String>,
+    /// Warnings of flattening (connectors left unconnected), shown by
+    /// `check` and `simulate`, which go on.
+    #[serde(skip)]
+    pub warnings: Vec<crate::diag::Diagnostic>,
 }
 
 impl FlatModel {

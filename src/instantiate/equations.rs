@@ -1379,9 +1379,18 @@ impl<'l> Flattener<'l> {
                 scope: String::new(),
             });
         }
+        // Connectors of components left unconnected: their flow variables
+        // are zero (MLS 9.2), which a user is told (once, listing them).
+        let mut unconnected: Vec<(String, Span)> = Vec::new();
         for v in 0..self.vars.len() as VarId {
             let var = &self.vars[v as usize];
             if var.flow && !var.is_parameter() && !self.connections.connected_inside.contains(&v) {
+                if let Some((connector, _)) = var.name.rsplit_once('.')
+                    && connector.contains('.')
+                    && !unconnected.iter().any(|(c, _)| c == connector)
+                {
+                    unconnected.push((connector.to_string(), var.span));
+                }
                 let span = var.span;
                 let lhs = self.arena.var(v);
                 let rhs = self.arena.zero();
@@ -1392,6 +1401,39 @@ impl<'l> Flattener<'l> {
                     scope: String::new(),
                 });
             }
+        }
+        // (After an error a connection may be missing: no warning then.)
+        if let Some((_, span)) = unconnected.first()
+            && !crate::diag::has_errors(&self.diags)
+        {
+            const SHOWN: usize = 8;
+            let mut names: Vec<String> = unconnected
+                .iter()
+                .take(SHOWN)
+                .map(|(c, _)| format!("`{c}`"))
+                .collect();
+            if unconnected.len() > SHOWN {
+                names.push(format!("and {} more", unconnected.len() - SHOWN));
+            }
+            let (what, verb) = if unconnected.len() == 1 {
+                ("connector", "is")
+            } else {
+                ("connectors", "are")
+            };
+            self.diags.push(
+                Diagnostic::warning(
+                    *span,
+                    format!(
+                        "{} {what} {verb} not connected: {}",
+                        unconnected.len(),
+                        names.join(", ")
+                    ),
+                )
+                .with_label("a flow variable of an unconnected connector")
+                .with_note(
+                    "their flow variables are set to zero (MLS 9.2): nothing flows through them",
+                ),
+            );
         }
     }
 }

@@ -264,7 +264,9 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
         return Err(f.diags);
     }
     let top_connectors = f.top_connectors();
+    let warnings = std::mem::take(&mut f.diags);
     Ok(FlatModel {
+        warnings,
         top_connectors,
         name,
         exprs: f.arena,
@@ -1904,6 +1906,7 @@ impl<'l> Flattener<'l> {
         }
         self.evaluating.push(v);
         self.binding_spans.insert(v, b.expr.span);
+        self.vars[v as usize].value_span = Some(b.expr.span);
         let name = self.vars[v as usize].name.clone();
         let ty = self.vars[v as usize].ty;
         let r = self.eval_binding_scalar(&b, &name, ty);

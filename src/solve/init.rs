@@ -127,6 +127,9 @@ pub(super) fn initialize(run: &mut Run, opts: &Options) -> Result<(), Diagnostic
         assigned,
     };
     let n_res = l.n_init_res as usize + sys.fixed_algebraic.len();
+    if sys.free.len() > n_res {
+        warn_underspecified(run, &sys.free, n_res);
+    }
     if n_res > 0 {
         solve_initial(run, &mut sys, n_res, opts.linear_solver)?;
     } else {
@@ -143,6 +146,104 @@ pub(super) fn initialize(run: &mut Run, opts: &Options) -> Result<(), Diagnostic
         run.settle_conditions()?;
     }
     run.call(Entry::Ode)?;
+    Ok(())
+}
+
+/// Initial conditions not fully specified (MLS 8.6): more states without
+/// `fixed = true` than initial equations. The ones left over start at their
+/// start values; the user is told which states were free.
+fn warn_underspecified(run: &mut Run, free: &[u32], n_res: usize) {
+    const SHOWN: usize = 8;
+    let c = run.c;
+    let mut names: Vec<String> = free
+        .iter()
+        .take(SHOWN)
+        .map(|&s| format!("{} (start {})", c.vars[s as usize].name, run.frame.var(s)))
+        .collect();
+    if free.len() > SHOWN {
+        names.push(format!("and {} more", free.len() - SHOWN));
+    }
+    let left = free.len() - n_res;
+    let span = c.vars[free[0] as usize].span;
+    let message = if n_res == 0 {
+        format!(
+            "initial conditions are not fully specified: {left} state(s) start at their start values without `fixed = true`"
+        )
+    } else {
+        format!(
+            "initial conditions are not fully specified: {} states without `fixed = true` and {n_res} initial condition(s); {left} state(s) keep their start values",
+            free.len()
+        )
+    };
+    run.results.warnings.push(
+        Diagnostic::warning(span, message)
+            .with_label("a state without `fixed = true` or an initial equation")
+            .with_note(format!("states not fixed: {}", names.join(", ")))
+            .with_hint("give each state `fixed = true` (or an initial equation) to say which values the simulation starts from"),
+    );
+}
+
+/// Every parameter within its `min` and `max` (MLS 4.8.4: a value outside
+/// them is an error), checked once the parameters are known. The error
+/// names the parameter and points at the binding or modifier that set it,
+/// or says it came from `-p` (`overridden`).
+pub(super) fn check_parameter_ranges(
+    run: &Run,
+    overridden: &[(u32, f64)],
+) -> Result<(), Diagnostic> {
+    let c = run.c;
+    let bounded: Vec<usize> = (0..c.vars.len())
+        .filter(|&v| {
+            c.vars[v].is_parameter() && (c.vars[v].min.is_some() || c.vars[v].max.is_some())
+        })
+        .collect();
+    if bounded.is_empty() {
+        return Ok(());
+    }
+    let values: Vec<f64> = (0..c.vars.len() as u32).map(|v| run.frame.var(v)).collect();
+    let env = crate::symbolic::eval::Env {
+        values: &values,
+        pre: None,
+        time: 0.0,
+        functions: &c.functions.functions,
+        initial: true,
+    };
+    for v in bounded {
+        let var = &c.vars[v];
+        let x = values[v];
+        let bound = |e: Option<crate::flat::ExprId>| {
+            e.and_then(|e| crate::symbolic::eval::eval(&c.arena, e, &env).ok())
+        };
+        let (min, max) = (bound(var.min), bound(var.max));
+        let broken = match (min, max) {
+            (Some(lo), _) if x < lo => Some(("below its minimum", lo, "min")),
+            (_, Some(hi)) if x > hi => Some(("above its maximum", hi, "max")),
+            _ => None,
+        };
+        let Some((what, limit, attr)) = broken else {
+            continue;
+        };
+        let message = format!("parameter `{}` = {x} is {what} {limit}", var.name);
+        let from_command_line = overridden.iter().any(|&(o, _)| o as usize == v);
+        let d = match var.value_span {
+            Some(at) if !from_command_line => Diagnostic::error(at, message)
+                .with_label("the value is set here")
+                .with_secondary(var.span, format!("declared with {attr} = {limit}")),
+            _ => Diagnostic::error(var.span, message)
+                .with_label(format!("declared with {attr} = {limit}"))
+                .with_note(if from_command_line {
+                    "the value was set on the command line (`-p`)"
+                } else {
+                    "the value is its type's default"
+                }),
+        };
+        return Err(d.with_hint(format!(
+            "give `{}` a value in [{}, {}] (MLS 4.8.4: min and max bound a parameter's value)",
+            var.name,
+            min.map_or("-inf".to_string(), |m| m.to_string()),
+            max.map_or("inf".to_string(), |m| m.to_string())
+        )));
+    }
     Ok(())
 }
 

@@ -937,13 +937,14 @@ pub fn status_diagnostic(c: &Causal, p: &Program, code: i32, e: Entry, t: f64) -
 const STOPPED: &str = "the simulation stopped; no result file was written";
 
 /// Evaluates parameters and start values and solves the initial system only
-/// (`rmoc check` uses it to catch inconsistent initial conditions).
+/// (`rmoc check` uses it to catch inconsistent initial conditions); its
+/// warnings (initial conditions not fully specified).
 pub fn initialize_only(
     c: &Causal,
     p: &Program,
     backend: &dyn Backend,
     start: f64,
-) -> Result<(), Diagnostic> {
+) -> Result<Vec<Diagnostic>, Diagnostic> {
     let opts = Options {
         start,
         stop: start,
@@ -965,8 +966,10 @@ pub fn initialize_only(
         d
     };
     run.call(Entry::Parameters).map_err(without_run_note)?;
+    init::check_parameter_ranges(&run, &[]).map_err(without_run_note)?;
     run.call(Entry::Starts).map_err(without_run_note)?;
-    init::initialize(&mut run, &opts).map_err(without_run_note)
+    init::initialize(&mut run, &opts).map_err(without_run_note)?;
+    Ok(std::mem::take(&mut run.results.warnings))
 }
 
 /// Runs a simulation.
@@ -1000,6 +1003,8 @@ fn simulate_inner(
             .iter()
             .map(|x| c.vars[x.2].description.clone())
             .collect(),
+        // Flattening's and analysis's warnings come first.
+        warnings: c.warnings.clone(),
         ..Results::default()
     };
     run.columns = columns;
@@ -1020,6 +1025,7 @@ fn simulate_inner(
     }
     run.frame.set_time(opts.start);
     run.call(Entry::Parameters)?;
+    init::check_parameter_ranges(&run, &opts.overrides)?;
     run.call(Entry::Starts)?;
     let shown: Vec<usize> = (0..c.vars.len())
         .filter(|&v| {

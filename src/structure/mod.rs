@@ -93,6 +93,8 @@ pub struct Causal {
     pub functions: Derivatives,
     pub experiment: flat::Experiment,
     pub summary: Summary,
+    /// Warnings of flattening and analysis, shown before a run.
+    pub warnings: Vec<crate::diag::Diagnostic>,
 }
 
 impl Causal {
@@ -169,6 +171,7 @@ pub struct Builder {
     pub aliases: Vec<Alias>,
     pub states: Vec<VarId>,
     pub summary: Summary,
+    warnings: Vec<crate::diag::Diagnostic>,
     /// Per function, which arguments each output depends on (computed on
     /// first use; see [`flat::Function::output_dependencies`]).
     call_deps: std::cell::RefCell<HashMap<u32, Option<CallDeps>>>,
@@ -220,6 +223,7 @@ impl Builder {
             frictions: flat.frictions,
             functions: Derivatives::new(flat.functions),
             experiment: flat.experiment,
+            warnings: flat.warnings,
             aliases: Vec::new(),
             states: Vec::new(),
             summary: Summary::default(),
@@ -618,6 +622,7 @@ impl Builder {
             functions: self.functions,
             experiment: self.experiment,
             summary: self.summary,
+            warnings: self.warnings,
         }
     }
 

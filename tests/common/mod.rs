@@ -53,7 +53,14 @@ pub fn check(src: &str) -> String {
         .map(|(id, _)| *id)
         .collect();
     match rmoc::check_models(&mut lib, &targets) {
-        Ok(summaries) => summaries.iter().map(|s| format!("{s}\n")).collect(),
+        Ok((summaries, warnings)) => {
+            let mut out = render(&lib, &warnings, &path);
+            for s in summaries {
+                out.push_str(&s);
+                out.push('\n');
+            }
+            out
+        }
         Err(diags) => render(&lib, &diags, &path),
     }
 }
