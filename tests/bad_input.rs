@@ -120,7 +120,7 @@ fn every_rule_group_of_the_specification_has_a_case() {
         ("a component named like its type", &["4.2"]),
         ("redeclare of final elements", &["7.3.3"]),
         ("replaceable base classes", &["7.1.4"]),
-        ("partial classes", &["4.4.2", "12.2"]),
+        ("partial classes", &["4.4.2", "12.2", "5.3.2"]),
         ("static typing of operators", &["3.4"]),
         ("der and sample arguments", &["3.7.4", "3.7.5"]),
         ("lexical lookup", &["5.3"]),

@@ -228,13 +228,8 @@ fn a_function_without_outputs_called_as_an_equation() {
     };
     let r = run(&src("10"), "M", 1.0);
     assert_eq!(common::last(&r, "x"), 2.0);
-    let path = common::model_file("call_eq", &src("1.5"));
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rmoc"))
-        .args(["simulate", path.to_str().expect("path"), "--stop-time", "1"])
-        .output()
-        .expect("run rmoc");
-    let text = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{text}");
+    let (code, text) = simulate_cli(&src("1.5"), "M", 1.0);
+    assert_eq!(code, Some(1), "{text}");
     assert!(
         text.contains("assertion in function `check` failed at t = 0.5"),
         "{text}"
@@ -434,4 +429,58 @@ fn a_parameter_outside_its_range_is_an_error_naming_the_modifier() {
     let (code, _, stderr) = check_cli(&src, "M");
     assert_eq!(code, Some(1), "{stderr}");
     insta::assert_snapshot!(common::check(&src));
+}
+
+/// `check(x);` as a statement of a model's algorithm section and of a
+/// function: called for its asserts, as the equation form is.
+#[test]
+fn a_function_without_outputs_called_as_a_statement() {
+    let src = "function check\n  input Real u;\nalgorithm\n  assert(u < 10, \"too large\");\nend check;\n\
+               function g\n  input Real u;\n  output Real y;\nalgorithm\n  check(u);\n  y := 2*u;\nend g;\n\
+               model M\n  Real x = time + 1;\n  Real z = g(x);\n  Real w;\nalgorithm\n  check(x);\n  w := x;\nend M;\n";
+    let r = run(src, "M", 2.0);
+    assert_eq!(common::last(&r, "w"), 3.0);
+    assert_eq!(common::last(&r, "z"), 6.0);
+    let (code, text) = simulate_cli(src, "M", 12.0);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("failed at t = 9: too large"), "{text}");
+    // The function's own call of `check` runs too: with the model's
+    // statement gone, the run still stops at t = 9.
+    let only_g = src.replace("  check(x);\n  w := x;", "  w := x;");
+    let (code, text) = simulate_cli(&only_g, "M", 12.0);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("failed at t = 9: too large"), "{text}");
+}
+
+/// `rmoc simulate` of `src` (model `model`, to `stop`): exit status and
+/// stderr.
+fn simulate_cli(src: &str, model: &str, stop: f64) -> (Option<i32>, String) {
+    let path = common::model_file("cli", src);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rmoc"))
+        .args(["simulate", path.to_str().expect("path"), "--model", model])
+        .args(["--stop-time", &stop.to_string()])
+        .output()
+        .expect("run rmoc");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A partial package is looked inside once it is redeclared to a complete
+/// one (MLS 5.3.2), as the MSL's media are; and an if-expression whose
+/// parameter condition chooses between arrays of different sizes is
+/// decided while flattening (the MSL's `BooleanTable` builds its table so).
+#[test]
+fn a_redeclared_partial_package_and_an_if_of_arrays_of_different_sizes() {
+    let r = run(
+        "partial package PartialMedium\n  constant Real density;\nend PartialMedium;\n\
+         package Water\n  extends PartialMedium(density = 1000);\nend Water;\n\
+         model Tank\n  replaceable package Medium = PartialMedium;\n  Real m = 2*Medium.density;\nend Tank;\n\
+         model M\n  parameter Integer n = 2;\n  parameter Real t[:] = if n > 0 then {1, 2, 3} else {0};\n  Tank t1(redeclare package Medium = Water);\n  Real s = sum(t);\nend M;\n",
+        "M",
+        0.1,
+    );
+    assert_eq!(common::last(&r, "t1.m"), 2000.0);
+    assert_eq!(common::last(&r, "s"), 6.0);
 }

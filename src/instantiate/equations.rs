@@ -1020,7 +1020,9 @@ impl<'l> Flattener<'l> {
                     b.dotted(),
                     shape_text(&nb.dims)
                 ),
-            ));
+            )
+            .with_label("connected connectors of different sizes (MLS 9.3)")
+            .with_hint("connect arrays of the same size, or name matching elements (`a[1:2]`)"));
         }
         // A connector named by one identifier is the instance's own (outside);
         // one reached through a component is inside (MLS 9.1.2).

@@ -595,8 +595,18 @@ impl<'l> Flattener<'l> {
                     format!("`{}` is not allowed in a function", func.dotted()),
                 )),
                 _ => {
-                    // A call whose outputs are unused has no effect (functions are pure).
-                    self.call_user_function(func, args, s.span, ctx)?;
+                    // A call whose outputs are unused has no effect (functions
+                    // are pure), but for the asserts of a function without
+                    // outputs: its hidden output is read by an assert here.
+                    self.effect_call = None;
+                    let outs = self.call_user_function(func, args, s.span, ctx)?;
+                    if let Some(condition) = self.effect_call.take().filter(|_| outs.is_empty()) {
+                        out.push(flat::Statement::Assert {
+                            condition,
+                            message: format!("`{}` failed", func.dotted()),
+                            span: s.span,
+                        });
+                    }
                     Ok(())
                 }
             },

@@ -653,13 +653,19 @@ impl<'l> Flattener<'l> {
                 if let Some(t) = target
                     && !self.lib.entry(t).replaceable
                 {
-                    return self.err(
+                    return Err(Diagnostic::error(
                         cd.name.span,
                         format!(
                             "`{}` is not replaceable and cannot be redeclared",
                             cd.name.name
                         ),
-                    );
+                    )
+                    .with_label("redeclaration of a class not declared replaceable (MLS 7.3)")
+                    .with_hint(format!(
+                        "declare it `replaceable {} {}`",
+                        cd.kind.keyword(),
+                        cd.name.name
+                    )));
                 }
                 let id = self.lib.add_synthetic((**cd).clone(), r.scope.class);
                 // Its modifiers were written where the redeclaration was.
@@ -754,6 +760,9 @@ impl<'l> Flattener<'l> {
                                     "`{}` is not declared `replaceable` and cannot be redeclared",
                                     c.name.name
                                 ),
+                            )
+                            .with_label(
+                                "redeclaration of an element not declared replaceable (MLS 7.3)",
                             )
                             .with_secondary(c.name.span, "declared here")
                             .with_hint(format!(
@@ -2318,17 +2327,53 @@ fn algorithm_as_equations(
     // The base names assigned by each statement, in order.
     let mut targets: Vec<String> = Vec::new();
     for st in &alg.statements {
+        // `check(x);` and `assert(...)`: a call for its effect, as the
+        // equation of the same form (MLS 11.2.6, 8.3.7); it assigns nothing.
+        if matches!(st.kind, ast::StatementKind::Call { .. }) {
+            targets.push(String::new());
+            continue;
+        }
         let ast::StatementKind::Assign { target, .. } = &st.kind else {
             return refuse(st.span, "it holds a statement other than `v := e`");
         };
         let name = target.dotted();
-        if targets.iter().any(|t| names_overlap(t, &name)) {
+        if targets
+            .iter()
+            .any(|t| !t.is_empty() && names_overlap(t, &name))
+        {
             return refuse(st.span, &format!("`{name}` is assigned twice"));
         }
         targets.push(name);
     }
     let mut out = Vec::new();
     for (k, st) in alg.statements.iter().enumerate() {
+        if let ast::StatementKind::Call { func, args } = &st.kind {
+            let mut read = Vec::new();
+            for a in args {
+                match a {
+                    ast::Arg::Positional(x) | ast::Arg::Named(_, x) => refs_in(x, &mut read),
+                }
+            }
+            if let Some(late) = read.iter().find(|r| {
+                targets[k..]
+                    .iter()
+                    .any(|t| !t.is_empty() && names_overlap(r, t))
+            }) {
+                return refuse(
+                    st.span,
+                    &format!("`{late}` is read before the statement that assigns it"),
+                );
+            }
+            let eq = ast::Equation {
+                kind: ast::EquationKind::Call {
+                    func: func.clone(),
+                    args: args.clone(),
+                },
+                span: st.span,
+            };
+            out.push((Rc::new(eq), class, alg.initial));
+            continue;
+        }
         let ast::StatementKind::Assign { target, value } = &st.kind else {
             continue;
         };

@@ -169,6 +169,16 @@ impl Flattener<'_> {
         span: Span,
     ) -> Result<Value, Diagnostic> {
         for (c, v) in conds.into_iter().rev() {
+            // Branches of different sizes under a parameter condition: the
+            // condition is decided now (MLS 10.6.13: the sizes must then be
+            // known while flattening), and the parameters it reads become
+            // structural.
+            if v.dims != acc.dims && self.is_parameter_expr(c) {
+                if self.const_value(c, span)? != 0.0 {
+                    acc = v;
+                }
+                continue;
+            }
             if v.dims != acc.dims {
                 return Err(Diagnostic::error(
                     span,

@@ -539,6 +539,19 @@ impl Flattener<'_> {
         for (k, part) in r.parts.iter().enumerate().skip(1) {
             let last = k == r.parts.len() - 1;
             let pname = &part.ident.name;
+            // A name is not looked up inside a partial class (MLS 5.3.2):
+            // `Medium.k` needs `Medium` redeclared to a complete package.
+            if let Some(d) = self.lib.def(class)?
+                && d.partial
+            {
+                let cname = self.lib.entry(class).full_name.clone();
+                return Err(Diagnostic::error(
+                    r.parts[k - 1].ident.span,
+                    format!("`{cname}` is partial: `{pname}` cannot be looked up in it"),
+                )
+                .with_label("lookup inside a partial class (MLS 5.3.2)")
+                .with_hint("redeclare it to a class that completes it, or name that class"));
+            }
             if last {
                 let cname = self.lib.entry(class).full_name.clone();
                 match cname.as_str() {
