@@ -773,6 +773,8 @@ impl<'l> Flattener<'l> {
                         }
                         self.check_redeclare_subtype(class, c, nc, r)?;
                         let mut decl = (**nc).clone();
+                        // It keeps the visibility of the element it replaces.
+                        decl.protected = c.protected;
                         decl.prefix = merge_prefix(c.prefix, nc.prefix);
                         if decl.dims.is_empty() {
                             decl.dims = c.dims.clone();
@@ -1360,7 +1362,7 @@ impl<'l> Flattener<'l> {
                     decl.name.name
                 ),
             )
-            .with_label("modification of a final element")
+            .with_label("modification of a final element (MLS 7.2.6)")
             .with_secondary(decl.name.span, "declared final here"));
         }
         modifier::check_final(&pc.outer, &decl_mod, &decl.name.name)?;

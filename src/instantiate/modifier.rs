@@ -246,7 +246,7 @@ pub fn check_final(outer: &Modifier, inner: &Modifier, name: &str) -> Result<(),
             ob.expr.span,
             format!("`{name}` is final and cannot be modified"),
         )
-        .with_label("modification of a final element")
+        .with_label("modification of a final element (MLS 7.2.6)")
         .with_secondary(ib.expr.span, "made final here"));
     }
     for r in &outer.redeclares {

@@ -574,6 +574,15 @@ impl Flattener<'_> {
                     )
                     .with_label("`der` takes a Real expression (MLS 3.7.4)"));
                 }
+                if var.variability == Variability::Discrete {
+                    let n = var.name.clone();
+                    return Err(Diagnostic::error(
+                        span,
+                        format!("`der({n})`: `{n}` is declared discrete"),
+                    )
+                    .with_label("a discrete variable is piecewise constant: `der` takes a continuous-time expression (MLS 3.7.4)")
+                    .with_hint("remove `discrete` if the variable is meant to change continuously"));
+                }
                 Ok(self.arena.intern(Node::Der(v)))
             }
             Node::Const(_) => Ok(self.arena.zero()),
