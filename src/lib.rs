@@ -294,7 +294,11 @@ pub fn check_models(
                 .iter_mut()
                 .find(|(x, _)| x.message == d.message && x.span == d.span)
             {
-                Some((_, names)) => names.push(name.clone()),
+                Some((_, names)) => {
+                    if !names.contains(&name) {
+                        names.push(name.clone());
+                    }
+                }
                 None => found.push((d, vec![name.clone()])),
             }
         }
@@ -326,7 +330,11 @@ pub fn check_model(
     let flat = instantiate::flatten(lib, model)?;
     let diags = structure::balance::check(&flat);
     if diag::has_errors(&diags) {
-        return Err(diags);
+        // The warnings first: an unconnected connector (its flows set to
+        // zero) is often why a model does not balance.
+        let mut all = flat.warnings.clone();
+        all.extend(diags);
+        return Err(all);
     }
     let unknowns = structure::balance::unknowns(&flat).len();
     // A closed model (no connectors of its own) is analysed as `simulate` would.

@@ -390,6 +390,7 @@ fn flatten(file: &std::path::Path, model: Option<&str>, json: bool) -> ExitCode 
     };
     match rmoc::instantiate::flatten(&mut lib, m) {
         Ok(flat) => {
+            report(&lib, &flat.warnings);
             if json {
                 match serde_json::to_string_pretty(&flat) {
                     Ok(s) => emit(&format!("{s}\n")),

@@ -484,3 +484,98 @@ fn a_redeclared_partial_package_and_an_if_of_arrays_of_different_sizes() {
     assert_eq!(common::last(&r, "t1.m"), 2000.0);
     assert_eq!(common::last(&r, "s"), 6.0);
 }
+
+// ---------------------------------------------------------------------
+// Regressions found in review of the rules above.
+
+/// `model A extends A; end A;` is a cycle (it once overflowed the stack
+/// through the type-extension path), and so is a mutual pair.
+#[test]
+fn a_class_extending_itself_is_a_cycle_not_a_crash() {
+    let out = common::check("model A\n  extends A;\nend A;\n");
+    assert!(out.contains("cyclic inheritance: A extends A"), "{out}");
+    let out = common::check("model A\n  extends B;\nend A;\nmodel B\n  extends A;\nend B;\n");
+    assert!(out.contains("cyclic inheritance"), "{out}");
+}
+
+/// `connect(c.y, bus.y)` with `bus` the class's own connector: `bus.y` is
+/// outside (MLS 9.1.2), so the set has one source.
+#[test]
+fn an_element_of_an_own_connector_is_outside() {
+    accepts(
+        "connector RO = output Real;\nconnector Bus\n  RO y;\nend Bus;\n\
+         block C\n  RO y;\nequation\n  y = 1;\nend C;\n\
+         model Src\n  Bus bus;\n  C c;\nequation\n  connect(c.y, bus.y);\nend Src;\n\
+         model Top\n  Src s;\n  Real z;\nequation\n  z = s.bus.y;\nend Top;\n",
+    );
+}
+
+/// The modifier names checked against protected elements belong to one
+/// component: an array's later elements do not inherit those of a
+/// primitive inside the first (`max` here is an attribute, not the
+/// protected parameter).
+#[test]
+fn attribute_modifiers_inside_array_elements_are_not_protected_modifiers() {
+    accepts(
+        "model A\nprotected\n  parameter Real max = 10;\npublic\n  Real y(max = max) = 1;\nend A;\nmodel M\n  A a[2];\nend M;\n",
+    );
+}
+
+/// `each` belongs to the component whose modification holds it: in
+/// `b[2](a(each v = 1))` it is a's, not b's (MLS 7.2.5); `each a(...)` on
+/// b's array gives every b[i] the whole value.
+#[test]
+fn each_belongs_to_the_component_whose_modification_holds_it() {
+    let flat = common::flatten(
+        "model A\n  parameter Real v = 0;\nend A;\nmodel B\n  A a[3];\nend B;\n\
+         model M\n  B b[2](a(each v = 1));\n  B c[2](a(v = {{10, 20, 30}, {40, 50, 60}}));\n  B d[2](each a(v = {7, 8, 9}));\nend M;\n",
+        Some("M"),
+    );
+    for line in [
+        "b[2].a[3].v = 1;",
+        "c[2].a[1].v = 40;",
+        "c[1].a[3].v = 30;",
+        "d[1].a[1].v = 7;",
+        "d[2].a[3].v = 9;",
+    ] {
+        assert!(flat.contains(line), "{line} missing in\n{flat}");
+    }
+}
+
+/// A component keeping its own default package is not reached by an
+/// enclosing redeclaration of a package of the same name.
+#[test]
+fn a_redeclared_package_reaches_only_the_component_redeclaring_it() {
+    let r = run(
+        "package Water\n  constant Real cp = 4184;\nend Water;\npackage Air\n  constant Real cp = 1005;\nend Air;\n\
+         model Pipe\n  replaceable package Medium = Water;\n  Real c = Medium.cp;\nend Pipe;\n\
+         model Sys\n  replaceable package Medium = Water;\n  Pipe p;\n  Real c = Medium.cp;\nend Sys;\n\
+         model M\n  Sys sys(redeclare package Medium = Air);\nend M;\n",
+        "M",
+        0.1,
+    );
+    assert_eq!(common::last(&r, "sys.c"), 1005.0);
+    assert_eq!(common::last(&r, "sys.p.c"), 4184.0);
+}
+
+/// An error in a component's declaration does not bring errors of the
+/// declarations that use it, in the same instance or an enclosing one.
+#[test]
+fn consequences_of_a_failed_declaration_are_not_reported() {
+    let out = common::check(
+        "model A\n  parameter Intger n = 2;\nend A;\nmodel M\n  A a;\n  Real x[a.n];\nend M;\n",
+    );
+    assert!(out.contains("unknown class `Intger`"), "{out}");
+    assert!(!out.contains("has no component"), "{out}");
+}
+
+/// A large matrix power is computed by squaring.
+#[test]
+fn a_large_matrix_power_is_computed_by_squaring() {
+    let r = run(
+        "model M\n  parameter Real A[2, 2] = [1, 1; 0, 1];\n  Real P[2, 2] = A^1000000;\nend M;\n",
+        "M",
+        0.1,
+    );
+    assert_eq!(common::last(&r, "P[1,2]"), 1e6);
+}

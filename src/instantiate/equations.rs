@@ -1009,7 +1009,12 @@ impl<'l> Flattener<'l> {
             .scope
             .inst
             .is_some_and(|i| self.instances[i as usize].path.is_empty());
-        self.connecting_at_top = top;
+        // A connector is outside when the reference starts at one of this
+        // class's own connectors (`p`, or `bus.y` inside a connector
+        // `bus`), inside when it starts at a component (MLS 9.1.2).
+        let (inside_a, public_a) = self.connect_side(a, ctx);
+        let (inside_b, public_b) = self.connect_side(b, ctx);
+        self.connecting_top_public = [top && !inside_a && public_a, top && !inside_b && public_b];
         if na.dims != nb.dims {
             return Err(Diagnostic::error(
                 span,
@@ -1026,8 +1031,6 @@ impl<'l> Flattener<'l> {
         }
         // A connector named by one identifier is the instance's own (outside);
         // one reached through a component is inside (MLS 9.1.2).
-        let inside_a = a.parts.len() > 1;
-        let inside_b = b.parts.len() > 1;
         for (la, lb) in na.leaves.iter().zip(nb.leaves.iter()) {
             self.connect_nodes(la, lb, inside_a, inside_b, span, &a.dotted(), &b.dotted())?;
         }
@@ -1153,15 +1156,15 @@ impl<'l> Flattener<'l> {
                 if vx.is_parameter() {
                     return Ok(());
                 }
-                for (v, inside) in [(*x, ia), (*y, ib)] {
+                for (k, (v, inside)) in [(*x, ia), (*y, ib)].into_iter().enumerate() {
                     if self.vars[v as usize].causality != flat::Causality::Local {
-                        let top = self.connecting_at_top;
+                        let top_public = self.connecting_top_public[k];
                         let u = self.connections.causal.entry(v).or_default();
                         if inside {
                             u.inside = true;
                         } else {
                             u.outside = true;
-                            u.top_outside |= top;
+                            u.top_outside |= top_public;
                         }
                     }
                 }
@@ -1240,6 +1243,19 @@ impl<'l> Flattener<'l> {
                 ),
             )),
         }
+    }
+
+    /// Whether a `connect` argument is inside (it starts at a component
+    /// that is not a connector) and whether its first component is public.
+    fn connect_side(&self, r: &ast::ComponentRef, ctx: &Ctx) -> (bool, bool) {
+        let first = ctx.scope.inst.and_then(|i| {
+            self.instances[i as usize]
+                .components
+                .get(&r.parts[0].ident.name)
+        });
+        let public = first.is_none_or(|c| !c.protected);
+        let inside = r.parts.len() > 1 && first.is_none_or(|c| !c.connector_class);
+        (inside, public)
     }
 
     /// An argument of `connect` names a connector: a component whose class

@@ -167,12 +167,19 @@ pub struct Flattener<'l> {
     /// The `extends` clauses being expanded, outermost first: the class
     /// and where it names its base (a base among them is a cycle).
     extending: Vec<(ClassId, Span)>,
+    /// Classes `extends_only_a_type` is following (a loop among them is
+    /// a cycle of inheritance, not a type).
+    type_chain: Vec<ClassId>,
+    /// Names of components whose declaration failed (their errors are
+    /// shown; errors of declarations naming them are consequences).
+    failed_names: Vec<String>,
     /// `extends` edges met while expanding classes: a class and the
     /// classes it extends directly (through short classes too).
     base_classes: HashMap<ClassId, Vec<ClassId>>,
-    /// The `connect` being flattened is written in the simulated model
-    /// itself (its own connectors are the model's inputs and outputs).
-    connecting_at_top: bool,
+    /// For each side of the `connect` being flattened: a public connector
+    /// of the simulated model itself, seen from outside (its inputs are
+    /// sources, MLS 9.3).
+    connecting_top_public: [bool; 2],
 }
 
 /// At most this many errors are reported for one model; the rest would be
@@ -213,8 +220,10 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
         strings: HashMap::new(),
         table_objects: HashMap::new(),
         component_modifier_names: Vec::new(),
-        connecting_at_top: false,
+        connecting_top_public: [false; 2],
         base_classes: HashMap::new(),
+        type_chain: Vec::new(),
+        failed_names: Vec::new(),
         extending: Vec::new(),
         effect_call: None,
     };
@@ -567,8 +576,15 @@ impl<'l> Flattener<'l> {
             return Ok(None);
         };
         let base = self.lib.lookup(self.lib.entry(class).parent, &ext.base)?;
-        let resolved = self.resolve_short(base, Modifier::default(), None)?;
-        match self.lib.builtin(resolved.class) {
+        // A chain of such classes that loops (`model A extends A; end A;`)
+        // is not a type: `contents` reports the cycle where it closes.
+        if base == class || self.type_chain.contains(&base) || self.type_chain.len() > 64 {
+            return Ok(None);
+        }
+        self.type_chain.push(class);
+        let resolved = self.resolve_short(base, Modifier::default(), None);
+        self.type_chain.pop();
+        match self.lib.builtin(resolved?.class) {
             None | Some(Builtin::ExternalObject) => Ok(None),
             Some(_) => Ok(Some((base, ext.clone()))),
         }
@@ -1244,7 +1260,6 @@ impl<'l> Flattener<'l> {
         // end reports every independent error of the declarations (up to
         // MAX_ERRORS), and flattening stops before the equations.
         let order = self.instances[id as usize].order.clone();
-        let mut failed: Vec<String> = Vec::new();
         for name in order {
             let decl_span = self.instances[id as usize]
                 .pending
@@ -1256,8 +1271,9 @@ impl<'l> Flattener<'l> {
                 }
                 // An error of a declaration that names a component that
                 // already failed is a consequence of that one: not shown.
-                let cascade = decl_span.is_some_and(|sp| self.span_names_any(sp, &failed));
-                failed.push(name);
+                let cascade =
+                    decl_span.is_some_and(|sp| self.span_names_any(sp, &self.failed_names));
+                self.failed_names.push(name);
                 if !cascade
                     && !self
                         .diags
@@ -1638,6 +1654,8 @@ impl<'l> Flattener<'l> {
             )));
         };
         let mut elems = Vec::with_capacity(total);
+        // Every element is checked against the component's modifier names.
+        let modifier_names = std::mem::take(&mut self.component_modifier_names);
         for flat_index in 0..total {
             let idx = unflatten_index(flat_index, dims);
             let name = format!(
@@ -1648,6 +1666,7 @@ impl<'l> Flattener<'l> {
                     .join(",")
             );
             let m = resolved.modifier.for_element(&idx);
+            self.component_modifier_names = modifier_names.clone();
             let node = self.instantiate_class(resolved.class, &m, name, parent, prefix, span)?;
             elems.push(node);
         }
@@ -1664,6 +1683,8 @@ impl<'l> Flattener<'l> {
         prefix: ast::TypePrefix,
         span: Span,
     ) -> Result<VarId, Diagnostic> {
+        // A primitive has no elements a modifier could reach unseen.
+        self.component_modifier_names.clear();
         let ty = match b {
             Builtin::Scalar(t) => t,
             Builtin::Enumeration => ScalarType::Integer,

@@ -175,12 +175,32 @@ impl Modifier {
     /// The modifier for one element of an array component: every binding
     /// not under `each` selects element `idx` of its value.
     pub fn for_element(&self, idx: &[usize]) -> Modifier {
+        let mut m = self.clone();
         if self.each {
-            // `each` is spent on this array: inside the element the value
-            // is an ordinary one (`A a[3](each v = {1, 2})` binds every
-            // a[i].v, an array of 2, to {1, 2}, MLS 7.2.5).
-            let mut m = self.clone();
+            // `each a(...)` on the array a itself: every element takes it.
             m.each = false;
+            return m;
+        }
+        if let Some(b) = &mut m.binding {
+            b.index.extend_from_slice(idx);
+        }
+        for s in &mut m.subs {
+            s.modifier = s.modifier.split(idx, true);
+        }
+        m
+    }
+
+    /// `each` belongs to the component whose modification holds it (MLS
+    /// 7.2.5): in `A a[3](each v = {1, 2})` it is spent on a's array (every
+    /// a[i].v, an array of 2, is {1, 2}); in `B b[2](a(each v = 1))` it
+    /// is a's, untouched while b's array is split. `direct`: this modifier
+    /// is one of the split component's own element modifications.
+    fn split(&self, idx: &[usize], direct: bool) -> Modifier {
+        if self.each {
+            let mut m = self.clone();
+            if direct {
+                m.each = false;
+            }
             return m;
         }
         let mut m = self.clone();
@@ -188,7 +208,7 @@ impl Modifier {
             b.index.extend_from_slice(idx);
         }
         for s in &mut m.subs {
-            s.modifier = s.modifier.for_element(idx);
+            s.modifier = s.modifier.split(idx, false);
         }
         m
     }

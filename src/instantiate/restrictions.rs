@@ -596,7 +596,7 @@ impl Flattener<'_> {
     }
 
     /// Whether class `a` extends `b`, directly or through other bases.
-    fn extends_transitively(&self, a: ClassId, b: ClassId) -> bool {
+    pub(super) fn extends_transitively(&self, a: ClassId, b: ClassId) -> bool {
         let mut stack = vec![a];
         let mut seen = std::collections::HashSet::new();
         while let Some(c) = stack.pop() {

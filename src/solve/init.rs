@@ -215,9 +215,11 @@ pub(super) fn check_parameter_ranges(
             e.and_then(|e| crate::symbolic::eval::eval(&c.arena, e, &env).ok())
         };
         let (min, max) = (bound(var.min), bound(var.max));
+        // (Round-off of a computed value is not a violation.)
+        let slack = |b: f64| 1e-12 * b.abs().max(1.0);
         let broken = match (min, max) {
-            (Some(lo), _) if x < lo => Some(("below its minimum", lo, "min")),
-            (_, Some(hi)) if x > hi => Some(("above its maximum", hi, "max")),
+            (Some(lo), _) if x < lo - slack(lo) => Some(("below its minimum", lo, "min")),
+            (_, Some(hi)) if x > hi + slack(hi) => Some(("above its maximum", hi, "max")),
             _ => None,
         };
         let Some((what, limit, attr)) = broken else {

@@ -979,7 +979,13 @@ pub fn simulate(
     backend: &dyn Backend,
     opts: &Options,
 ) -> Result<Results, Vec<Diagnostic>> {
-    simulate_inner(c, p, backend, opts).map_err(|d| vec![d])
+    // A failed run still shows the model's warnings (an unconnected
+    // connector may be why it failed).
+    simulate_inner(c, p, backend, opts).map_err(|d| {
+        let mut all = c.warnings.clone();
+        all.push(d);
+        all
+    })
 }
 
 fn simulate_inner(

@@ -374,8 +374,17 @@ impl Flattener<'_> {
                 })
                 .collect(),
         };
-        for _ in 0..k as usize {
-            out = self.multiply(&out, a, span, a.ty)?;
+        // By squaring: about log2(n) products, whatever n is.
+        let mut n = k as u64;
+        let mut base = a.clone();
+        while n > 0 {
+            if n & 1 == 1 {
+                out = self.multiply(&out, &base, span, a.ty)?;
+            }
+            n >>= 1;
+            if n > 0 {
+                base = self.multiply(&base, &base, span, a.ty)?;
+            }
         }
         Ok(out)
     }
