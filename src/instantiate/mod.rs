@@ -749,6 +749,7 @@ impl<'l> Flattener<'l> {
                             resolved.class,
                             &sub.class_overrides,
                         )?;
+                        self.check_inherited_redeclarations(&out, &sub, ext.span)?;
                         absorb_base(&mut out, sub, ext.protected);
                     }
                 }

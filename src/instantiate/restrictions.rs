@@ -152,6 +152,41 @@ impl Flattener<'_> {
         Err(d)
     }
 
+    /// A class redeclared by one base and, under the same name, by another
+    /// (a diamond `B1 extends A(redeclare package M = X)`, `B2 extends
+    /// A(redeclare package M = Y)`): the inherited elements are not
+    /// identical, so they cannot be merged (MLS 7.1). The same
+    /// redeclaration reached twice is one.
+    pub(super) fn check_inherited_redeclarations(
+        &mut self,
+        out: &Contents,
+        sub: &Contents,
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        for (name, &b) in &sub.class_overrides {
+            let Some(&a) = out.class_overrides.get(name) else {
+                continue;
+            };
+            let (da, db) = (self.lib.def(a)?, self.lib.def(b)?);
+            let same = a == b || matches!((&da, &db), (Some(x), Some(y)) if x.span == y.span);
+            if !same {
+                let mut d = Diagnostic::error(
+                    span,
+                    format!("`{name}` is inherited twice, redeclared differently"),
+                )
+                .with_label("this base redeclares it one way, an earlier base another (MLS 7.1)")
+                .with_hint("inherited elements of the same name must be identical; redeclare it once, in this class");
+                if let (Some(x), Some(y)) = (da, db) {
+                    d = d
+                        .with_secondary(x.span, "one redeclaration")
+                        .with_secondary(y.span, "the other");
+                }
+                return Err(d);
+            }
+        }
+        Ok(())
+    }
+
     /// Class `derived` may have a base of `base`'s kind (MLS 7.1.3).
     pub(super) fn check_base_kind(
         &self,
