@@ -131,7 +131,13 @@ pub(super) fn initialize(run: &mut Run, opts: &Options) -> Result<(), Diagnostic
         warn_underspecified(run, &sys.free, n_res);
     }
     if n_res > 0 {
-        solve_initial(run, &mut sys, n_res, opts.linear_solver)?;
+        solve_initial(run, &mut sys, n_res, opts.linear_solver).map_err(|d| {
+            // A failed initialization shows the warning that may explain it.
+            match run.results.warnings.last() {
+                Some(w) if sys.free.len() > n_res => d.with_note(w.message.clone()),
+                _ => d,
+            }
+        })?;
     } else {
         run.call(Entry::Ode)?;
     }
