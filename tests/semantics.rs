@@ -579,3 +579,20 @@ fn a_large_matrix_power_is_computed_by_squaring() {
     );
     assert_eq!(common::last(&r, "P[1,2]"), 1e6);
 }
+
+/// The same bound for component types: a component whose class keeps its
+/// own default of a replaceable model is not reached by an enclosing
+/// redeclaration of a model of the same name (it took Stiff silently).
+#[test]
+fn a_redeclared_model_reaches_only_the_component_redeclaring_it() {
+    let r = run(
+        "model Soft\n  Real k = 1;\nend Soft;\nmodel Stiff\n  Real k = 100;\nend Stiff;\n\
+         model Mount\n  replaceable model Law = Soft;\n  Law law;\nend Mount;\n\
+         model Frame\n  replaceable model Law = Soft;\n  Mount m;\n  Law own;\nend Frame;\n\
+         model M\n  Frame f(redeclare model Law = Stiff);\nend M;\n",
+        "M",
+        0.1,
+    );
+    assert_eq!(common::last(&r, "f.own.k"), 100.0);
+    assert_eq!(common::last(&r, "f.m.law.k"), 1.0);
+}

@@ -1313,6 +1313,17 @@ impl<'l> Flattener<'l> {
         name: &ast::Name,
     ) -> Result<ClassId, Diagnostic> {
         let first = &name.parts[0].name;
+        // Redeclarations of the instances up to the one of the class that
+        // declares the name (lexically): a component that keeps its own
+        // default is not reached by an enclosing redeclaration of a class
+        // of the same name.
+        let owner = if name.global {
+            None
+        } else {
+            self.lib
+                .lookup_simple(scope, first)?
+                .and_then(|d| self.lib.entry(d).parent)
+        };
         let mut i = inst;
         while let Some(x) = i {
             if let Some(&c) = self.instances[x as usize].class_overrides.get(first) {
@@ -1323,6 +1334,10 @@ impl<'l> Flattener<'l> {
                     })?;
                 }
                 return Ok(cur);
+            }
+            let class = self.instances[x as usize].class;
+            if owner.is_some_and(|o| class == o || self.extends_transitively(class, o)) {
+                break;
             }
             i = self.instances[x as usize].parent;
         }
