@@ -596,3 +596,18 @@ fn a_redeclared_model_reaches_only_the_component_redeclaring_it() {
     assert_eq!(common::last(&r, "f.own.k"), 100.0);
     assert_eq!(common::last(&r, "f.m.law.k"), 1.0);
 }
+
+/// A class that only extends an array class is that array class (MLS
+/// 4.5.2): `record More extends Pairs; end More;` with `Pairs = Pair[2]`
+/// makes `More m` an array of two Pairs (the dimensions were dropped
+/// silently).
+#[test]
+fn a_class_that_only_extends_an_array_class_is_an_array_class() {
+    let r = run(
+        "record Pair\n  Real a;\n  Real b;\nend Pair;\nrecord Pairs = Pair[2];\nrecord More\n  extends Pairs;\nend More;\n\
+         model M\n  More m(a = {1, 2}, b = {3, 4});\n  Real y = m[2].a + 10*m[1].b;\nend M;\n",
+        "M",
+        0.1,
+    );
+    assert_eq!(common::last(&r, "y"), 32.0);
+}

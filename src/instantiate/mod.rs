@@ -474,11 +474,16 @@ impl<'l> Flattener<'l> {
             // `connector VIn extends Voltage; end VIn;`: a long class that
             // only extends a predefined type is that type, as a short
             // definition would be.
-            if let Some((base, ext)) = self.extends_only_a_type(class, &def)? {
-                if !matches!(
-                    def.kind,
-                    ClassKind::Type | ClassKind::Connector | ClassKind::Class
-                ) {
+            if let Some((base, ext, to_type)) = self.extends_only_a_type(class, &def)? {
+                if !to_type && let Some(bd) = self.lib.def(base)? {
+                    self.check_base_kind(&def, &bd, ext.base.span)?;
+                }
+                if to_type
+                    && !matches!(
+                        def.kind,
+                        ClassKind::Type | ClassKind::Connector | ClassKind::Class
+                    )
+                {
                     return Err(Diagnostic::error(
                         ext.base.span,
                         format!(
@@ -560,12 +565,15 @@ impl<'l> Flattener<'l> {
     }
 
     /// A long class whose only element is `extends T` of a class that is
-    /// (or is defined as) a predefined type: that base and the clause.
+    /// (or is defined as) a predefined type, an array class (`record Pairs
+    /// = Pair[2]`) or a class with `input`/`output` in its definition: it
+    /// is that class, as a short definition would be (MLS 4.5.2). The
+    /// base, the clause, and whether the base is a predefined type.
     fn extends_only_a_type(
         &mut self,
         class: ClassId,
         def: &ast::ClassDef,
-    ) -> Result<Option<(ClassId, ast::Extends)>, Diagnostic> {
+    ) -> Result<Option<(ClassId, ast::Extends, bool)>, Diagnostic> {
         let ClassBody::Long(comp) = &def.body else {
             return Ok(None);
         };
@@ -584,9 +592,16 @@ impl<'l> Flattener<'l> {
         self.type_chain.push(class);
         let resolved = self.resolve_short(base, Modifier::default(), None);
         self.type_chain.pop();
-        match self.lib.builtin(resolved?.class) {
-            None | Some(Builtin::ExternalObject) => Ok(None),
-            Some(_) => Ok(Some((base, ext.clone()))),
+        let resolved = resolved?;
+        match self.lib.builtin(resolved.class) {
+            Some(Builtin::ExternalObject) => Ok(None),
+            Some(_) => Ok(Some((base, ext.clone(), true))),
+            None if !resolved.dims.is_empty()
+                || resolved.prefix.causality != ast::Causality::None =>
+            {
+                Ok(Some((base, ext.clone(), false)))
+            }
+            None => Ok(None),
         }
     }
 
