@@ -209,6 +209,25 @@ fn render_one(map: &SourceMap, d: &Diagnostic, color: bool) -> String {
     String::from_utf8_lossy(&buf).into_owned()
 }
 
+/// At most eight items of a list, joined by commas, then `and N more`
+/// (the items are formatted only as far as they are shown).
+pub fn short_list<I>(items: I) -> String
+where
+    I: IntoIterator<Item = String>,
+    I::IntoIter: ExactSizeIterator,
+{
+    const SHOWN: usize = 8;
+    let items = items.into_iter();
+    let total = items.len();
+    let shown: Vec<String> = items.take(SHOWN).collect();
+    let more = if total > SHOWN {
+        format!(" and {} more", total - SHOWN)
+    } else {
+        String::new()
+    };
+    format!("{}{more}", shown.join(", "))
+}
+
 /// The candidate closest to `name` by edit distance, if close enough to be a
 /// likely typo.
 pub fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<String> {

@@ -1424,15 +1424,7 @@ impl<'l> Flattener<'l> {
         if let Some((_, span)) = unconnected.first()
             && !crate::diag::has_errors(&self.diags)
         {
-            const SHOWN: usize = 8;
-            let mut names: Vec<String> = unconnected
-                .iter()
-                .take(SHOWN)
-                .map(|(c, _)| format!("`{c}`"))
-                .collect();
-            if unconnected.len() > SHOWN {
-                names.push(format!("and {} more", unconnected.len() - SHOWN));
-            }
+            let names = crate::diag::short_list(unconnected.iter().map(|(c, _)| format!("`{c}`")));
             let (what, verb) = if unconnected.len() == 1 {
                 ("connector", "is")
             } else {
@@ -1444,7 +1436,7 @@ impl<'l> Flattener<'l> {
                     format!(
                         "{} {what} {verb} not connected: {}",
                         unconnected.len(),
-                        names.join(", ")
+                        names
                     ),
                 )
                 .with_label("a flow variable of an unconnected connector")

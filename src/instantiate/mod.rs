@@ -1328,35 +1328,48 @@ impl<'l> Flattener<'l> {
         name: &ast::Name,
     ) -> Result<ClassId, Diagnostic> {
         let first = &name.parts[0].name;
-        // Redeclarations of the instances up to the one of the class that
-        // declares the name (lexically): a component that keeps its own
-        // default is not reached by an enclosing redeclaration of a class
-        // of the same name.
-        let owner = if name.global {
+        let declared = if name.global {
             None
         } else {
-            self.lib
-                .lookup_simple(scope, first)?
-                .and_then(|d| self.lib.entry(d).parent)
+            self.lib.lookup_simple(scope, first)?
         };
+        if let Some(c) = self.redeclared_class(inst, first, declared) {
+            let mut cur = c;
+            for p in &name.parts[1..] {
+                cur = self.lib.member_class(cur, &p.name)?.ok_or_else(|| {
+                    Diagnostic::error(p.span, format!("no class `{}` in `{first}`", p.name))
+                })?;
+            }
+            return Ok(cur);
+        }
+        self.lib.lookup(scope, name)
+    }
+
+    /// The class a `redeclare` of an instance from `inst` outward puts in
+    /// place of class `first` (`redeclare model Law = Stiff`, `redeclare
+    /// package Medium = Water`), searching only up to the instance of the
+    /// class that declares `declared` (the class the name finds
+    /// lexically): a component that keeps its own default is not reached
+    /// by an enclosing redeclaration of a class of the same name.
+    pub(super) fn redeclared_class(
+        &self,
+        inst: Option<InstId>,
+        first: &str,
+        declared: Option<ClassId>,
+    ) -> Option<ClassId> {
+        let owner = declared.and_then(|d| self.lib.entry(d).parent);
         let mut i = inst;
         while let Some(x) = i {
             if let Some(&c) = self.instances[x as usize].class_overrides.get(first) {
-                let mut cur = c;
-                for p in &name.parts[1..] {
-                    cur = self.lib.member_class(cur, &p.name)?.ok_or_else(|| {
-                        Diagnostic::error(p.span, format!("no class `{}` in `{first}`", p.name))
-                    })?;
-                }
-                return Ok(cur);
+                return Some(c);
             }
             let class = self.instances[x as usize].class;
             if owner.is_some_and(|o| class == o || self.extends_transitively(class, o)) {
-                break;
+                return None;
             }
             i = self.instances[x as usize].parent;
         }
-        self.lib.lookup(scope, name)
+        None
     }
 
     fn instantiate_component(
@@ -1496,10 +1509,10 @@ impl<'l> Flattener<'l> {
         }
         let is_connector =
             |d: Option<Arc<ast::ClassDef>>| d.is_some_and(|d| d.kind == ClassKind::Connector);
-        let connector_class =
-            is_connector(self.lib.def(type_class)?) || is_connector(self.lib.def(resolved.class)?);
-        let connector = is_connector(self.lib.def(resolved.class)?)
-            || self.instances[inst as usize].kind == ClassKind::Connector;
+        let resolved_connector = is_connector(self.lib.def(resolved.class)?);
+        let connector_class = resolved_connector || is_connector(self.lib.def(type_class)?);
+        let connector =
+            resolved_connector || self.instances[inst as usize].kind == ClassKind::Connector;
         let base_path = {
             let p = &self.instances[inst as usize].path;
             if p.is_empty() {

@@ -159,16 +159,11 @@ pub(super) fn initialize(run: &mut Run, opts: &Options) -> Result<(), Diagnostic
 /// `fixed = true` than initial equations. The ones left over start at their
 /// start values; the user is told which states were free.
 fn warn_underspecified(run: &mut Run, free: &[u32], n_res: usize) {
-    const SHOWN: usize = 8;
     let c = run.c;
-    let mut names: Vec<String> = free
-        .iter()
-        .take(SHOWN)
-        .map(|&s| format!("{} (start {})", c.vars[s as usize].name, run.frame.var(s)))
-        .collect();
-    if free.len() > SHOWN {
-        names.push(format!("and {} more", free.len() - SHOWN));
-    }
+    let names = crate::diag::short_list(
+        free.iter()
+            .map(|&s| format!("{} (start {})", c.vars[s as usize].name, run.frame.var(s))),
+    );
     let left = free.len() - n_res;
     let span = c.vars[free[0] as usize].span;
     let message = if n_res == 0 {
@@ -184,7 +179,7 @@ fn warn_underspecified(run: &mut Run, free: &[u32], n_res: usize) {
     run.results.warnings.push(
         Diagnostic::warning(span, message)
             .with_label("a state without `fixed = true` or an initial equation")
-            .with_note(format!("states not fixed: {}", names.join(", ")))
+            .with_note(format!("states not fixed: {names}"))
             .with_hint("give each state `fixed = true` (or an initial equation) to say which values the simulation starts from"),
     );
 }

@@ -50,17 +50,10 @@ fn incidence(flat: &FlatModel, cols: &HashMap<VarId, usize>) -> Incidence {
 }
 
 fn names(flat: &FlatModel, vs: &[VarId]) -> String {
-    let shown: Vec<String> = vs
-        .iter()
-        .take(8)
-        .map(|&v| format!("`{}`", flat.vars[v as usize].name))
-        .collect();
-    let more = if vs.len() > 8 {
-        format!(" and {} more", vs.len() - 8)
-    } else {
-        String::new()
-    };
-    format!("{}{more}", shown.join(", "))
+    crate::diag::short_list(
+        vs.iter()
+            .map(|&v| format!("`{}`", flat.vars[v as usize].name)),
+    )
 }
 
 /// Checks that the model has as many equations as unknowns and that they can

@@ -520,25 +520,9 @@ impl Flattener<'_> {
         let start = if r.global { None } else { ctx.scope.class };
         // A package redeclared for this instance or an enclosing one
         // (`redeclare package Medium = Water`) replaces the declared one.
-        // Only up to the instance of the class that declares the name: a
-        // component that keeps its own default is not reached by an
-        // enclosing redeclaration of a package of the same name.
         let declared = self.lib.lookup_simple(start, first)?;
-        let owner = declared.and_then(|d| self.lib.entry(d).parent);
-        let mut overridden = None;
-        let mut i = if r.global { None } else { ctx.scope.inst };
-        while let Some(x) = i {
-            if let Some(&c) = self.instances[x as usize].class_overrides.get(first) {
-                overridden = Some(c);
-                break;
-            }
-            let class = self.instances[x as usize].class;
-            if owner.is_some_and(|o| class == o || self.extends_transitively(class, o)) {
-                break;
-            }
-            i = self.instances[x as usize].parent;
-        }
-        let found = overridden.or(declared);
+        let inst = if r.global { None } else { ctx.scope.inst };
+        let found = self.redeclared_class(inst, first, declared).or(declared);
         let Some(mut class) = found else {
             return Ok(None);
         };
