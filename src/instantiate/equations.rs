@@ -3,7 +3,7 @@
 //! (potentials equal, flows summed with inside/outside signs, unconnected
 //! inside flows zero).
 
-use super::eval::{BUILTINS, Ctx, NodeArray, Value, shape_text};
+use super::eval::{BUILTINS, Ctx, NodeArray, Value, same_dims, shape_text};
 use super::{CompNode, Flattener};
 use crate::diag::Diagnostic;
 use crate::flat::{
@@ -133,7 +133,7 @@ impl<'l> Flattener<'l> {
                 for (slot, out) in slots.iter().zip(outs) {
                     let Some(target) = slot else { continue };
                     let t = self.eval_expr(target, ctx)?;
-                    if t.dims != out.dims {
+                    if !same_dims(&t.dims, &out.dims) {
                         return Err(Diagnostic::error(
                             target.span,
                             format!(
@@ -152,7 +152,7 @@ impl<'l> Flattener<'l> {
             EquationKind::Simple { lhs, rhs } => {
                 let l = self.eval_expr(lhs, ctx)?;
                 let r = self.eval_expr(rhs, ctx)?;
-                if l.dims != r.dims {
+                if !same_dims(&l.dims, &r.dims) {
                     return Err(Diagnostic::error(
                         eq.span,
                         format!(
@@ -735,7 +735,7 @@ impl<'l> Flattener<'l> {
                 };
                 let l = self.eval_expr(lhs, ctx)?;
                 let r = self.eval_expr(rhs, ctx)?;
-                if l.dims != r.dims {
+                if !same_dims(&l.dims, &r.dims) {
                     return Err(Diagnostic::error(
                         eq.span,
                         format!(
@@ -777,7 +777,7 @@ impl<'l> Flattener<'l> {
                     };
                     let xv = self.eval_expr(x, ctx)?;
                     let vv = self.eval_expr(v, ctx)?;
-                    if xv.dims != vv.dims {
+                    if !same_dims(&xv.dims, &vv.dims) {
                         return Err(Diagnostic::error(
                             eq.span,
                             "the two arguments of `reinit` must have the same size",
@@ -1015,7 +1015,7 @@ impl<'l> Flattener<'l> {
         let (inside_a, public_a) = self.connect_side(a, ctx);
         let (inside_b, public_b) = self.connect_side(b, ctx);
         self.connecting_top_public = [top && !inside_a && public_a, top && !inside_b && public_b];
-        if na.dims != nb.dims {
+        if !same_dims(&na.dims, &nb.dims) {
             return Err(Diagnostic::error(
                 span,
                 format!(

@@ -28,7 +28,7 @@ use super::ir::{Expr, Func, Op1, Op2, Stmt, status};
 use crate::flat::{self, ExprArena, ExprId, Fn1, Node, RelOp, VarId, WhenStatement};
 use crate::structure::{Block, Causal, Role};
 use crate::symbolic::{self, DiffRules};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 // The buffer's layout and fixed slots live with the rest of the compiled
 // model's interface.
@@ -137,9 +137,9 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
     let n_vars = c.vars.len() as u32;
     // Event relations, in a stable order.
     let mut relations: Vec<Relation> = Vec::new();
-    let mut rel_index: HashMap<ExprId, u32> = HashMap::new();
+    let mut rel_index: HashMap<ExprId, u32> = HashMap::default();
     let mut samples: Vec<ExprId> = Vec::new();
-    let mut sample_index: HashMap<ExprId, u32> = HashMap::new();
+    let mut sample_index: HashMap<ExprId, u32> = HashMap::default();
     let roots = model_roots(c);
     for id in c.arena.reachable(&roots) {
         match c.arena.node(id) {
@@ -217,8 +217,9 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
     // The derivatives of the blocks (Newton Jacobians, tangent code) may need
     // derivative functions; make them all first, so that every function the
     // code will call is known before lowering starts.
+    let mut tangents = Tangents::default();
     for b in c.blocks.clone() {
-        prepare_derivatives(c, &b)?;
+        prepare_derivatives(c, &b, with_tangent.then_some(&mut tangents))?;
     }
     let ctx = Shared {
         layout: l.clone(),
@@ -285,7 +286,7 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
     let mut t = Lowerer::new(&ctx, "tangent");
     if with_tangent {
         for (bi, b) in blocks.iter().enumerate() {
-            t.block_tangent(c, b, bi as u32)?;
+            t.block_tangent(c, b, bi as u32, &mut tangents)?;
         }
     }
     let tangent = t.finish(&l);
@@ -563,8 +564,8 @@ impl<'s> Lowerer<'s> {
             name: name.to_string(),
             stmts: Vec::new(),
             n_locals: 0,
-            memo: HashMap::new(),
-            calls: HashMap::new(),
+            memo: HashMap::default(),
+            calls: HashMap::default(),
             checks: Vec::new(),
             check_base: 0,
             mixed_first: None,
@@ -605,7 +606,8 @@ impl<'s> Lowerer<'s> {
     fn expr(&mut self, a: &ExprArena, id: ExprId) -> Expr {
         // Nodes used more than once below `id` are computed once into a local.
         let order = a.reachable(&[id]);
-        let mut uses: HashMap<ExprId, u32> = HashMap::new();
+        let mut uses: HashMap<ExprId, u32> =
+            HashMap::with_capacity_and_hasher(order.len(), Default::default());
         for &n in &order {
             for ch in a.children(n) {
                 *uses.entry(ch).or_default() += 1;
@@ -807,15 +809,26 @@ fn ordered_when_assignments(
 }
 
 /// Forms (and caches, through the arena and the derivative-function table)
-/// every derivative that lowering `b` and its tangent will ask for.
-fn prepare_derivatives(c: &mut Causal, b: &Block) -> Result<(), String> {
+/// every derivative that lowering `b` and its tangent will ask for; the
+/// tangent's directional derivatives go to `tangents` (`None`: no tangent
+/// code), where the tangent code finds them instead of differentiating the
+/// block's equations a second time.
+fn prepare_derivatives(
+    c: &mut Causal,
+    b: &Block,
+    tangents: Option<&mut Tangents>,
+) -> Result<(), String> {
     match b {
         Block::Explicit { value, .. } => {
-            directional(c, *value, &[])?;
+            if let Some(t) = tangents {
+                directional(c, *value, &[], t)?;
+            }
         }
         Block::Implicit { var, residual, .. } => {
             symbolic::partial(&mut c.arena, *residual, *var, &mut c.functions)?;
-            directional(c, *residual, &[*var])?;
+            if let Some(t) = tangents {
+                directional(c, *residual, &[*var], t)?;
+            }
         }
         Block::Torn {
             tear,
@@ -824,16 +837,18 @@ fn prepare_derivatives(c: &mut Causal, b: &Block) -> Result<(), String> {
             ..
         } => {
             torn_parts(c, tear, inner, residuals)?;
-            let block: Vec<VarId> = tear
-                .iter()
-                .copied()
-                .chain(inner.iter().map(|x| x.0))
-                .collect();
-            for (_, e, _) in inner {
-                directional(c, *e, &block)?;
-            }
-            for (e, _) in residuals {
-                directional(c, *e, &block)?;
+            if let Some(t) = tangents {
+                let block: Vec<VarId> = tear
+                    .iter()
+                    .copied()
+                    .chain(inner.iter().map(|x| x.0))
+                    .collect();
+                for (_, e, _) in inner {
+                    directional(c, *e, &block, t)?;
+                }
+                for (e, _) in residuals {
+                    directional(c, *e, &block, t)?;
+                }
             }
         }
     }
@@ -880,14 +895,29 @@ impl DiffRules for Directional<'_> {
     }
 }
 
-fn directional(c: &mut Causal, e: ExprId, exclude: &[VarId]) -> Result<ExprId, String> {
+/// Directional derivatives already formed, by expression and the
+/// variables held (whose tangents are left out).
+type Tangents = rustc_hash::FxHashMap<(ExprId, Vec<VarId>), ExprId>;
+
+fn directional(
+    c: &mut Causal,
+    e: ExprId,
+    exclude: &[VarId],
+    done: &mut Tangents,
+) -> Result<ExprId, String> {
+    let key = (e, exclude.to_vec());
+    if let Some(&d) = done.get(&key) {
+        return Ok(d);
+    }
     let mut memo = crate::flat::RewriteMemo::default();
     let mut rules = Directional {
         exclude,
         roles: &c.roles,
         functions: &mut c.functions,
     };
-    symbolic::differentiate(&mut c.arena, e, &mut rules, &mut memo)
+    let d = symbolic::differentiate(&mut c.arena, e, &mut rules, &mut memo)?;
+    done.insert(key, d);
+    Ok(d)
 }
 
 /// Symbolic partial derivatives of `e` with respect to each of `vars` it mentions.
@@ -1470,7 +1500,7 @@ impl Lowerer<'_> {
         let m = tear.len();
         let mut jac = vec![0u32; m * m];
         for j in 0..m {
-            let mut tang: HashMap<VarId, Expr> = HashMap::new();
+            let mut tang: HashMap<VarId, Expr> = HashMap::default();
             for (k, &t) in tear.iter().enumerate() {
                 tang.insert(t, Expr::Const(if k == j { 1.0 } else { 0.0 }));
             }
@@ -1510,16 +1540,22 @@ impl Lowerer<'_> {
 
     /// Tangent code of one block: the directional derivative of its
     /// variables given the tangents of everything computed before it.
-    fn block_tangent(&mut self, c: &mut Causal, b: &Block, bi: u32) -> Result<(), String> {
+    fn block_tangent(
+        &mut self,
+        c: &mut Causal,
+        b: &Block,
+        bi: u32,
+        tangents: &mut Tangents,
+    ) -> Result<(), String> {
         let l = self.sh.layout.clone();
         match b {
             Block::Explicit { var, value, .. } => {
-                let d = directional(c, *value, &[])?;
+                let d = directional(c, *value, &[], tangents)?;
                 let e = self.expr(&c.arena, d);
                 self.stmts.push(Stmt::Store(l.tan(*var), e));
             }
             Block::Implicit { var, residual, .. } => {
-                let dout = directional(c, *residual, &[*var])?;
+                let dout = directional(c, *residual, &[*var], tangents)?;
                 let dr = symbolic::partial(&mut c.arena, *residual, *var, &mut c.functions)?;
                 let q = c.arena.div(dout, dr);
                 let neg = c.arena.neg(q);
@@ -1540,11 +1576,11 @@ impl Lowerer<'_> {
                 let parts = torn_parts(c, tear, inner, residuals)?;
                 let inner_out: Vec<ExprId> = inner
                     .iter()
-                    .map(|(_, e, _)| directional(c, *e, &block))
+                    .map(|(_, e, _)| directional(c, *e, &block, tangents))
                     .collect::<Result<_, _>>()?;
                 let res_out: Vec<ExprId> = residuals
                     .iter()
-                    .map(|(e, _)| directional(c, *e, &block))
+                    .map(|(e, _)| directional(c, *e, &block, tangents))
                     .collect::<Result<_, _>>()?;
                 let a = &c.arena;
                 let m = tear.len();
@@ -1602,7 +1638,7 @@ impl Lowerer<'_> {
                         fail: status::encode(status::SINGULAR, bi),
                     });
                 }
-                let mut tang: HashMap<VarId, Expr> = HashMap::new();
+                let mut tang: HashMap<VarId, Expr> = HashMap::default();
                 for (k, &t) in tear.iter().enumerate() {
                     self.stmts.push(Stmt::Store(l.tan(t), Expr::Local(dt[k])));
                     tang.insert(t, Expr::Local(dt[k]));
@@ -1640,8 +1676,8 @@ fn lower_functions(fs: &[flat::Function]) -> (Vec<Func>, Vec<FunctionCheck>) {
         .map(|f| {
             let sh = Shared {
                 layout: Layout::default(),
-                rel_index: HashMap::new(),
-                sample_index: HashMap::new(),
+                rel_index: HashMap::default(),
+                sample_index: HashMap::default(),
                 fn_outputs: outs.clone(),
                 function_frame: true,
             };

@@ -22,7 +22,7 @@ impl Flattener<'_> {
         let mut ty = first.ty;
         let mut elems = Vec::new();
         for v in &vals {
-            if v.dims != inner {
+            if !same_dims(&v.dims, &inner) {
                 return Err(Diagnostic::error(
                     span,
                     format!(
@@ -173,13 +173,13 @@ impl Flattener<'_> {
             // condition is decided now (MLS 10.6.13: the sizes must then be
             // known while flattening), and the parameters it reads become
             // structural.
-            if v.dims != acc.dims && self.is_parameter_expr(c) {
+            if !same_dims(&v.dims, &acc.dims) && self.is_parameter_expr(c) {
                 if self.const_value(c, span)? != 0.0 {
                     acc = v;
                 }
                 continue;
             }
-            if v.dims != acc.dims {
+            if !same_dims(&v.dims, &acc.dims) {
                 return Err(Diagnostic::error(
                     span,
                     format!(
@@ -275,7 +275,7 @@ impl Flattener<'_> {
                 };
                 match op {
                     BinOp::Add | BinOp::Sub => {
-                        if a.dims != b.dims {
+                        if !same_dims(&a.dims, &b.dims) {
                             return Err(dim_error(span, op, &a, &b));
                         }
                         self.elementwise(&a, &b, span, ty, false, |ar, x, y| {
@@ -399,7 +399,7 @@ impl Flattener<'_> {
         broadcast: bool,
         f: impl Fn(&mut crate::flat::ExprArena, ExprId, ExprId) -> ExprId,
     ) -> Result<Value, Diagnostic> {
-        if a.dims == b.dims {
+        if same_dims(&a.dims, &b.dims) {
             let elems = a
                 .elems
                 .iter()

@@ -42,6 +42,14 @@ pub struct Value {
     pub elems: Vec<ExprId>,
 }
 
+/// Whether two shapes are equal, compared element by element: slice
+/// equality calls `memcmp`, whose calls were a third of the time spent
+/// flattening a large model of scalar equations (the 50 x 50 grid of
+/// benches/grid: 33 -> 23 ms), although their shapes are empty.
+pub(crate) fn same_dims(a: &[usize], b: &[usize]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
 impl Value {
     pub fn scalar(ty: ScalarType, e: ExprId) -> Value {
         Value {
