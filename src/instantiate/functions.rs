@@ -458,7 +458,7 @@ impl<'l> Flattener<'l> {
     fn fn_ctx(&self, scope: Scope, b: &FnBuilder) -> Ctx {
         Ctx {
             scope,
-            loops: Vec::new(),
+            loops: Default::default(),
             no_event: true,
             locals: Some(Rc::new(b.locals.clone())),
             end: None,

@@ -153,8 +153,10 @@ pub struct Flattener<'l> {
     /// Conditional components whose condition is false (instance, name):
     /// connections to them are dropped (MLS 4.4.5).
     disabled: std::collections::HashSet<(InstId, String)>,
-    /// String parameters and constants: their texts, by instance and name.
-    strings: HashMap<(InstId, String), String>,
+    /// String parameters and constants: their texts, by instance and name
+    /// (looked up for every name a numeric expression reads: no key is
+    /// built for the lookup).
+    strings: HashMap<InstId, HashMap<String, String>>,
     /// External objects (the MSL's tables), by instance and name.
     table_objects: HashMap<(InstId, String), eval::TableObject>,
     /// The element names the modifier of the component being instantiated
@@ -1451,7 +1453,10 @@ impl<'l> Flattener<'l> {
                 Some(b) => self.eval_string(&b.expr, &eval::Ctx::model(b.scope))?,
                 None => String::new(),
             };
-            self.strings.insert((inst, decl.name.name.clone()), text);
+            self.strings
+                .entry(inst)
+                .or_default()
+                .insert(decl.name.name.clone(), text);
             return Ok(None);
         }
         // An external object (MLS 12.9.7) is made by its constructor while

@@ -134,8 +134,9 @@ pub struct Local {
 #[derive(Clone)]
 pub struct Ctx {
     pub scope: Scope,
-    /// For-loop indices in scope, innermost last.
-    pub loops: Vec<(String, Value)>,
+    /// For-loop indices in scope, innermost last (shared: a context is
+    /// copied for every subscript it evaluates).
+    pub loops: Rc<Vec<(String, Value)>>,
     pub no_event: bool,
     pub locals: Option<Rc<HashMap<String, Local>>>,
     /// Size of the dimension being subscripted, for `end`.
@@ -146,7 +147,7 @@ impl Ctx {
     pub fn model(scope: Scope) -> Ctx {
         Ctx {
             scope,
-            loops: Vec::new(),
+            loops: Rc::default(),
             no_event: false,
             locals: None,
             end: None,
@@ -154,7 +155,7 @@ impl Ctx {
     }
     pub fn with_loop(&self, name: &str, v: Value) -> Ctx {
         let mut c = self.clone();
-        c.loops.push((name.to_string(), v));
+        Rc::make_mut(&mut c.loops).push((name.to_string(), v));
         c
     }
     fn in_function(&self) -> bool {

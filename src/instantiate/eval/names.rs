@@ -205,7 +205,7 @@ impl Flattener<'_> {
         let name = first.ident.name.as_str();
         if let Some(i) = ctx.scope.inst
             && r.parts.len() == 1
-            && self.strings.contains_key(&(i, name.to_string()))
+            && self.string_parameter(i, name).is_some()
         {
             return Err(Diagnostic::error(
                 r.span,

@@ -14,6 +14,15 @@ use crate::instantiate::library::ClassId;
 const STRING_FUNCTIONS: [&str; 4] = ["length", "isEmpty", "find", "findLast"];
 
 impl Flattener<'_> {
+    /// The text of String parameter or constant `name` of instance `inst`.
+    pub(in crate::instantiate) fn string_parameter(
+        &self,
+        inst: InstId,
+        name: &str,
+    ) -> Option<&String> {
+        self.strings.get(&inst).and_then(|m| m.get(name))
+    }
+
     /// The text of a String expression: in messages, names, and the MSL's
     /// table constructors.
     pub(in crate::instantiate) fn eval_string(
@@ -61,8 +70,7 @@ impl Flattener<'_> {
                     return Err(Diagnostic::error(e.span, "expected a string"));
                 };
                 self.ensure_component(inst, name)?;
-                self.strings
-                    .get(&(inst, name.clone()))
+                self.string_parameter(inst, name)
                     .cloned()
                     .ok_or_else(|| Diagnostic::error(e.span, "expected a string"))
             }
@@ -97,7 +105,7 @@ impl Flattener<'_> {
                 match ctx.scope.inst {
                     Some(inst) => {
                         self.ensure_component(inst, name)?;
-                        self.strings.contains_key(&(inst, name.clone()))
+                        self.string_parameter(inst, name).is_some()
                     }
                     None => false,
                 }
