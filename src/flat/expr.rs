@@ -18,6 +18,12 @@ use serde::Serialize;
 /// non-cryptographic hash: rewrites of large models do millions of lookups).
 pub type RewriteMemo = FxHashMap<ExprId, ExprId>;
 
+thread_local! {
+    /// [`ExprArena::reachable`]'s marks: entry `id` holds the number of the
+    /// last walk that reached node `id`, with that number (of any arena).
+    static VISITS: std::cell::RefCell<(Vec<u32>, u32)> = const { std::cell::RefCell::new((Vec::new(), 0)) };
+}
+
 pub type ExprId = u32;
 pub type VarId = u32;
 
@@ -551,39 +557,10 @@ impl ExprArena {
 
     /// Every node reachable from `roots`, each once, children before parents.
     pub fn reachable(&self, roots: &[ExprId]) -> Vec<ExprId> {
-        // A set sized by the traversal, not by the arena: this is called per
-        // equation on arenas of hundreds of thousands of nodes. Most
-        // equations have a handful of nodes, for which a scan of `out` is
-        // cheaper than a hash set; the set is built once the scan gets long.
-        const SCAN: usize = 24;
-        let mut seen: Option<FxHashSet<ExprId>> = None;
-        let mut stack: Vec<ExprId> = roots.to_vec();
-        let mut out = Vec::new();
-        while let Some(id) = stack.pop() {
-            let new = match &mut seen {
-                Some(set) => set.insert(id),
-                None if out.len() < SCAN => !out.contains(&id),
-                None => {
-                    let mut set: FxHashSet<ExprId> = out.iter().copied().collect();
-                    let new = set.insert(id);
-                    seen = Some(set);
-                    new
-                }
-            };
-            if !new {
-                continue;
-            }
-            out.push(id);
-            match self.node(id) {
-                Node::Call { call, .. } => {
-                    stack.extend(self.calls[call as usize].args.iter().copied())
-                }
-                n => stack.extend(node_children(n)),
-            }
-        }
-        // Children have smaller ids than their parents (arena invariant).
-        out.sort_unstable();
-        out
+        self.walk(roots, |id, stack| match self.node(id) {
+            Node::Call { call, .. } => stack.extend(self.calls[call as usize].args.iter().copied()),
+            n => stack.extend(node_children(n)),
+        })
     }
 
     /// As [`Self::reachable`], but a call's output leads only to the
@@ -596,29 +573,67 @@ impl ExprArena {
         roots: &[ExprId],
         deps: &dyn Fn(u32) -> Option<std::rc::Rc<Vec<Vec<u32>>>>,
     ) -> Vec<ExprId> {
-        let mut seen: FxHashSet<ExprId> = FxHashSet::default();
-        let mut stack: Vec<ExprId> = roots.to_vec();
-        let mut out = Vec::new();
-        while let Some(id) = stack.pop() {
-            if !seen.insert(id) {
-                continue;
+        self.walk(roots, |id, stack| match self.node(id) {
+            Node::Call { call, output } => {
+                let site = &self.calls[call as usize];
+                match deps(site.func).filter(|d| (output as usize) < d.len()) {
+                    Some(d) => stack.extend(
+                        d[output as usize]
+                            .iter()
+                            .filter_map(|&i| site.args.get(i as usize).copied()),
+                    ),
+                    None => stack.extend(site.args.iter().copied()),
+                }
             }
-            out.push(id);
-            match self.node(id) {
-                Node::Call { call, output } => {
-                    let site = &self.calls[call as usize];
-                    match deps(site.func).filter(|d| (output as usize) < d.len()) {
-                        Some(d) => stack.extend(
-                            d[output as usize]
-                                .iter()
-                                .filter_map(|&i| site.args.get(i as usize).copied()),
-                        ),
-                        None => stack.extend(site.args.iter().copied()),
+            n => stack.extend(node_children(n)),
+        })
+    }
+
+    /// The nodes reachable from `roots` through `children` (which pushes a
+    /// node's children), in increasing order. Called per equation on arenas
+    /// of hundreds of thousands of nodes: a node is marked as seen with the
+    /// walk's number in a table kept by the thread, so that a walk costs its
+    /// own nodes only (no set, no table cleared per walk); a walk started
+    /// inside another (from `children`) uses a set.
+    fn walk(
+        &self,
+        roots: &[ExprId],
+        mut children: impl FnMut(ExprId, &mut Vec<ExprId>),
+    ) -> Vec<ExprId> {
+        let mut stack: Vec<ExprId> = roots.to_vec();
+        let mut out = Vec::with_capacity(16);
+        VISITS.with(|visits| match visits.try_borrow_mut() {
+            Ok(mut visits) => {
+                let (marks, walk) = &mut *visits;
+                *walk = walk.wrapping_add(1);
+                if *walk == 0 {
+                    marks.fill(0);
+                    *walk = 1;
+                }
+                if marks.len() < self.nodes.len() {
+                    marks.resize(self.nodes.len(), 0);
+                }
+                let walk = *walk;
+                while let Some(id) = stack.pop() {
+                    let mark = &mut marks[id as usize];
+                    if *mark != walk {
+                        *mark = walk;
+                        out.push(id);
+                        children(id, &mut stack);
                     }
                 }
-                n => stack.extend(node_children(n)),
             }
-        }
+            Err(_) => {
+                let mut seen: FxHashSet<ExprId> = FxHashSet::default();
+                while let Some(id) = stack.pop() {
+                    if seen.insert(id) {
+                        out.push(id);
+                        children(id, &mut stack);
+                    }
+                }
+            }
+        });
+        // Children have smaller ids than their parents (arena invariant).
         out.sort_unstable();
         out
     }

@@ -487,6 +487,17 @@ fn dim_error(span: Span, op: BinOp, a: &Value, b: &Value) -> Diagnostic {
 /// Row-major positions selected by `sel` in an array of `dims`, and the
 /// resulting shape (a scalar index drops its dimension).
 fn pick_positions(dims: &[usize], sel: &[Index]) -> (Vec<usize>, Vec<usize>) {
+    // One element (`T[i, j]`, the usual subscript of a for-equation): its
+    // row-major position, without the lists of the general case.
+    if sel.len() == dims.len() && sel.iter().all(|s| matches!(s, Index::One(_))) {
+        let mut position = 0;
+        for (s, &d) in sel.iter().zip(dims) {
+            if let Index::One(i) = s {
+                position = position * d + (i - 1);
+            }
+        }
+        return (Vec::new(), vec![position]);
+    }
     let mut out_dims = Vec::new();
     let mut lists: Vec<Vec<usize>> = Vec::new();
     for (k, &d) in dims.iter().enumerate() {

@@ -159,6 +159,17 @@ impl Flattener<'_> {
         match s {
             Subscript::All(_) => Ok(Index::Many((1..=size).collect())),
             Subscript::Index(e) => {
+                if let Some(k) = self.simple_index(e, ctx) {
+                    if k < 1 || k as usize > size {
+                        return Err(Diagnostic::error(
+                            e.span,
+                            format!(
+                                "index {k} is out of bounds for `{path}`, which has size {size} here"
+                            ),
+                        ));
+                    }
+                    return Ok(Index::One(k as usize));
+                }
                 let mut c = ctx.clone();
                 c.end = Some(size);
                 let v = self.eval_expr(e, &c)?;
@@ -193,6 +204,46 @@ impl Flattener<'_> {
                     Ok(Index::Many(idx))
                 }
             }
+        }
+    }
+
+    /// The value of a subscript made of Integer literals, for-loop indices,
+    /// `+`, `-` and `*` (`T[i, j - 1]`), computed without building values;
+    /// `None` for any other subscript, which is evaluated in full. The
+    /// subscripts of for-equations over large arrays are nearly all of
+    /// this form.
+    fn simple_index(&self, e: &ast::Expr, ctx: &Ctx) -> Option<i64> {
+        match &e.kind {
+            ExprKind::Integer(k) => Some(*k),
+            ExprKind::Ref(r)
+                if !r.global && r.parts.len() == 1 && r.parts[0].subscripts.is_empty() =>
+            {
+                let name = r.parts[0].ident.name.as_str();
+                if ctx
+                    .scope
+                    .inst
+                    .is_some_and(|i| self.string_parameter(i, name).is_some())
+                {
+                    return None;
+                }
+                let (_, v) = ctx.loops.iter().rev().find(|(n, _)| n == name)?;
+                if v.ty != ScalarType::Integer || !v.is_scalar() {
+                    return None;
+                }
+                let x = self.arena.as_const(v.elems[0])?;
+                (x.fract() == 0.0 && x.abs() < 1e15).then_some(x as i64)
+            }
+            ExprKind::Binary { op, lhs, rhs } => {
+                let a = self.simple_index(lhs, ctx)?;
+                let b = self.simple_index(rhs, ctx)?;
+                match op {
+                    BinOp::Add => a.checked_add(b),
+                    BinOp::Sub => a.checked_sub(b),
+                    BinOp::Mul => a.checked_mul(b),
+                    _ => None,
+                }
+            }
+            _ => None,
         }
     }
 
