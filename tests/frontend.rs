@@ -322,3 +322,50 @@ fn an_extends_modifier_naming_an_inherited_parameter_takes_its_value() {
         "{flat}"
     );
 }
+
+/// Subscripts made of literals, loop indices, `+`, `-` and `*` (`x[i - 1]`,
+/// `m[n - i + 1, 2*i]`) are computed on a fast path; wrapped in `max(_, 1)`
+/// the same subscripts take the general one. Both flatten alike, and both
+/// refuse an index out of bounds in the same words.
+#[test]
+fn fast_and_general_subscripts_flatten_alike() {
+    let model = |name: &str, w: &dyn Fn(&str) -> String| {
+        format!(
+            "model {name}\n  parameter Integer n = 3;\n  Real x[n];\n  Real m[n, n];\nequation\n  for i in 1:n loop\n    for j in 1:n loop\n      m[{}, {}] = 10*i + j;\n    end for;\n  end for;\n  x[{}] = m[n, 2*1];\n  for i in 2:n loop\n    x[{}] = x[{}] + m[{}, {}];\n  end for;\nend {name};\n",
+            w("i"),
+            w("j"),
+            w("1"),
+            w("i"),
+            w("i - 1"),
+            w("n - i + 1"),
+            w("i*1 + 0"),
+        )
+    };
+    let fast = flat(&model("M", &|e| e.to_string()));
+    let general = flat(&model("M", &|e| format!("max({e}, 1)")));
+    for line in [
+        "m[2,3] = 23;",
+        "x[1] = m[3,2];",
+        "x[2] = x[1] + m[2,2];",
+        "x[3] = x[2] + m[1,3];",
+    ] {
+        assert!(fast.contains(line), "{line} in:\n{fast}");
+    }
+    assert_eq!(fast, general);
+    let oob = |w: &dyn Fn(&str) -> String| {
+        common::check(&format!(
+            "model M\n  Real x[3];\nequation\n  for i in 1:3 loop\n    x[{}] = i;\n  end for;\nend M;\n",
+            w("i + 1")
+        ))
+    };
+    let fast = oob(&|e| e.to_string());
+    let general = oob(&|e| format!("max({e}, 1)"));
+    assert!(
+        fast.contains("index 4 is out of bounds for `x`, which has size 3 here"),
+        "{fast}"
+    );
+    assert!(
+        general.contains("index 4 is out of bounds for `x`, which has size 3 here"),
+        "{general}"
+    );
+}

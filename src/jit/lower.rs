@@ -218,8 +218,8 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
     // derivative functions; make them all first, so that every function the
     // code will call is known before lowering starts.
     let mut tangents = Tangents::default();
-    for b in c.blocks.clone() {
-        prepare_derivatives(c, &b, with_tangent.then_some(&mut tangents))?;
+    for (bi, b) in c.blocks.clone().iter().enumerate() {
+        prepare_derivatives(c, b, bi as u32, with_tangent.then_some(&mut tangents))?;
     }
     let ctx = Shared {
         layout: l.clone(),
@@ -816,18 +816,19 @@ fn ordered_when_assignments(
 fn prepare_derivatives(
     c: &mut Causal,
     b: &Block,
+    bi: u32,
     tangents: Option<&mut Tangents>,
 ) -> Result<(), String> {
     match b {
         Block::Explicit { value, .. } => {
             if let Some(t) = tangents {
-                directional(c, *value, &[], t)?;
+                directional(c, *value, &[], bi, t)?;
             }
         }
         Block::Implicit { var, residual, .. } => {
             symbolic::partial(&mut c.arena, *residual, *var, &mut c.functions)?;
             if let Some(t) = tangents {
-                directional(c, *residual, &[*var], t)?;
+                directional(c, *residual, &[*var], bi, t)?;
             }
         }
         Block::Torn {
@@ -844,10 +845,10 @@ fn prepare_derivatives(
                     .chain(inner.iter().map(|x| x.0))
                     .collect();
                 for (_, e, _) in inner {
-                    directional(c, *e, &block, t)?;
+                    directional(c, *e, &block, bi, t)?;
                 }
                 for (e, _) in residuals {
-                    directional(c, *e, &block, t)?;
+                    directional(c, *e, &block, bi, t)?;
                 }
             }
         }
@@ -895,17 +896,20 @@ impl DiffRules for Directional<'_> {
     }
 }
 
-/// Directional derivatives already formed, by expression and the
-/// variables held (whose tangents are left out).
-type Tangents = rustc_hash::FxHashMap<(ExprId, Vec<VarId>), ExprId>;
+/// Directional derivatives already formed, by expression and the block
+/// whose equation it is (which decides the variables held).
+type Tangents = rustc_hash::FxHashMap<(ExprId, u32), ExprId>;
 
+/// The directional derivative of `e`, an equation of block `bi`, with the
+/// tangents of `exclude` (the block's own unknowns) left out.
 fn directional(
     c: &mut Causal,
     e: ExprId,
     exclude: &[VarId],
+    bi: u32,
     done: &mut Tangents,
 ) -> Result<ExprId, String> {
-    let key = (e, exclude.to_vec());
+    let key = (e, bi);
     if let Some(&d) = done.get(&key) {
         return Ok(d);
     }
@@ -1550,12 +1554,12 @@ impl Lowerer<'_> {
         let l = self.sh.layout.clone();
         match b {
             Block::Explicit { var, value, .. } => {
-                let d = directional(c, *value, &[], tangents)?;
+                let d = directional(c, *value, &[], bi, tangents)?;
                 let e = self.expr(&c.arena, d);
                 self.stmts.push(Stmt::Store(l.tan(*var), e));
             }
             Block::Implicit { var, residual, .. } => {
-                let dout = directional(c, *residual, &[*var], tangents)?;
+                let dout = directional(c, *residual, &[*var], bi, tangents)?;
                 let dr = symbolic::partial(&mut c.arena, *residual, *var, &mut c.functions)?;
                 let q = c.arena.div(dout, dr);
                 let neg = c.arena.neg(q);
@@ -1576,11 +1580,11 @@ impl Lowerer<'_> {
                 let parts = torn_parts(c, tear, inner, residuals)?;
                 let inner_out: Vec<ExprId> = inner
                     .iter()
-                    .map(|(_, e, _)| directional(c, *e, &block, tangents))
+                    .map(|(_, e, _)| directional(c, *e, &block, bi, tangents))
                     .collect::<Result<_, _>>()?;
                 let res_out: Vec<ExprId> = residuals
                     .iter()
-                    .map(|(e, _)| directional(c, *e, &block, tangents))
+                    .map(|(e, _)| directional(c, *e, &block, bi, tangents))
                     .collect::<Result<_, _>>()?;
                 let a = &c.arena;
                 let m = tear.len();

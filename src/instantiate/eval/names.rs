@@ -213,8 +213,11 @@ impl Flattener<'_> {
     /// subscripts of for-equations over large arrays are nearly all of
     /// this form.
     fn simple_index(&self, e: &ast::Expr, ctx: &Ctx) -> Option<i64> {
+        // Values stay below 1e15, where the general path's f64 arithmetic
+        // is exact and its diagnostics print them as integers.
+        let small = |k: i64| (k.abs() < 1_000_000_000_000_000).then_some(k);
         match &e.kind {
-            ExprKind::Integer(k) => Some(*k),
+            ExprKind::Integer(k) => small(*k),
             ExprKind::Ref(r)
                 if !r.global && r.parts.len() == 1 && r.parts[0].subscripts.is_empty() =>
             {
@@ -242,6 +245,7 @@ impl Flattener<'_> {
                     BinOp::Mul => a.checked_mul(b),
                     _ => None,
                 }
+                .and_then(small)
             }
             _ => None,
         }
