@@ -73,7 +73,7 @@ fn ctrl_c_stops_the_run_and_keeps_the_rows_marked_incomplete() {
 
 #[test]
 fn no_progress_output_when_not_on_a_terminal() {
-    // Over a second of simulation (about 4 s here) with both streams piped.
+    // Over a second of simulation (about 3 s here) with both streams piped.
     let model = long_model("Chain");
     let dir = model.parent().expect("dir").to_path_buf();
     let started = Instant::now();
@@ -82,7 +82,7 @@ fn no_progress_output_when_not_on_a_terminal() {
             "simulate",
             model.to_str().expect("utf-8"),
             "--stop-time",
-            "300",
+            "1000",
             "-o",
         ])
         .arg(dir.join("chain.csv"))
