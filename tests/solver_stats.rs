@@ -40,6 +40,8 @@ fn cases() -> Vec<Case> {
         bdf("bdf gearbox", "examples/gearbox.rmo", Some("Gearbox")),
         bdf("bdf pendulum", "tests/models/pendulum.rmo", None),
         bdf("bdf chain", "tests/models/chain.rmo", None),
+        // 49 states: the sparse path (its LU, its Newton test).
+        bdf("bdf grid 7 x 7 (sparse)", "tests/models/grid.rmo", None),
         Case {
             label: "moreau ball",
             file: "tests/models/contacts/ball.rmo",
