@@ -46,7 +46,7 @@ fn row_line(
 /// file is removed, so a file that looks complete never appears.
 ///
 /// Formatting numbers is most of the cost of writing (a 2 500-cell grid's
-/// 10 000 columns: 20 ms of a 250 ms run), so it runs on a thread of its
+/// 12 500 columns: 25 ms of a 200 ms run), so it runs on a thread of its
 /// own, beside the integrator: rows go to it in batches of about
 /// [`BATCH_VALUES`] values (a per-row message would cost more than a
 /// small model's row).
@@ -62,6 +62,29 @@ pub struct CsvStream {
 /// Values a batch of rows holds before it goes to the writer.
 pub const BATCH_VALUES: usize = 1 << 16;
 
+/// Bytes written between two requests to the kernel to start writing the
+/// file to disk (`start_writeback`).
+const START_WRITEBACK: u64 = 4 << 20;
+
+/// Asks the kernel to start writing `f`'s dirty pages to disk without
+/// waiting (Linux's `sync_file_range`), so that the `fsync` before the
+/// rename has little left to wait for: the 50 x 50 grid's run waited 21 ms
+/// for its 19 MB at the end, 12 ms with this. Elsewhere nothing is done
+/// here.
+fn start_writeback(f: &std::fs::File) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a valid open descriptor; the call only schedules
+        // writeback of the file's pages and reads no memory of ours.
+        unsafe {
+            libc::sync_file_range(f.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = f;
+}
+
 #[derive(Default)]
 struct Batch {
     times: Vec<f64>,
@@ -71,6 +94,16 @@ struct Batch {
 enum Message {
     Header(Vec<String>),
     Rows(Batch),
+}
+
+/// Appends the rows of `b` as CSV lines.
+fn batch_lines(w: &mut impl Write, text: &mut ryu::Buffer, b: &Batch) -> std::io::Result<()> {
+    let width = b.values.len() / b.times.len().max(1);
+    debug_assert_eq!(width * b.times.len(), b.values.len());
+    for (k, &t) in b.times.iter().enumerate() {
+        row_line(w, text, t, &b.values[k * width..(k + 1) * width])?;
+    }
+    Ok(())
 }
 
 impl CsvStream {
@@ -91,17 +124,17 @@ impl CsvStream {
             .name("csv writer".into())
             .spawn(move || {
                 let mut text = ryu::Buffer::new();
+                let mut written_back = 0u64;
                 for m in messages {
                     match m {
                         Message::Header(names) => header(&mut w, &names)?,
-                        Message::Rows(b) => {
-                            let width = b.values.len() / b.times.len().max(1);
-                            debug_assert_eq!(width * b.times.len(), b.values.len());
-                            for (k, &t) in b.times.iter().enumerate() {
-                                let row = &b.values[k * width..(k + 1) * width];
-                                row_line(&mut w, &mut text, t, row)?;
-                            }
-                        }
+                        Message::Rows(b) => batch_lines(&mut w, &mut text, &b)?,
+                    }
+                    let written = std::io::Seek::stream_position(&mut w)?;
+                    if written - written_back >= START_WRITEBACK {
+                        w.flush()?;
+                        start_writeback(w.get_ref());
+                        written_back = written;
                     }
                 }
                 // On disk before the file is renamed into place: after a
