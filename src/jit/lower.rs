@@ -896,9 +896,17 @@ impl DiffRules for Directional<'_> {
     }
 }
 
-/// Directional derivatives already formed, by expression and the block
-/// whose equation it is (which decides the variables held).
-type Tangents = rustc_hash::FxHashMap<(ExprId, u32), ExprId>;
+/// Directional derivatives already formed.
+#[derive(Default)]
+struct Tangents {
+    /// By expression and the block whose equation it is (which decides
+    /// the variables held).
+    done: rustc_hash::FxHashMap<(ExprId, u32), ExprId>,
+    /// The derivative of every node differentiated with no variable held
+    /// (explicit blocks): the same whichever equation it is part of, so
+    /// shared subexpressions are differentiated once.
+    held_none: crate::flat::RewriteMemo,
+}
 
 /// The directional derivative of `e`, an equation of block `bi`, with the
 /// tangents of `exclude` (the block's own unknowns) left out.
@@ -910,17 +918,22 @@ fn directional(
     done: &mut Tangents,
 ) -> Result<ExprId, String> {
     let key = (e, bi);
-    if let Some(&d) = done.get(&key) {
+    if let Some(&d) = done.done.get(&key) {
         return Ok(d);
     }
-    let mut memo = crate::flat::RewriteMemo::default();
+    let mut fresh = crate::flat::RewriteMemo::default();
+    let memo = if exclude.is_empty() {
+        &mut done.held_none
+    } else {
+        &mut fresh
+    };
     let mut rules = Directional {
         exclude,
         roles: &c.roles,
         functions: &mut c.functions,
     };
-    let d = symbolic::differentiate(&mut c.arena, e, &mut rules, &mut memo)?;
-    done.insert(key, d);
+    let d = symbolic::differentiate(&mut c.arena, e, &mut rules, memo)?;
+    done.done.insert(key, d);
     Ok(d)
 }
 
