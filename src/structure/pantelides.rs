@@ -319,7 +319,6 @@ impl<'b> Pantelides<'b> {
 
     /// Mattsson-Söderlind selection of dummy derivatives.
     pub fn select_dummy_derivatives(&mut self) -> Result<Vec<VarId>, Diagnostic> {
-        let start = start_point(self.s);
         let n_eq = self.s.equations.len();
         let order = |e: usize| {
             let mut k = 0;
@@ -345,6 +344,14 @@ impl<'b> Pantelides<'b> {
             c.sort_unstable();
             c.dedup();
             c
+        };
+        // The start point decides between structurally equal choices; a
+        // model whose equations were not differentiated (index 1) has none
+        // to make and does not evaluate it (a walk over every equation).
+        let start = if rows.is_empty() {
+            Vec::new()
+        } else {
+            start_point(self.s)
         };
         let mut dummies = Vec::new();
         let debug = std::env::var_os("RMOC_DEBUG_STATES").is_some();
