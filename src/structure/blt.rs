@@ -91,16 +91,22 @@ pub fn sort(s: &mut Builder) -> Result<Vec<Block>, Diagnostic> {
     };
     // Prefer to solve each equation for a variable whose coefficient does not
     // vanish at the start: `fx*ex + fy*ey = -f` with ey = 0 must determine fx.
+    // The start point is evaluated when a coefficient needs it (a model
+    // whose coefficients are all numbers, as the large grids and chains,
+    // never does: it is a walk over every variable and equation).
     let timing = std::env::var_os("RMOC_TIMING").is_some();
     let c0 = std::time::Instant::now();
-    let start = super::pantelides::start_point(s);
-    let c1 = std::time::Instant::now();
-    let quality = solvability(s, &inc, &cols, &start);
+    let mut start = None;
+    let quality = solvability(s, &inc, &cols, &mut start);
     if timing {
         eprintln!(
-            "    blt: start point {:.2} ms, solvability {:.2} ms",
-            (c1 - c0).as_secs_f64() * 1e3,
-            c1.elapsed().as_secs_f64() * 1e3
+            "    blt: solvability {:.2} ms (start point {})",
+            c0.elapsed().as_secs_f64() * 1e3,
+            if start.is_some() {
+                "evaluated"
+            } else {
+                "not needed"
+            }
         );
     }
     let good = Incidence {
@@ -147,21 +153,24 @@ pub fn sort(s: &mut Builder) -> Result<Vec<Block>, Diagnostic> {
             .iter()
             .map(|&e| cols[m.col_of[e].expect("matched")])
             .collect();
-        blocks.push(make_block(s, &eqs, &vars, &quality, &cols, &start)?);
+        blocks.push(make_block(s, &eqs, &vars, &quality, &cols)?);
     }
     Ok(blocks)
 }
 
 /// How well each (equation, unknown) pair can be solved: 2 for a constant
 /// nonzero coefficient, 1 for a coefficient that is nonzero at the start
-/// point (or a nonlinear occurrence), 0 for one that vanishes there.
+/// point (or a nonlinear occurrence), 0 for one that vanishes there. The
+/// start point is evaluated into `start` when a coefficient first needs it
+/// (the variables and equations it depends on do not change here).
 fn solvability(
     s: &mut Builder,
     inc: &Incidence,
     cols: &[VarId],
-    start: &[f64],
+    start: &mut Option<Vec<f64>>,
 ) -> HashMap<(usize, usize), u8> {
     let mut q = HashMap::default();
+    let mut literals = None;
     for (e, row) in inc.rows.iter().enumerate() {
         if row.len() < 2 {
             continue;
@@ -181,27 +190,49 @@ fn solvability(
             // Most equations are linear in each unknown along sums and
             // products by known factors: read the coefficient off the tree
             // and build the symbolic derivative only when that fails.
-            let coefficient =
-                match linear_coefficient(&s.arena, r, v, &start_env(start, &s.functions.functions))
-                {
-                    Some(coef) => coef,
-                    None => {
-                        let Ok(d) = symbolic::partial(&mut s.arena, r, v, &mut s.functions) else {
-                            continue;
-                        };
-                        match s.arena.as_const(d) {
-                            Some(x) => Coefficient::Literal(x),
-                            None => Coefficient::Value(
+            let found = {
+                let b: &Builder = s;
+                let mut at_start = |x: ExprId| {
+                    let numbers = literals.get_or_insert_with(|| literal_parameters(b));
+                    let values = if reads_only(&b.arena, x, &numbers.1) {
+                        &numbers.0
+                    } else {
+                        start.get_or_insert_with(|| super::pantelides::start_point(b))
+                    };
+                    symbolic::eval::eval(&b.arena, x, &start_env(values, &b.functions.functions))
+                        .ok()
+                };
+                linear_walk(
+                    &b.arena,
+                    r,
+                    v,
+                    &mut at_start,
+                    &mut LINEAR_WALK_BUDGET.clone(),
+                )
+            };
+            let coefficient = match found {
+                Some(coef) => coef,
+                None => {
+                    let Ok(d) = symbolic::partial(&mut s.arena, r, v, &mut s.functions) else {
+                        continue;
+                    };
+                    match s.arena.as_const(d) {
+                        Some(x) => Coefficient::Literal(x),
+                        None => {
+                            let values =
+                                start.get_or_insert_with(|| super::pantelides::start_point(s));
+                            Coefficient::Value(
                                 symbolic::eval::eval(
                                     &s.arena,
                                     d,
-                                    &start_env(start, &s.functions.functions),
+                                    &start_env(values, &s.functions.functions),
                                 )
                                 .unwrap_or(f64::NAN),
-                            ),
+                            )
                         }
                     }
-                };
+                }
+            };
             let quality = match coefficient {
                 Coefficient::Absent => 0,
                 Coefficient::Literal(x) if x != 0.0 => 2,
@@ -215,6 +246,36 @@ fn solvability(
         }
     }
     q
+}
+
+/// The parameters bound to numbers (`parameter Real C = 1`), with their
+/// values, the other variables 0: the start point gives those parameters
+/// the same values, without a walk over the whole model.
+fn literal_parameters(s: &Builder) -> (Vec<f64>, Vec<bool>) {
+    let mut values = vec![0.0; s.vars.len()];
+    let mut known = vec![false; s.vars.len()];
+    for (v, var) in s.vars.iter().enumerate() {
+        if var.is_parameter()
+            && let Some(x) = var.binding.or(var.start).and_then(|e| s.arena.as_const(e))
+        {
+            values[v] = x;
+            known[v] = true;
+        }
+    }
+    (values, known)
+}
+
+/// Whether `x` reads no variable but those `known`, and no derivative,
+/// left limit, array element or function call.
+fn reads_only(arena: &ExprArena, x: ExprId, known: &[bool]) -> bool {
+    arena
+        .reachable(&[x])
+        .into_iter()
+        .all(|id| match arena.node(id) {
+            Node::Var(v) => known.get(v as usize).copied().unwrap_or(false),
+            Node::Der(_) | Node::Pre(_) | Node::Elem { .. } | Node::Call { .. } => false,
+            _ => true,
+        })
 }
 
 /// Evaluation at the start point, as during initialization.
@@ -249,32 +310,40 @@ enum Coefficient {
 /// which agrees with this wherever both apply). The walk follows every path
 /// of the expression DAG, so it gives up after [`LINEAR_WALK_BUDGET`] nodes
 /// rather than explode on heavily shared (differentiated) expressions.
+#[cfg(test)]
 fn linear_coefficient(
     arena: &ExprArena,
     e: ExprId,
     v: VarId,
     env: &symbolic::eval::Env,
 ) -> Option<Coefficient> {
-    linear_walk(arena, e, v, env, &mut LINEAR_WALK_BUDGET.clone())
+    let mut value = |x: ExprId| symbolic::eval::eval(arena, x, env).ok();
+    linear_walk(arena, e, v, &mut value, &mut LINEAR_WALK_BUDGET.clone())
 }
 
 const LINEAR_WALK_BUDGET: usize = 64;
 
+/// `at_start` evaluates a factor free of `v` at the start point.
 fn linear_walk(
     arena: &ExprArena,
     e: ExprId,
     v: VarId,
-    env: &symbolic::eval::Env,
+    at_start: &mut dyn FnMut(ExprId) -> Option<f64>,
     budget: &mut usize,
 ) -> Option<Coefficient> {
     use Coefficient::*;
     *budget = budget.checked_sub(1)?;
-    let value = |x: ExprId| -> Option<(bool, f64)> {
+    // A factor's value, and whether it is a number of the model.
+    fn value(
+        arena: &ExprArena,
+        x: ExprId,
+        at_start: &mut dyn FnMut(ExprId) -> Option<f64>,
+    ) -> Option<(bool, f64)> {
         match arena.as_const(x) {
             Some(c) => Some((true, c)),
-            None => symbolic::eval::eval(arena, x, env).ok().map(|y| (false, y)),
+            None => at_start(x).map(|y| (false, y)),
         }
-    };
+    }
     let scale = |c: Coefficient, literal: bool, k: f64| match c {
         Absent => Absent,
         Literal(x) if literal => Literal(x * k),
@@ -287,38 +356,38 @@ fn linear_walk(
     };
     Some(match arena.node(e) {
         Node::Var(x) if x == v => Literal(1.0),
-        Node::Neg(a) => scale(linear_walk(arena, a, v, env, budget)?, true, -1.0),
+        Node::Neg(a) => scale(linear_walk(arena, a, v, at_start, budget)?, true, -1.0),
         Node::Add(a, b) => sum(
-            linear_walk(arena, a, v, env, budget)?,
-            linear_walk(arena, b, v, env, budget)?,
+            linear_walk(arena, a, v, at_start, budget)?,
+            linear_walk(arena, b, v, at_start, budget)?,
         ),
         Node::Sub(a, b) => sum(
-            linear_walk(arena, a, v, env, budget)?,
-            scale(linear_walk(arena, b, v, env, budget)?, true, -1.0),
+            linear_walk(arena, a, v, at_start, budget)?,
+            scale(linear_walk(arena, b, v, at_start, budget)?, true, -1.0),
         ),
         Node::Mul(a, b) => match (
-            linear_walk(arena, a, v, env, budget)?,
-            linear_walk(arena, b, v, env, budget)?,
+            linear_walk(arena, a, v, at_start, budget)?,
+            linear_walk(arena, b, v, at_start, budget)?,
         ) {
             (Absent, Absent) => Absent,
             (Absent, c) => {
-                let (literal, k) = value(a)?;
+                let (literal, k) = value(arena, a, at_start)?;
                 scale(c, literal, k)
             }
             (c, Absent) => {
-                let (literal, k) = value(b)?;
+                let (literal, k) = value(arena, b, at_start)?;
                 scale(c, literal, k)
             }
             _ => return None,
         },
         Node::Div(a, b) => {
-            if linear_walk(arena, b, v, env, budget)? != Absent {
+            if linear_walk(arena, b, v, at_start, budget)? != Absent {
                 return None;
             }
-            match linear_walk(arena, a, v, env, budget)? {
+            match linear_walk(arena, a, v, at_start, budget)? {
                 Absent => Absent,
                 c => {
-                    let (literal, k) = value(b)?;
+                    let (literal, k) = value(arena, b, at_start)?;
                     scale(c, literal, 1.0 / k)
                 }
             }
@@ -338,9 +407,7 @@ fn make_block(
     vars: &[VarId],
     quality: &HashMap<(usize, usize), u8>,
     cols: &[VarId],
-    start: &[f64],
 ) -> Result<Block, Diagnostic> {
-    let _ = start;
     if eqs.len() == 1 {
         let (e, v) = (eqs[0], vars[0]);
         let eq = s.equations[e].clone();
