@@ -480,12 +480,7 @@ impl<'l> Flattener<'l> {
                 if !to_type && let Some(bd) = self.lib.def(base)? {
                     self.check_base_kind(&def, &bd, ext.base.span)?;
                 }
-                if to_type
-                    && !matches!(
-                        def.kind,
-                        ClassKind::Type | ClassKind::Connector | ClassKind::Class
-                    )
-                {
+                if to_type && !restrictions::may_extend_a_type(def.kind) {
                     return Err(Diagnostic::error(
                         ext.base.span,
                         format!(
@@ -535,11 +530,7 @@ impl<'l> Flattener<'l> {
             // A short class definition is an `extends` (MLS 4.5.1).
             match self.lib.def(base)? {
                 Some(bd) => self.check_base_kind(&def, &bd, s.base.span)?,
-                None if !matches!(
-                    def.kind,
-                    ClassKind::Type | ClassKind::Connector | ClassKind::Class
-                ) =>
-                {
+                None if !restrictions::may_extend_a_type(def.kind) => {
                     return Err(Diagnostic::error(
                         s.base.span,
                         format!(

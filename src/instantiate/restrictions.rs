@@ -32,6 +32,13 @@ pub(super) fn may_extend(derived: ClassKind, base: ClassKind) -> bool {
         )
 }
 
+/// Whether a class of kind `derived` may extend a type, predefined
+/// (`Real`) or declared, by `extends` or by a short definition: a `type`
+/// and a `connector` (table 7.1), and a `class`.
+pub(super) fn may_extend_a_type(derived: ClassKind) -> bool {
+    may_extend(derived, ClassKind::Type) || derived == ClassKind::Class
+}
+
 /// `a` or `an` before a class keyword.
 fn article(k: ClassKind) -> &'static str {
     match k {
