@@ -96,13 +96,13 @@ pub fn sort(s: &mut Builder) -> Result<Vec<Block>, Diagnostic> {
     // never does: it is a walk over every variable and equation).
     let timing = std::env::var_os("RMOC_TIMING").is_some();
     let c0 = std::time::Instant::now();
-    let mut start = None;
+    let mut start = StartValues::default();
     let quality = solvability(s, &inc, &cols, &mut start);
     if timing {
         eprintln!(
             "    blt: solvability {:.2} ms (start point {})",
             c0.elapsed().as_secs_f64() * 1e3,
-            if start.is_some() {
+            if start.point.is_some() {
                 "evaluated"
             } else {
                 "not needed"
@@ -160,17 +160,14 @@ pub fn sort(s: &mut Builder) -> Result<Vec<Block>, Diagnostic> {
 
 /// How well each (equation, unknown) pair can be solved: 2 for a constant
 /// nonzero coefficient, 1 for a coefficient that is nonzero at the start
-/// point (or a nonlinear occurrence), 0 for one that vanishes there. The
-/// start point is evaluated into `start` when a coefficient first needs it
-/// (the variables and equations it depends on do not change here).
+/// point (or a nonlinear occurrence), 0 for one that vanishes there.
 fn solvability(
     s: &mut Builder,
     inc: &Incidence,
     cols: &[VarId],
-    start: &mut Option<Vec<f64>>,
+    start: &mut StartValues,
 ) -> HashMap<(usize, usize), u8> {
     let mut q = HashMap::default();
-    let mut literals = None;
     for (e, row) in inc.rows.iter().enumerate() {
         if row.len() < 2 {
             continue;
@@ -192,16 +189,7 @@ fn solvability(
             // and build the symbolic derivative only when that fails.
             let found = {
                 let b: &Builder = s;
-                let mut at_start = |x: ExprId| {
-                    let numbers = literals.get_or_insert_with(|| literal_parameters(b));
-                    let values = if reads_only(&b.arena, x, &numbers.1) {
-                        &numbers.0
-                    } else {
-                        start.get_or_insert_with(|| super::pantelides::start_point(b))
-                    };
-                    symbolic::eval::eval(&b.arena, x, &start_env(values, &b.functions.functions))
-                        .ok()
-                };
+                let mut at_start = |x: ExprId| start.eval(b, x).ok();
                 linear_walk(
                     &b.arena,
                     r,
@@ -218,18 +206,7 @@ fn solvability(
                     };
                     match s.arena.as_const(d) {
                         Some(x) => Coefficient::Literal(x),
-                        None => {
-                            let values =
-                                start.get_or_insert_with(|| super::pantelides::start_point(s));
-                            Coefficient::Value(
-                                symbolic::eval::eval(
-                                    &s.arena,
-                                    d,
-                                    &start_env(values, &s.functions.functions),
-                                )
-                                .unwrap_or(f64::NAN),
-                            )
-                        }
+                        None => Coefficient::Value(start.eval(s, d).unwrap_or(f64::NAN)),
                     }
                 }
             };
@@ -248,21 +225,45 @@ fn solvability(
     q
 }
 
-/// The parameters bound to numbers (`parameter Real C = 1`), with their
-/// values, the other variables 0: the start point gives those parameters
-/// the same values, without a walk over the whole model.
-fn literal_parameters(s: &Builder) -> (Vec<f64>, Vec<bool>) {
-    let mut values = vec![0.0; s.vars.len()];
-    let mut known = vec![false; s.vars.len()];
-    for (v, var) in s.vars.iter().enumerate() {
-        if var.is_parameter()
-            && let Some(x) = var.binding.or(var.start).and_then(|e| s.arena.as_const(e))
-        {
-            values[v] = x;
-            known[v] = true;
-        }
+/// Expressions at the start point, each part evaluated when first needed
+/// (the variables and equations it depends on do not change while the
+/// blocks are sorted).
+#[derive(Default)]
+struct StartValues {
+    /// The parameters bound to numbers (`parameter Real C = 1`) with their
+    /// values, the other variables 0, and which they are: the start point
+    /// gives those parameters the same values, without a walk over the
+    /// whole model.
+    literals: Option<(Vec<f64>, Vec<bool>)>,
+    /// The start point of every variable (`pantelides::start_point`).
+    point: Option<Vec<f64>>,
+}
+
+impl StartValues {
+    /// `x` at the start point: from the parameters bound to numbers when it
+    /// reads no other variable, else from the whole start point.
+    fn eval(&mut self, s: &Builder, x: ExprId) -> Result<f64, String> {
+        let (numbers, known) = self.literals.get_or_insert_with(|| {
+            let mut values = vec![0.0; s.vars.len()];
+            let mut known = vec![false; s.vars.len()];
+            for (v, var) in s.vars.iter().enumerate() {
+                if var.is_parameter()
+                    && let Some(x) = var.binding.or(var.start).and_then(|e| s.arena.as_const(e))
+                {
+                    values[v] = x;
+                    known[v] = true;
+                }
+            }
+            (values, known)
+        });
+        let values = if reads_only(&s.arena, x, known) {
+            numbers
+        } else {
+            self.point
+                .get_or_insert_with(|| super::pantelides::start_point(s))
+        };
+        symbolic::eval::eval(&s.arena, x, &start_env(values, &s.functions.functions))
     }
-    (values, known)
 }
 
 /// Whether `x` reads no variable but those `known`, and no derivative,
