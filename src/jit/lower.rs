@@ -899,13 +899,13 @@ impl DiffRules for Directional<'_> {
 /// Directional derivatives already formed.
 #[derive(Default)]
 struct Tangents {
-    /// By expression and the block whose equation it is (which decides
-    /// the variables held).
-    done: rustc_hash::FxHashMap<(ExprId, u32), ExprId>,
     /// The derivative of every node differentiated with no variable held
     /// (explicit blocks): the same whichever equation it is part of, so
     /// shared subexpressions are differentiated once.
     held_none: crate::flat::RewriteMemo,
+    /// The others, by expression and the block whose equation it is
+    /// (which decides the variables held).
+    held: rustc_hash::FxHashMap<(ExprId, u32), ExprId>,
 }
 
 /// The directional derivative of `e`, an equation of block `bi`, with the
@@ -917,23 +917,21 @@ fn directional(
     bi: u32,
     done: &mut Tangents,
 ) -> Result<ExprId, String> {
-    let key = (e, bi);
-    if let Some(&d) = done.done.get(&key) {
-        return Ok(d);
-    }
-    let mut fresh = crate::flat::RewriteMemo::default();
-    let memo = if exclude.is_empty() {
-        &mut done.held_none
-    } else {
-        &mut fresh
-    };
     let mut rules = Directional {
         exclude,
         roles: &c.roles,
         functions: &mut c.functions,
     };
-    let d = symbolic::differentiate(&mut c.arena, e, &mut rules, memo)?;
-    done.done.insert(key, d);
+    if exclude.is_empty() {
+        // The memo holds `e`'s derivative once it was formed.
+        return symbolic::differentiate(&mut c.arena, e, &mut rules, &mut done.held_none);
+    }
+    if let Some(&d) = done.held.get(&(e, bi)) {
+        return Ok(d);
+    }
+    let mut memo = crate::flat::RewriteMemo::default();
+    let d = symbolic::differentiate(&mut c.arena, e, &mut rules, &mut memo)?;
+    done.held.insert((e, bi), d);
     Ok(d)
 }
 
