@@ -531,15 +531,16 @@ fn each_belongs_to_the_component_whose_modification_holds_it() {
          model M\n  B b[2](a(each v = 1));\n  B c[2](a(v = {{10, 20, 30}, {40, 50, 60}}));\n  B d[2](each a(v = {7, 8, 9}));\nend M;\n",
         Some("M"),
     );
-    for line in [
-        "b[2].a[3].v = 1;",
-        "c[2].a[1].v = 40;",
-        "c[1].a[3].v = 30;",
-        "d[1].a[1].v = 7;",
-        "d[2].a[3].v = 9;",
-    ] {
-        assert!(flat.contains(line), "{line} missing in\n{flat}");
-    }
+    common::assert_contains_all(
+        &flat,
+        &[
+            "b[2].a[3].v = 1;",
+            "c[2].a[1].v = 40;",
+            "c[1].a[3].v = 30;",
+            "d[1].a[1].v = 7;",
+            "d[2].a[3].v = 9;",
+        ],
+    );
 }
 
 /// A component keeping its own default package is not reached by an

@@ -202,6 +202,14 @@ pub fn last(r: &Results, var: &str) -> f64 {
     r.rows.last().expect("rows")[k]
 }
 
+/// Every one of `lines` appears in `text` (a flat model, a message).
+#[track_caller]
+pub fn assert_contains_all(text: &str, lines: &[&str]) {
+    for line in lines {
+        assert!(text.contains(line), "{line} missing in\n{text}");
+    }
+}
+
 /// `|got - want| <= atol + rtol*|want|`, with a readable failure.
 #[track_caller]
 pub fn assert_close(got: f64, want: f64, rtol: f64, atol: f64) {
