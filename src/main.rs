@@ -78,6 +78,39 @@ enum Command {
         #[arg(short = 'o', value_name = "FILE")]
         output: PathBuf,
     },
+    /// Torque-angle hysteresis of a CSV result (a reducer driven through a
+    /// loading sequence such as Mechanics.Rotational.TorqueSequence):
+    /// torsional stiffness, lost motion and backlash, and the loop as SVG.
+    Hysteresis {
+        /// A CSV result (`rmoc simulate ... -o res.csv`).
+        result: PathBuf,
+        /// The column of the output torque.
+        #[arg(long, value_name = "VAR")]
+        torque: String,
+        /// The column of the output angle.
+        #[arg(long, value_name = "VAR")]
+        angle: String,
+        /// The rated torque Tr the sequence reaches both ways (the stiffness
+        /// is fitted between 66% and 100% of it, the lost motion read at 3%).
+        #[arg(long, value_name = "TR")]
+        rated: f64,
+        /// The unit of the angle column (the indicators are in arc minutes).
+        #[arg(long, value_enum, default_value_t = AngleUnitArg::Rad)]
+        angle_unit: AngleUnitArg,
+        /// Print the indicators as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Also draw the centred loop (torque against angle in arcmin) as SVG.
+        #[arg(short = 'o', value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum AngleUnitArg {
+    Rad,
+    Deg,
+    Arcmin,
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -214,6 +247,30 @@ fn run() -> ExitCode {
             };
             plot(&result, &req, &output)
         }
+        Command::Hysteresis {
+            result,
+            torque,
+            angle,
+            rated,
+            angle_unit,
+            json,
+            output,
+        } => {
+            let unit = match angle_unit {
+                AngleUnitArg::Rad => rmoc::output::hysteresis::AngleUnit::Radian,
+                AngleUnitArg::Deg => rmoc::output::hysteresis::AngleUnit::Degree,
+                AngleUnitArg::Arcmin => rmoc::output::hysteresis::AngleUnit::Arcmin,
+            };
+            hysteresis(
+                &result,
+                &torque,
+                &angle,
+                rated,
+                unit,
+                json,
+                output.as_deref(),
+            )
+        }
     }
 }
 
@@ -242,6 +299,142 @@ fn parse_only_check(file: &std::path::Path) -> ExitCode {
     }
 }
 
+/// A command-line or result-file error (no source span): rendered, exit 1.
+fn fail_nospan(msg: String, hint: &str) -> ExitCode {
+    eprint!(
+        "{}",
+        diag::render(
+            &Default::default(),
+            &[Diagnostic::error_nospan(msg).with_hint(hint)],
+            color()
+        )
+    );
+    ExitCode::from(1)
+}
+
+/// Reads a CSV result for a post-processing command; errors are rendered.
+fn read_csv_result(result: &std::path::Path) -> Result<(Vec<String>, Vec<Vec<f64>>), ExitCode> {
+    let is_csv = result
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
+    if !is_csv {
+        return Err(fail_nospan(
+            format!("`{}` is not a CSV result", result.display()),
+            "give a CSV result: write one with `rmoc simulate MODEL -o res.csv`",
+        ));
+    }
+    let (names, rows) = rmoc::output::csv::read(result).map_err(|e| {
+        fail_nospan(
+            format!("cannot read `{}`: {e}", result.display()),
+            "give a result file written by `rmoc simulate -o res.csv`",
+        )
+    })?;
+    if rows.iter().any(|r| r.len() != names.len()) {
+        return Err(fail_nospan(
+            format!("`{}`: rows and header differ in length", result.display()),
+            "give a result file written by `rmoc simulate -o res.csv`",
+        ));
+    }
+    Ok((names, rows))
+}
+
+/// The first columns of a result, as a hint.
+fn columns_hint(names: &[String]) -> String {
+    let mut columns: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+    columns.truncate(12);
+    format!(
+        "the result's columns are: {}{}",
+        columns.join(", "),
+        if names.len() > 12 { ", ..." } else { "" }
+    )
+}
+
+/// `rmoc hysteresis`: the loop's indicators, printed; the loop drawn.
+fn hysteresis(
+    result: &std::path::Path,
+    torque: &str,
+    angle: &str,
+    rated: f64,
+    unit: rmoc::output::hysteresis::AngleUnit,
+    json: bool,
+    out: Option<&std::path::Path>,
+) -> ExitCode {
+    use rmoc::output::hysteresis as hy;
+    if let Some(out) = out
+        && !rmoc::output::plot::writable_format(out)
+    {
+        return fail_nospan(
+            format!("cannot write `{}`: the loop is drawn as SVG", out.display()),
+            "name the output `.svg`, e.g. `-o loop.svg`",
+        );
+    }
+    let (names, rows) = match read_csv_result(result) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let column = |name: &str| names.iter().position(|n| n == name);
+    let (Some(kt), Some(ka)) = (column(torque), column(angle)) else {
+        let missing = if column(torque).is_none() {
+            torque
+        } else {
+            angle
+        };
+        return fail_nospan(
+            format!("the result has no column `{missing}`"),
+            &columns_hint(&names),
+        );
+    };
+    let t: Vec<f64> = rows.iter().map(|r| r[kt]).collect();
+    let a: Vec<f64> = rows.iter().map(|r| r[ka] * unit.to_arcmin()).collect();
+    let ind = match hy::indicators(&t, &a, rated) {
+        Ok(i) => i,
+        Err(msg) => {
+            return fail_nospan(
+                format!("{}: {msg}", result.display()),
+                "drive the output through a loading sequence that reaches the rated torque both ways (Mechanics.Rotational.TorqueSequence) and give --rated its peak",
+            );
+        }
+    };
+    if json {
+        let v = serde_json::json!({
+            "rated_torque": ind.rated_torque,
+            "stiffness_positive": ind.stiffness_positive,
+            "stiffness_negative": ind.stiffness_negative,
+            "stiffness_mean": ind.stiffness_mean,
+            "lost_motion_arcmin": ind.lost_motion,
+            "backlash_arcmin": ind.backlash,
+            "offset_arcmin": ind.offset,
+        });
+        emit(&format!("{v}\n"));
+    } else {
+        emit(&hy::report(&ind, torque, angle));
+    }
+    if let Some(out) = out {
+        let time = column("time").unwrap_or(0);
+        let loop_names = vec![
+            "time".to_string(),
+            format!("{angle} (arcmin, centred)"),
+            torque.to_string(),
+        ];
+        let loop_rows: Vec<Vec<f64>> = rows
+            .iter()
+            .zip(&a)
+            .map(|(r, a)| vec![r[time], a - ind.offset, r[kt]])
+            .collect();
+        let req = rmoc::output::plot::PlotRequest {
+            ys: std::slice::from_ref(&loop_names[2]),
+            x: Some(&loop_names[1]),
+            from: None,
+            to: None,
+            title: Some("torque-angle hysteresis"),
+        };
+        if let Err(msg) = rmoc::output::plot::plot(&loop_names, &loop_rows, &req, out) {
+            return fail_nospan(msg, "check the output path");
+        }
+    }
+    ExitCode::SUCCESS
+}
+
 /// `rmoc plot`: errors are about the command line or the result file, so
 /// they carry no source span.
 fn plot(
@@ -249,59 +442,19 @@ fn plot(
     req: &rmoc::output::plot::PlotRequest,
     out: &std::path::Path,
 ) -> ExitCode {
-    let fail = |msg: String, hint: &str| {
-        eprint!(
-            "{}",
-            diag::render(
-                &Default::default(),
-                &[Diagnostic::error_nospan(msg).with_hint(hint)],
-                color()
-            )
-        );
-        ExitCode::from(1)
-    };
     if !rmoc::output::plot::writable_format(out) {
-        return fail(
+        return fail_nospan(
             format!("cannot write `{}`: rmoc plot writes SVG", out.display()),
             "name the output `.svg`, e.g. `-o plot.svg`",
         );
     }
-    let is_csv = result
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
-    if !is_csv {
-        return fail(
-            format!("`{}` is not a CSV result", result.display()),
-            "rmoc plot reads CSV results: write one with `rmoc simulate MODEL -o res.csv`",
-        );
-    }
-    let (names, rows) = match rmoc::output::csv::read(result) {
+    let (names, rows) = match read_csv_result(result) {
         Ok(r) => r,
-        Err(e) => {
-            return fail(
-                format!("cannot read `{}`: {e}", result.display()),
-                "give a result file written by `rmoc simulate -o res.csv`",
-            );
-        }
+        Err(code) => return code,
     };
-    if rows.iter().any(|r| r.len() != names.len()) {
-        return fail(
-            format!("`{}`: rows and header differ in length", result.display()),
-            "give a result file written by `rmoc simulate -o res.csv`",
-        );
-    }
     match rmoc::output::plot::plot(&names, &rows, req, out) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(msg) => {
-            let mut columns: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
-            columns.truncate(12);
-            let hint = format!(
-                "the result's columns are: {}{}",
-                columns.join(", "),
-                if names.len() > 12 { ", ..." } else { "" }
-            );
-            fail(msg, &hint)
-        }
+        Err(msg) => fail_nospan(msg, &columns_hint(&names)),
     }
 }
 

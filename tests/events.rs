@@ -98,3 +98,25 @@ fn only_initial_itself_makes_a_when_active_at_initialization() {
     assert_eq!(last(&r, "k"), 0.0);
     assert_eq!(last(&r, "j"), 2.0);
 }
+
+#[test]
+fn parameter_bindings_and_start_values_evaluate_their_relations() {
+    let c = compile_file(
+        &project("tests/models/events/parameter_relations.rmo"),
+        Some("ParameterRelations"),
+    );
+    let r = simulate_compiled(&c, &Run::default());
+    let p = |name: &str| {
+        r.parameters
+            .iter()
+            .find(|p| p.0 == name)
+            .map(|p| p.1)
+            .unwrap_or_else(|| panic!("no parameter {name}"))
+    };
+    assert_eq!(
+        (p("bore.sg"), p("bore.bore"), p("bore.w")),
+        (-1.0, 1.0, 2.0)
+    );
+    assert_eq!((p("disc.sg"), p("disc.bore"), p("disc.w")), (1.0, 0.0, 3.0));
+    assert_eq!((last(&r, "bore.x"), last(&r, "disc.x")), (4.0, 5.0));
+}

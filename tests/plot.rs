@@ -1,21 +1,13 @@
 //! `rmoc plot`: the curves land where the data says, phase portraits use
 //! `--x`, and every bad request exits 1 with a message and no file.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn rmoc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rmoc"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("rmoc runs")
-}
+use common::rmoc_cli as rmoc;
+use std::path::{Path, PathBuf};
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rmoc-plot-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir.join(name)
+    common::scratch_dir("plot").join(name)
 }
 
 /// A CSV result: time, a = t, b = 2 t + 1, c = t^2 on 0..=1000 ms.

@@ -230,14 +230,14 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
     };
 
     // parameters
-    let mut p = Lowerer::new(&ctx, "parameters");
+    let mut p = Lowerer::with_live_relations(&ctx, "parameters");
     for v in parameter_order(c) {
         // A parameter without a binding takes its start value (MLS 4.4.4).
         let var = &c.vars[v as usize];
         let Some(b) = var.binding.or(var.start) else {
             continue;
         };
-        let mut inner = Lowerer::new(&ctx, "");
+        let mut inner = Lowerer::with_live_relations(&ctx, "");
         inner.n_locals = p.n_locals;
         let e = inner.expr(&c.arena, b);
         inner.stmts.push(Stmt::Store(l.var(v), e));
@@ -261,7 +261,7 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
     let parameters = p.finish(&l);
 
     // starts
-    let mut s = Lowerer::new(&ctx, "starts");
+    let mut s = Lowerer::with_live_relations(&ctx, "starts");
     for v in 0..n_vars {
         let var = &c.vars[v as usize];
         if var.is_parameter() || c.roles[v as usize] == Role::Alias {
@@ -552,6 +552,11 @@ struct Lowerer<'s> {
     mixed_first: Option<u32>,
     /// The event relations of that mixed system on its own unknowns.
     mixed_relations: Vec<ExprId>,
+    /// Event relations are evaluated where they stand, neither read from
+    /// nor stored to their slots: in `parameters` and `starts`, which run
+    /// before any event has stored a relation (a binding `if r < 0 then
+    /// -1 else 1` read the slot's initial false).
+    live_relations: bool,
 }
 
 /// In tangent code, `Var(TANGENT + v)` stands for the tangent of `v`.
@@ -570,6 +575,16 @@ impl<'s> Lowerer<'s> {
             check_base: 0,
             mixed_first: None,
             mixed_relations: Vec::new(),
+            live_relations: false,
+        }
+    }
+
+    /// A lowerer whose event relations are evaluated live (see
+    /// `live_relations`).
+    fn with_live_relations(sh: &'s Shared, name: &str) -> Lowerer<'s> {
+        Lowerer {
+            live_relations: true,
+            ..Lowerer::new(sh, name)
         }
     }
 
@@ -655,7 +670,7 @@ impl<'s> Lowerer<'s> {
             } => {
                 let live = self.bin(a, Op2::Rel(op), lhs, rhs, uses);
                 match (event, self.sh.rel_index.get(&id)) {
-                    (true, Some(&k)) => {
+                    (true, Some(&k)) if !self.live_relations => {
                         // Frozen between events, evaluated and stored at events.
                         let t = self.local();
                         let slot = l.rel + k;

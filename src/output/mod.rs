@@ -3,6 +3,7 @@
 //! leaves a file that looks complete.
 
 pub mod csv;
+pub mod hysteresis;
 pub mod mat;
 pub mod plot;
 pub mod progress;

@@ -19,6 +19,23 @@ pub fn model_file(name: &str, src: &str) -> PathBuf {
     p
 }
 
+/// A fresh temporary folder of this test process for files a test writes
+/// (results, plots), named after `what`.
+pub fn scratch_dir(what: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rmoc-{what}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// Runs the `rmoc` binary with `args` in the project folder.
+pub fn rmoc_cli(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_rmoc"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("rmoc runs")
+}
+
 /// Rendered diagnostics with the temporary folder replaced by `<dir>`.
 fn render(
     lib: &rmoc::instantiate::library::Library,

@@ -1,0 +1,189 @@
+//! The explicit contact primitives of seed 000 (Miao et al. 2026) in
+//! `stdlib/Contact`: each against a closed form computed here from the
+//! same prescribed motion, and a penalty impact that conserves energy.
+
+mod common;
+
+use common::Run;
+
+/// Two bodies on prescribed motions (every quantity a closed form in t),
+/// their circles in contact through Contact.CircleCircle with friction.
+fn kinematics_model(r1: f64, y_b: f64) -> String {
+    format!(
+        r#"
+model Prescribed "a planar frame on a closed-form motion"
+  parameter Real x0;
+  parameter Real y0;
+  parameter Real ax;
+  parameter Real ay;
+  parameter Real w;
+  parameter Real phi0;
+  parameter Real omega;
+  Mechanics.Planar.Frame frame;
+equation
+  frame.x = x0 + ax*sin(w*time);
+  frame.y = y0 + ay*cos(w*time);
+  frame.phi = phi0 + omega*time;
+end Prescribed;
+
+model Kinematics
+  Prescribed a(x0 = 0, y0 = 0, ax = 0.002, ay = 0.001, w = 3, phi0 = 0.2, omega = 1.5);
+  Prescribed b(x0 = 0.001, y0 = {y_b}, ax = -0.001, ay = 0.002, w = 5, phi0 = -0.4, omega = -2);
+  Contact.CircleCircle contact(r0 = 0.01, r1 = {r1}, c0 = {{0.002, 0.001}}, c1 = {{-0.001, 0.003}},
+    k = 1e9, dc = 50, mu = 0.2, vreg = 1e-3);
+equation
+  connect(a.frame, contact.frame_a);
+  connect(b.frame, contact.frame_b);
+  annotation(experiment(StopTime = 2, Interval = 0.01));
+end Kinematics;
+"#
+    )
+}
+
+/// (x, y, phi, vx, vy, w) of a prescribed frame at t.
+#[allow(clippy::too_many_arguments)]
+fn motion(t: f64, x0: f64, y0: f64, ax: f64, ay: f64, w: f64, phi0: f64, om: f64) -> [f64; 6] {
+    [
+        x0 + ax * (w * t).sin(),
+        y0 + ay * (w * t).cos(),
+        phi0 + om * t,
+        ax * w * (w * t).cos(),
+        -ay * w * (w * t).sin(),
+        om,
+    ]
+}
+
+/// The circle's centre and its velocity, from the frame's motion and the
+/// centre's offset in the frame's axes.
+fn centre(m: [f64; 6], c: [f64; 2]) -> ([f64; 2], [f64; 2]) {
+    let (s, co) = m[2].sin_cos();
+    let r = [co * c[0] - s * c[1], s * c[0] + co * c[1]];
+    (
+        [m[0] + r[0], m[1] + r[1]],
+        [m[3] - m[5] * r[1], m[4] + m[5] * r[0]],
+    )
+}
+
+/// What the contact should report at t: (g, dg, vt, pc, fn), restated from
+/// the paper's Appendix A.1 with the sign conventions of the component.
+fn closed_form(t: f64, r1: f64, y_b: f64) -> (f64, f64, f64, [f64; 2], f64) {
+    let ma = motion(t, 0.0, 0.0, 0.002, 0.001, 3.0, 0.2, 1.5);
+    let mb = motion(t, 0.001, y_b, -0.001, 0.002, 5.0, -0.4, -2.0);
+    let (p0, v0) = centre(ma, [0.002, 0.001]);
+    let (p1, v1) = centre(mb, [-0.001, 0.003]);
+    let r0 = 0.01;
+    let e = [p1[0] - p0[0], p1[1] - p0[1]];
+    let d = e[0].hypot(e[1]);
+    let u = [e[0] / d, e[1] / d];
+    // Convex: the gap is the distance less both radii, and it opens as the
+    // centres part; in a bore the gap is what is left of |r1| - r0, and it
+    // closes as they part.
+    let (g, dg) = if r1 > 0.0 {
+        (
+            d - (r0 + r1),
+            u[0] * (v1[0] - v0[0]) + u[1] * (v1[1] - v0[1]),
+        )
+    } else {
+        (
+            -r1 - (d + r0),
+            -(u[0] * (v1[0] - v0[0]) + u[1] * (v1[1] - v0[1])),
+        )
+    };
+    let n = if r1 > 0.0 { [-u[0], -u[1]] } else { u };
+    let pc = [p0[0] - (r0 + g / 2.0) * n[0], p0[1] - (r0 + g / 2.0) * n[1]];
+    // Material points of each body at pc: the centre's velocity plus the
+    // rotation about the centre.
+    let at =
+        |v: [f64; 2], p: [f64; 2], w: f64| [v[0] - w * (pc[1] - p[1]), v[1] + w * (pc[0] - p[0])];
+    let va = at(v0, p0, ma[5]);
+    let vb = at(v1, p1, mb[5]);
+    let tan = [-n[1], n[0]];
+    let vt = (vb[0] - va[0]) * tan[0] + (vb[1] - va[1]) * tan[1];
+    let fn_ = if g < 0.0 {
+        1e9 * (-g).powf(10.0 / 9.0) + 50.0 * (-dg).max(0.0)
+    } else {
+        0.0
+    };
+    (g, dg, vt, pc, fn_)
+}
+
+fn check_kinematics(r1: f64, y_b: f64) {
+    let r = common::simulate(
+        &kinematics_model(r1, y_b),
+        Some("Kinematics"),
+        &Run::default(),
+    );
+    let mut touching = 0;
+    for (i, &t) in r.times.iter().enumerate() {
+        let (g, dg, vt, pc, fn_) = closed_form(t, r1, y_b);
+        let at = |name: &str| r.rows[i][r.column(name).expect(name)];
+        common::assert_close(at("contact.g"), g, 0.0, 1e-13);
+        common::assert_close(at("contact.dg"), dg, 0.0, 1e-12);
+        common::assert_close(at("contact.vt"), vt, 0.0, 1e-12);
+        common::assert_close(at("contact.pc[1]"), pc[0], 0.0, 1e-13);
+        common::assert_close(at("contact.pc[2]"), pc[1], 0.0, 1e-13);
+        common::assert_close(at("contact.fn"), fn_, 1e-9, 1e-9);
+        // Friction opposes sliding, and never exceeds mu fn.
+        let ft = at("contact.ft");
+        assert!(ft * vt <= 0.0 && ft.abs() <= 0.2 * fn_ * (1.0 + 1e-12));
+        touching += usize::from(g < 0.0);
+    }
+    // The motions make the circles touch part of the time, and part not.
+    assert!(
+        touching > 10 && touching + 10 < r.times.len(),
+        "{touching} of {} rows in contact",
+        r.times.len()
+    );
+}
+
+/// Eqs. 30-33 outside each other (r1 > 0): gap, normal and tangential
+/// velocity, contact point and the penalty force, at every output row.
+#[test]
+fn circle_circle_convex_matches_the_closed_form() {
+    // The centres sit 0.0215 to 0.0288 apart (r0 + r1 = 0.025): the gap swings around zero.
+    check_kinematics(0.015, 0.026);
+}
+
+/// The same inside a bore (r1 < 0).
+#[test]
+fn circle_circle_in_a_bore_matches_the_closed_form() {
+    check_kinematics(-0.0135, 0.0);
+}
+
+/// A disc thrown at a wall (a fixed circle of radius 100 m) with no
+/// damping and no friction: the penalty impact is elastic, so the energy
+/// (kinetic plus the penalty's k (-g)^(19/9)/(19/9)) stays what it was at
+/// every output row, to 1e-6, and the disc leaves at its arrival speed.
+#[test]
+fn a_penalty_impact_without_damping_conserves_energy() {
+    let src = r#"
+model DiscOnWall
+  parameter Real k = 1e7;
+  Mechanics.Planar.Body disc(m = 2, J = 1e-3, x(start = 0, fixed = true), y(start = 0, fixed = true),
+    phi(start = 0, fixed = true), vx(start = 1.5, fixed = true), vy(start = 0, fixed = true), w(start = 3, fixed = true));
+  Mechanics.Planar.Fixed wall(r = {100.02, 0});
+  Contact.CircleCircle contact(r0 = 0.01, r1 = 100, k = k);
+  Real energy = 0.5*disc.m*(disc.vx^2 + disc.vy^2) + 0.5*disc.J*disc.w^2
+    + (if contact.g < 0 then k*(-contact.g)^(19/9)/(19/9) else 0);
+equation
+  connect(disc.frame, contact.frame_a);
+  connect(wall.frame, contact.frame_b);
+  annotation(experiment(StopTime = 0.015, Interval = 1e-5, Tolerance = 1e-10));
+end DiscOnWall;
+"#;
+    let r = common::simulate(src, Some("DiscOnWall"), &Run::default());
+    let e0 = 0.5 * 2.0 * 1.5f64.powi(2) + 0.5 * 1e-3 * 9.0;
+    let energy = common::column(&r, "energy");
+    let worst = energy
+        .iter()
+        .map(|e| ((e - e0) / e0).abs())
+        .fold(0.0, f64::max);
+    assert!(worst <= 1e-6, "energy drifts by {worst:e}");
+    // It hit the wall and came back: the x speed reversed, no y speed and
+    // the spin unchanged (no friction).
+    let g = common::column(&r, "contact.g");
+    assert!(g.iter().any(|&g| g < -1e-5), "no penetration");
+    common::assert_close(common::last(&r, "disc.vx"), -1.5, 1e-6, 0.0);
+    common::assert_close(common::last(&r, "disc.vy"), 0.0, 0.0, 1e-12);
+    common::assert_close(common::last(&r, "disc.w"), 3.0, 1e-9, 0.0);
+}
