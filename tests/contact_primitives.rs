@@ -187,3 +187,122 @@ end DiscOnWall;
     common::assert_close(common::last(&r, "disc.vy"), 0.0, 0.0, 1e-12);
     common::assert_close(common::last(&r, "disc.w"), 3.0, 1e-9, 0.0);
 }
+
+/// A regular polygon of `nseg` sides inscribed in a circle of radius R and
+/// `m` circles of radius r on closed-form paths that touch it part of the
+/// time, through Contact.CurveCircles.
+fn ring_model(nseg: usize, m: usize, screening: bool) -> String {
+    format!(
+        r#"
+model Mover "a frame on a closed-form path around the ring"
+  parameter Real R;
+  parameter Real j;
+  Mechanics.Planar.Frame frame;
+equation
+  frame.x = (R + 0.0009 + 0.0006*sin(3*time + j))*cos(0.7*time + 6.2831853/{m}*j);
+  frame.y = (R + 0.0009 + 0.0006*sin(3*time + j))*sin(0.7*time + 6.2831853/{m}*j);
+  frame.phi = 0.3*time;
+end Mover;
+
+model Ring
+  parameter Integer nseg = {nseg};
+  parameter Real R = 0.05;
+  parameter Integer m = {m};
+  parameter Real curve[nseg + 1, 2] = {{{{R*cos(2*3.141592653589793*i/nseg), R*sin(2*3.141592653589793*i/nseg)}} for i in 0:nseg}};
+  Mechanics.Planar.Fixed ground(phi = 0.1);
+  Contact.CurveCircles contact(m = m, curve = curve, r = fill(0.001, m), k = 1e9, dc = 20, mu = 0.1,
+    screening = {screening});
+  Mover mv[m](each R = R, j = 1:m);
+equation
+  connect(ground.frame, contact.frame_curve);
+  for j in 1:m loop
+    connect(mv[j].frame, contact.frame_circle[j]);
+  end for;
+  annotation(experiment(StopTime = 3, Interval = 0.01));
+end Ring;
+"#
+    )
+}
+
+/// Screening (eq. 34 and the block skip) changes what is examined, not
+/// what is found: wherever a circle touches the curve, its gap, forces and
+/// sliding speed equal brute force over all segments; apart, both gaps are
+/// positive and neither has a force; and far fewer segments are examined.
+#[test]
+fn curve_circles_screening_finds_what_brute_force_finds() {
+    let (nseg, m) = (800, 12);
+    let screened = common::simulate(&ring_model(nseg, m, true), Some("Ring"), &Run::default());
+    let brute = common::simulate(&ring_model(nseg, m, false), Some("Ring"), &Run::default());
+    let mut touching = 0;
+    for j in 1..=m {
+        for name in ["g", "fn", "ft", "vt"] {
+            let col = format!("contact.{name}[{j}]");
+            let (a, b) = (
+                common::column(&screened, &col),
+                common::column(&brute, &col),
+            );
+            let gap = common::column(&brute, &format!("contact.g[{j}]"));
+            for (i, (a, b)) in a.iter().zip(&b).enumerate() {
+                if gap[i] > 0.0 && name != "fn" && name != "ft" {
+                    // Apart: the screened search may stop at another
+                    // segment than the nearest, or report r out of reach.
+                    assert!(name != "g" || *a > 0.0, "{col} at row {i}: {a}");
+                    continue;
+                }
+                assert_eq!(a, b, "{col} at row {i}");
+            }
+        }
+        touching += common::column(&brute, &format!("contact.fn[{j}]"))
+            .iter()
+            .filter(|&&f| f > 0.0)
+            .count();
+    }
+    assert!(touching > 100, "only {touching} rows in contact");
+    let examined = common::column(&screened, "contact.examined");
+    let all = common::column(&brute, "contact.examined");
+    assert!(all.iter().all(|&n| n == (nseg * m) as f64));
+    let most = examined.iter().fold(0.0, |a: f64, &b| a.max(b));
+    assert!(
+        most <= 0.02 * (nseg * m) as f64,
+        "screening examined up to {most} of {} segments",
+        nseg * m
+    );
+}
+
+/// A circle against the polygon of nseg sides inscribed in a circle of
+/// radius R, its centre on the bisector of the first side: the gap is
+/// d - R cos(pi/nseg) - r exactly, and it converges to the circle's gap
+/// d - R - r at second order in the side length.
+#[test]
+fn curve_circles_gap_converges_at_second_order_on_a_polygon() {
+    let (radius, d, r) = (0.05, 0.052, 0.005);
+    let mut errors = Vec::new();
+    for nseg in [50usize, 100, 200, 400] {
+        let a = std::f64::consts::PI / nseg as f64;
+        let src = format!(
+            r#"
+model Polygon
+  parameter Integer nseg = {nseg};
+  parameter Real curve[nseg + 1, 2] = {{{{{radius}*cos(2*3.141592653589793*i/nseg), {radius}*sin(2*3.141592653589793*i/nseg)}} for i in 0:nseg}};
+  Mechanics.Planar.Fixed ground;
+  Mechanics.Planar.Fixed centre(r = {{{x}, {y}}});
+  Contact.CurveCircles contact(m = 1, curve = curve, r = {{{r}}}, k = 1e9);
+equation
+  connect(ground.frame, contact.frame_curve);
+  connect(centre.frame, contact.frame_circle[1]);
+  annotation(experiment(StopTime = 1, Interval = 0.5));
+end Polygon;
+"#,
+            x = d * a.cos(),
+            y = d * a.sin(),
+        );
+        let res = common::simulate(&src, Some("Polygon"), &Run::default());
+        let g = common::last(&res, "contact.g[1]");
+        common::assert_close(g, d - radius * a.cos() - r, 0.0, 1e-15);
+        errors.push(g - (d - radius - r));
+    }
+    for w in errors.windows(2) {
+        let order = (w[0] / w[1]).log2();
+        assert!((order - 2.0).abs() < 0.01, "order {order} from {errors:?}");
+    }
+}

@@ -115,6 +115,10 @@ struct Contents {
     class_overrides: HashMap<String, ClassId>,
 }
 
+/// An array binding's expression (held, so that its address stays unique
+/// while cached) and its whole value.
+type EvaluatedBinding = (Rc<ast::Expr>, Rc<eval::Value>);
+
 pub struct Flattener<'l> {
     lib: &'l mut Library,
     arena: ExprArena,
@@ -132,6 +136,12 @@ pub struct Flattener<'l> {
     instances: Vec<Instance>,
     pending_attrs: Vec<PendingAttrs>,
     pending_binding: HashMap<VarId, Binding>,
+    /// The value of an array binding, evaluated once for all its elements
+    /// (each element's binding selects from it; evaluating the whole
+    /// expression per element was quadratic: a 400-point curve took 0.45
+    /// s). Keyed by the expression's address and scope; the entry holds
+    /// the expression, so the address is not reused while it is cached.
+    array_binding_values: HashMap<(*const ast::Expr, Scope), EvaluatedBinding>,
     evaluating: Vec<VarId>,
     package_constants: HashMap<(ClassId, String), Value>,
     /// The names `package_constant` found to be parameters, not constants:
@@ -207,6 +217,7 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
         instances: Vec::new(),
         pending_attrs: Vec::new(),
         pending_binding: HashMap::new(),
+        array_binding_values: HashMap::new(),
         evaluating: Vec::new(),
         package_constants: HashMap::new(),
         class_parameters: Default::default(),
@@ -1997,9 +2008,23 @@ impl<'l> Flattener<'l> {
         what: &str,
         ty: ScalarType,
     ) -> Result<flat::ExprId, Diagnostic> {
-        let ctx = eval::Ctx::model(b.scope);
-        let val = self.eval_expr(&b.expr, &ctx)?;
-        let val = eval::select(&val, &b.index, b.expr.span)?;
+        let val = if b.index.is_empty() {
+            let ctx = eval::Ctx::model(b.scope);
+            self.eval_expr(&b.expr, &ctx)?
+        } else {
+            let key = (Rc::as_ptr(&b.expr), b.scope);
+            let whole = match self.array_binding_values.get(&key) {
+                Some((_, v)) => v.clone(),
+                None => {
+                    let ctx = eval::Ctx::model(b.scope);
+                    let v = Rc::new(self.eval_expr(&b.expr, &ctx)?);
+                    self.array_binding_values
+                        .insert(key, (b.expr.clone(), v.clone()));
+                    v
+                }
+            };
+            eval::select(&whole, &b.index, b.expr.span)?
+        };
         if !val.dims.is_empty() {
             return self.err(
                 b.expr.span,

@@ -12,7 +12,7 @@ use std::rc::Rc;
 
 /// Where a modifier's expressions are evaluated: the instance that wrote them
 /// (for component names) and the class scope (for classes and constants).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Scope {
     pub inst: Option<InstId>,
     pub class: Option<ClassId>,

@@ -184,6 +184,16 @@ fn solvability(
                 q.insert((e, c), 2);
                 continue;
             }
+            // Through a function call the coefficient is the derivative
+            // function's value at the start point: one interpretation of the
+            // body per (equation, unknown) pair, which for a call with many
+            // arguments and outputs (a contact search over a curve and a
+            // hundred circles) is millions of loop iterations. Such an
+            // occurrence is nonlinear: usable, as below.
+            if reaches_through_call(&s.arena, r, v) {
+                q.insert((e, c), 1);
+                continue;
+            }
             // Most equations are linear in each unknown along sums and
             // products by known factors: read the coefficient off the tree
             // and build the symbolic derivative only when that fails.
@@ -264,6 +274,20 @@ impl StartValues {
         };
         symbolic::eval::eval(&s.arena, x, &start_env(values, &s.functions.functions))
     }
+}
+
+/// Whether `v` occurs in `r` inside the arguments of a function call.
+fn reaches_through_call(arena: &ExprArena, r: ExprId, v: VarId) -> bool {
+    arena
+        .reachable(&[r])
+        .into_iter()
+        .any(|id| match arena.node(id) {
+            Node::Call { call, .. } => arena.calls[call as usize]
+                .args
+                .iter()
+                .any(|&a| symbolic::mentions(arena, a, v)),
+            _ => false,
+        })
 }
 
 /// Whether `x` reads no variable but those `known`, and no derivative,
