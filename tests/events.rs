@@ -120,3 +120,34 @@ fn parameter_bindings_and_start_values_evaluate_their_relations() {
     assert_eq!((p("disc.sg"), p("disc.bore"), p("disc.w")), (1.0, 0.0, 3.0));
     assert_eq!((last(&r, "bore.x"), last(&r, "disc.x")), (4.0, 5.0));
 }
+
+#[test]
+fn a_boolean_parameter_is_set_with_true_or_false() {
+    let c = compile_file(
+        &project("tests/models/events/parameter_relations.rmo"),
+        Some("ParameterRelations"),
+    );
+    // The overrides, or the diagnostic's message.
+    let resolve = |p: &str| {
+        rmoc::solve::settings::RunRequest {
+            params: vec![p.to_string()],
+            ..Default::default()
+        }
+        .resolve(&c.causal)
+        .map(|o| o.overrides)
+        .map_err(|d| d.message)
+    };
+    for (p, value) in [
+        ("disc.bore=true", 1.0),
+        ("bore.bore=false", 0.0),
+        ("disc.bore=1", 1.0),
+    ] {
+        let overrides = resolve(p).unwrap_or_else(|m| panic!("{p}: {m}"));
+        assert_eq!(overrides.len(), 1, "{p}");
+        assert_eq!(overrides[0].1, value, "{p}");
+    }
+    let words = |p: &str| resolve(p).expect_err(p);
+    assert!(words("disc.bore=yes").contains("`yes` is not a number, true or false"));
+    assert!(words("disc.bore=2").contains("takes true or false (1 or 0), not 2"));
+    assert!(words("disc.sg=true").contains("`true` is not a number"));
+}

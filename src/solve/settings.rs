@@ -164,12 +164,26 @@ impl RunRequest {
                 )));
             };
             let raw = raw.trim();
-            let Ok(value) = raw.parse::<f64>() else {
-                return Err(Diagnostic::error_nospan(format!(
-                    "`-p {p}`: `{raw}` is not a number"
-                )));
-            };
             let name = name.trim();
+            // A Boolean parameter takes true or false (or 1 or 0).
+            let is_boolean = c
+                .vars
+                .iter()
+                .find(|v| v.name == name)
+                .is_some_and(|v| v.ty == crate::flat::ScalarType::Boolean);
+            let value = match raw {
+                "true" if is_boolean => 1.0,
+                "false" if is_boolean => 0.0,
+                _ => match raw.parse::<f64>() {
+                    Ok(x) => x,
+                    Err(_) => {
+                        return Err(Diagnostic::error_nospan(format!(
+                            "`-p {p}`: `{raw}` is not a number{}",
+                            if is_boolean { ", true or false" } else { "" }
+                        )));
+                    }
+                },
+            };
             let Some(v) = c.vars.iter().position(|v| v.name == name) else {
                 return Err(Diagnostic::error_nospan(format!(
                     "`-p {p}`: the model has no parameter `{name}`"
@@ -204,7 +218,7 @@ impl RunRequest {
                     value.is_finite() && value.fract() == 0.0 && value.abs() < 2f64.powi(53),
                     "a whole number below 2^53",
                 ),
-                ScalarType::Boolean => (value == 0.0 || value == 1.0, "0 (false) or 1 (true)"),
+                ScalarType::Boolean => (value == 0.0 || value == 1.0, "true or false (1 or 0)"),
             };
             if !fits {
                 return Err(Diagnostic::error(

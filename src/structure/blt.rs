@@ -174,6 +174,7 @@ fn solvability(
         }
         let eq = s.equations[e].clone();
         let r = eq.residual(&mut s.arena);
+        let in_calls = vars_in_call_arguments(&s.arena, r);
         for &c in row {
             let v = cols[c];
             // `v = expr` (or `expr = v`) without v on the other side: coefficient 1.
@@ -190,7 +191,7 @@ fn solvability(
             // arguments and outputs (a contact search over a curve and a
             // hundred circles) is millions of loop iterations. Such an
             // occurrence is nonlinear: usable, as below.
-            if reaches_through_call(&s.arena, r, v) {
+            if in_calls.contains(&v) {
                 q.insert((e, c), 1);
                 continue;
             }
@@ -276,18 +277,28 @@ impl StartValues {
     }
 }
 
-/// Whether `v` occurs in `r` inside the arguments of a function call.
-fn reaches_through_call(arena: &ExprArena, r: ExprId, v: VarId) -> bool {
-    arena
+/// The variables that occur in `r` inside the arguments of a function call.
+fn vars_in_call_arguments(arena: &ExprArena, r: ExprId) -> rustc_hash::FxHashSet<VarId> {
+    let args: Vec<ExprId> = arena
         .reachable(&[r])
         .into_iter()
-        .any(|id| match arena.node(id) {
-            Node::Call { call, .. } => arena.calls[call as usize]
-                .args
-                .iter()
-                .any(|&a| symbolic::mentions(arena, a, v)),
-            _ => false,
+        .filter_map(|id| match arena.node(id) {
+            Node::Call { call, .. } => Some(arena.calls[call as usize].args.clone()),
+            _ => None,
         })
+        .flatten()
+        .collect();
+    if args.is_empty() {
+        return Default::default();
+    }
+    arena
+        .reachable(&args)
+        .into_iter()
+        .filter_map(|id| match arena.node(id) {
+            Node::Var(v) => Some(v),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Whether `x` reads no variable but those `known`, and no derivative,

@@ -117,8 +117,7 @@ fn eval_node(arena: &ExprArena, id: ExprId, env: &Env, m: &Memo) -> Result<f64, 
         Node::Call { call, output } => {
             let site = &arena.calls[call as usize];
             let args: Vec<f64> = site.args.iter().map(|&a| g(a)).collect();
-            let outs = call_function(env.functions, site.func, &args)?;
-            outs[output as usize]
+            call_outputs(arena, call, site.func, args, env.functions, output as usize)?
         }
     })
 }
@@ -127,6 +126,49 @@ enum Flow {
     Normal,
     Break,
     Return,
+}
+
+/// A call site's last call: the function, its arguments, its outputs.
+type LastCall = (u32, Vec<f64>, Vec<f64>);
+
+thread_local! {
+    /// The last outputs of each call site, by the arena's address and the
+    /// site: the outputs of one call are read by as many nodes as it has
+    /// scalar outputs (`(g, qx, qy) = curveCircles(...)` for a hundred
+    /// circles is 301), and each used to run the body again. Functions are
+    /// pure, so equal arguments give equal outputs.
+    static LAST_CALL: std::cell::RefCell<rustc_hash::FxHashMap<(usize, u32), LastCall>> =
+        Default::default();
+}
+
+/// Output `output` of call site `call` of `arena` (function `f`) on `args`,
+/// from the site's last call when the arguments are the same.
+fn call_outputs(
+    arena: &ExprArena,
+    call: u32,
+    f: u32,
+    args: Vec<f64>,
+    functions: &[Function],
+    output: usize,
+) -> Result<f64, String> {
+    let key = (arena as *const ExprArena as usize, call);
+    let same = |(func, a, _): &LastCall| {
+        *func == f
+            && a.len() == args.len()
+            && a.iter().zip(&args).all(|(x, y)| x.to_bits() == y.to_bits())
+    };
+    if let Some(x) = LAST_CALL.with(|c| {
+        c.borrow()
+            .get(&key)
+            .filter(|e| same(e))
+            .map(|(_, _, outs)| outs[output])
+    }) {
+        return Ok(x);
+    }
+    let outs = call_function(functions, f, &args)?;
+    let x = outs[output];
+    LAST_CALL.with(|c| c.borrow_mut().insert(key, (f, args, outs)));
+    Ok(x)
 }
 
 /// Runs user function `f` on scalarized arguments; returns its scalarized outputs.
