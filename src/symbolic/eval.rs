@@ -128,8 +128,9 @@ enum Flow {
     Return,
 }
 
-/// A call site's last call: the function, its arguments, its outputs.
-type LastCall = (u32, Vec<f64>, Vec<f64>);
+/// A call site's last call: the function (its address: function indices
+/// are per model), its arguments, its outputs.
+type LastCall = (usize, Vec<f64>, Vec<f64>);
 
 thread_local! {
     /// The last outputs of each call site, by the arena's address and the
@@ -139,6 +140,13 @@ thread_local! {
     /// pure, so equal arguments give equal outputs.
     static LAST_CALL: std::cell::RefCell<rustc_hash::FxHashMap<(usize, u32), LastCall>> =
         Default::default();
+}
+
+/// Forgets every call site's last call. The sites are keyed by their
+/// arena's address, which a later model may reuse: each analysis and each
+/// run starts with this.
+pub fn forget_calls() {
+    LAST_CALL.with(|c| c.borrow_mut().clear());
 }
 
 /// Output `output` of call site `call` of `arena` (function `f`) on `args`,
@@ -152,8 +160,11 @@ fn call_outputs(
     output: usize,
 ) -> Result<f64, String> {
     let key = (arena as *const ExprArena as usize, call);
+    let func_addr = functions
+        .get(f as usize)
+        .map_or(0, |x| x as *const Function as usize);
     let same = |(func, a, _): &LastCall| {
-        *func == f
+        *func == func_addr
             && a.len() == args.len()
             && a.iter().zip(&args).all(|(x, y)| x.to_bits() == y.to_bits())
     };
@@ -167,7 +178,7 @@ fn call_outputs(
     }
     let outs = call_function(functions, f, &args)?;
     let x = outs[output];
-    LAST_CALL.with(|c| c.borrow_mut().insert(key, (f, args, outs)));
+    LAST_CALL.with(|c| c.borrow_mut().insert(key, (func_addr, args, outs)));
     Ok(x)
 }
 
