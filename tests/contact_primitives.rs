@@ -306,3 +306,25 @@ end Polygon;
         assert!((order - 2.0).abs() < 0.01, "order {order} from {errors:?}");
     }
 }
+
+/// A disc centred in its bore (the normal undefined, no force) starts and
+/// runs: benches/contact/disc_in_bore.rmo over its first 20 ms, where the
+/// disc drifts across the clearance, hits the bore and is pressed into it
+/// (SciPy checks the whole run in CI: benches/contact/disc_in_bore.py).
+#[test]
+fn a_disc_centred_in_its_bore_starts_and_hits_it() {
+    let r = common::simulate_with(
+        "benches/contact/disc_in_bore.rmo",
+        rmoc::solve::Solver::Bdf,
+        &Run {
+            stop: Some(0.02),
+            ..Run::default()
+        },
+    );
+    let g = common::column(&r, "contact.g");
+    common::assert_close(g[0], 0.0002, 1e-12, 0.0);
+    assert!(g.iter().all(|g| g.is_finite()));
+    assert!(common::last(&r, "contact.fn") > 10.0);
+    // Friction has slowed the spin.
+    assert!(common::last(&r, "disc.w") < 30.0);
+}
