@@ -84,8 +84,11 @@ impl<'l> Flattener<'l> {
         }
         self.functions_in_progress.push(key.clone());
         let saved = std::mem::replace(&mut self.arena, ExprArena::new());
+        // Cached binding values hold ids of the arena they were made in.
+        let saved_bindings = std::mem::take(&mut self.array_binding_values);
         let r = self.compile_function_body(class, &full, arg_shapes, span);
         let arena = std::mem::replace(&mut self.arena, saved);
+        self.array_binding_values = saved_bindings;
         self.functions_in_progress.pop();
         let (mut f, outs) = r?;
         f.arena = arena;

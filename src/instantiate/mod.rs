@@ -141,7 +141,7 @@ pub struct Flattener<'l> {
     /// expression per element was quadratic: a 400-point curve took 0.45
     /// s). Keyed by the expression's address and scope; the entry holds
     /// the expression, so the address is not reused while it is cached.
-    array_binding_values: HashMap<(*const ast::Expr, Scope), EvaluatedBinding>,
+    pub(super) array_binding_values: HashMap<(*const ast::Expr, Scope), EvaluatedBinding>,
     evaluating: Vec<VarId>,
     package_constants: HashMap<(ClassId, String), Value>,
     /// The names `package_constant` found to be parameters, not constants:

@@ -238,6 +238,16 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
             continue;
         };
         let mut inner = Lowerer::with_live_relations(&ctx, "");
+        // The elements of an array parameter bound to a function's result
+        // read its outputs: the call is made once, where its first output
+        // is needed, outside the elements' override checks (its arguments
+        // come earlier in the order), not once per element.
+        if let Node::Call { call, .. } = c.arena.node(b) {
+            if !p.calls.contains_key(&call) {
+                let _ = p.expr(&c.arena, b);
+            }
+            inner.calls = p.calls.clone();
+        }
         inner.n_locals = p.n_locals;
         let e = inner.expr(&c.arena, b);
         inner.stmts.push(Stmt::Store(l.var(v), e));
