@@ -55,7 +55,7 @@ enum Command {
         model: Option<String>,
     },
     /// Plot columns of a CSV result against time, or against another column
-    /// (`--x`, a phase portrait), as SVG.
+    /// (`--x`, a phase portrait), as SVG or PNG (by the -o extension).
     Plot {
         /// A CSV result (`rmoc simulate ... -o res.csv`).
         result: PathBuf,
@@ -74,13 +74,13 @@ enum Command {
         /// A title above the plot.
         #[arg(long)]
         title: Option<String>,
-        /// The SVG file to write.
+        /// The file to write: .svg or .png.
         #[arg(short = 'o', value_name = "FILE")]
         output: PathBuf,
     },
     /// Torque-angle hysteresis of a CSV result (a reducer driven through a
     /// loading sequence such as Mechanics.Rotational.TorqueSequence):
-    /// torsional stiffness, lost motion and backlash, and the loop as SVG.
+    /// torsional stiffness, lost motion and backlash, and the loop as SVG or PNG.
     Hysteresis {
         /// A CSV result (`rmoc simulate ... -o res.csv`).
         result: PathBuf,
@@ -100,7 +100,7 @@ enum Command {
         /// Print the indicators as JSON.
         #[arg(long)]
         json: bool,
-        /// Also draw the centred loop (torque against angle in arcmin) as SVG.
+        /// Also draw the centred loop (torque against angle in arcmin): .svg or .png.
         #[arg(short = 'o', value_name = "FILE")]
         output: Option<PathBuf>,
     },
@@ -364,8 +364,11 @@ fn hysteresis(
         && !rmoc::output::plot::writable_format(out)
     {
         return fail_nospan(
-            format!("cannot write `{}`: the loop is drawn as SVG", out.display()),
-            "name the output `.svg`, e.g. `-o loop.svg`",
+            format!(
+                "cannot write `{}`: the loop is drawn as SVG or PNG",
+                out.display()
+            ),
+            "name the output `.svg` or `.png`, e.g. `-o loop.png`",
         );
     }
     let (names, rows) = match read_csv_result(result) {
@@ -444,8 +447,11 @@ fn plot(
 ) -> ExitCode {
     if !rmoc::output::plot::writable_format(out) {
         return fail_nospan(
-            format!("cannot write `{}`: rmoc plot writes SVG", out.display()),
-            "name the output `.svg`, e.g. `-o plot.svg`",
+            format!(
+                "cannot write `{}`: rmoc plot writes SVG or PNG",
+                out.display()
+            ),
+            "name the output `.svg` or `.png`, e.g. `-o plot.png`",
         );
     }
     let (names, rows) = match read_csv_result(result) {

@@ -204,9 +204,9 @@ fn bad_requests_exit_1_with_a_message() {
         ),
         (
             &[
-                "--torque", "T", "--angle", "theta", "--rated", "100", "-o", "x.png",
+                "--torque", "T", "--angle", "theta", "--rated", "100", "-o", "x.pdf",
             ],
-            "the loop is drawn as SVG",
+            "the loop is drawn as SVG or PNG",
         ),
         (
             &["--torque", "time", "--angle", "theta", "--rated", "1"],

@@ -168,7 +168,7 @@ fn bad_requests_exit_1_and_leave_no_file() {
             "bad3.svg",
             "no rows of the result lie in the time window",
         ),
-        (&["b"], "bad4.png", "rmoc plot writes SVG"),
+        (&["b"], "bad4.pdf", "rmoc plot writes SVG or PNG"),
     ];
     for (args, file, words) in cases {
         let out = scratch(file);
@@ -259,4 +259,65 @@ fn the_ujoint_phase_portrait_is_plotted_from_a_simulation() {
         c[0].len()
     );
     assert!(svg.contains("phi1c") && svg.contains("w1c"));
+}
+
+/// The same straight line as PNG: a 900 x 640 image whose coloured pixels
+/// rise from left to right along one line, with text (tick labels and the
+/// axis names, in the font rmoc carries) below the plot.
+#[test]
+fn a_png_plot_draws_the_line_and_its_labels() {
+    let csv = line_result("line_png.csv");
+    let out = scratch("line.png");
+    let o = rmoc(&[
+        "plot",
+        csv.to_str().unwrap(),
+        "b",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let img = image::open(&out).expect("a PNG").to_rgb8();
+    assert_eq!(img.dimensions(), (900, 640));
+    // The series' pixels: strongly coloured (not grey, not white).
+    let mut by_column: std::collections::BTreeMap<u32, Vec<u32>> = Default::default();
+    for (x, y, p) in img.enumerate_pixels() {
+        let [r, g, b] = p.0;
+        let spread = r.max(g).max(b) - r.min(g).min(b);
+        if spread > 100 {
+            by_column.entry(x).or_default().push(y);
+        }
+    }
+    assert!(
+        by_column.len() > 600,
+        "{} columns with the curve",
+        by_column.len()
+    );
+    let mids: Vec<(f64, f64)> = by_column
+        .iter()
+        .map(|(&x, ys)| {
+            (
+                x as f64,
+                ys.iter().map(|&y| y as f64).sum::<f64>() / ys.len() as f64,
+            )
+        })
+        .collect();
+    let (first, last) = (mids[0], mids[mids.len() - 1]);
+    assert!(
+        last.1 < first.1 - 300.0,
+        "the line does not rise: {first:?} -> {last:?}"
+    );
+    for &(x, y) in &mids {
+        let on_line = first.1 + (last.1 - first.1) * (x - first.0) / (last.0 - first.0);
+        assert!(
+            (y - on_line).abs() < 3.0,
+            "pixel ({x}, {y}) off the line by {}",
+            y - on_line
+        );
+    }
+    // Text: dark pixels in the band of the x axis' labels.
+    let dark = (0..900)
+        .flat_map(|x| (570..640).map(move |y| (x, y)))
+        .filter(|&(x, y)| img.get_pixel(x, y).0.iter().all(|&c| c < 160))
+        .count();
+    assert!(dark > 50, "no text below the plot ({dark} dark pixels)");
 }

@@ -1,5 +1,7 @@
 //! `rmoc plot`: line plots of a result file's columns, against time or
-//! against another column (a phase portrait), drawn as SVG with plotters.
+//! against another column (a phase portrait), drawn as SVG or PNG with
+//! plotters (the PNG's text in DejaVu Sans, carried in the binary:
+//! `assets/fonts`).
 //!
 //! The input is a CSV result as [`super::csv::write`] writes it. Points that
 //! fall on the same spot of the plot as the previous kept one are dropped,
@@ -50,10 +52,27 @@ pub fn glob(pattern: &str, name: &str) -> bool {
     true
 }
 
-/// Whether `out` names a file `plot` can write (SVG).
+/// Whether `out` names a file `plot` can write (SVG or PNG).
 pub fn writable_format(out: &Path) -> bool {
     out.extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
+        .is_some_and(|e| e.eq_ignore_ascii_case("svg") || e.eq_ignore_ascii_case("png"))
+}
+
+fn is_png(out: &Path) -> bool {
+    out.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("png"))
+}
+
+/// Text is laid out (and in PNG drawn) with a font registered once per
+/// process.
+fn register_font() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let font: &'static [u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+        // The font is carried in the binary and parses: a failure here is
+        // a broken build, and the plot then has no text rather than none.
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, font);
+    });
 }
 
 /// Draws the request from `names`/`rows` (a CSV result) into the SVG file
@@ -137,17 +156,40 @@ pub fn plot(
         &format!("the plotted column(s) {y_names}"),
     )?;
 
+    let png = is_png(out);
+    // Both backends lay out text with the font's metrics.
+    register_font();
     super::replace_file(out, |tmp| {
-        draw(
-            tmp,
+        let lines = Lines {
             names,
-            &kept,
-            x_col,
-            &y_cols,
-            (x_lo, x_hi),
-            (y_lo, y_hi),
-            req.title,
-        )
+            rows: &kept,
+            x: x_col,
+            ys: &y_cols,
+            xr: (x_lo, x_hi),
+            yr: (y_lo, y_hi),
+            title: req.title,
+        };
+        if png {
+            // Drawn into memory and encoded here: the bitmap backend picks
+            // the format by the file's extension, and the temporary file's
+            // is not `.png`.
+            let mut pixels = vec![0u8; (SIZE.0 * SIZE.1 * 3) as usize];
+            let root = BitMapBackend::with_buffer(&mut pixels, SIZE).into_drawing_area();
+            draw(root, &lines).and_then(|()| {
+                image::save_buffer_with_format(
+                    tmp,
+                    &pixels,
+                    SIZE.0,
+                    SIZE.1,
+                    image::ColorType::Rgb8,
+                    image::ImageFormat::Png,
+                )
+                .map_err(|e| e.to_string())
+            })
+        } else {
+            let root = SVGBackend::new(tmp, SIZE).into_drawing_area();
+            draw(root, &lines)
+        }
         .map_err(std::io::Error::other)
     })
     .map_err(|e| format!("cannot write `{}`: {e}", out.display()))
@@ -181,26 +223,31 @@ fn thinned(
     out
 }
 
-#[allow(clippy::too_many_arguments)]
-fn draw(
-    path: &Path,
-    names: &[String],
-    rows: &[&Vec<f64>],
+/// What `draw` draws: columns `ys` against `x` over `rows`, in the axis
+/// ranges `xr` and `yr`.
+struct Lines<'a> {
+    names: &'a [String],
+    rows: &'a [&'a Vec<f64>],
     x: usize,
-    ys: &[usize],
+    ys: &'a [usize],
     xr: (f64, f64),
     yr: (f64, f64),
-    title: Option<&str>,
+    title: Option<&'a str>,
+}
+
+fn draw<DB: DrawingBackend>(
+    root: DrawingArea<DB, plotters::coord::Shift>,
+    l: &Lines,
 ) -> Result<(), String> {
     let err = |e: &dyn std::fmt::Display| e.to_string();
-    let root = SVGBackend::new(path, SIZE).into_drawing_area();
+    let (names, rows, x, ys, xr, yr) = (l.names, l.rows, l.x, l.ys, l.xr, l.yr);
     root.fill(&WHITE).map_err(|e| err(&e))?;
     let mut builder = ChartBuilder::on(&root);
     builder
         .margin(16)
         .x_label_area_size(48)
         .y_label_area_size(80);
-    if let Some(t) = title {
+    if let Some(t) = l.title {
         builder.caption(t, ("sans-serif", 22));
     }
     let mut chart = builder
