@@ -47,13 +47,19 @@ fn curves(svg: &str) -> Vec<Vec<(f64, f64)>> {
 
 /// `rmoc plot CSV ARGS... -o OUT`, which must succeed; the SVG's text.
 fn plot_ok(csv: &Path, args: &[&str], out: &str) -> String {
+    text(&plot_to(csv, args, out))
+}
+
+/// `rmoc plot CSV ARGS... -o OUT` (OUT in the scratch folder), which must
+/// succeed; the file written.
+fn plot_to(csv: &Path, args: &[&str], out: &str) -> PathBuf {
     let out = scratch(out);
     let mut all = vec!["plot", csv.to_str().expect("utf-8 path")];
     all.extend_from_slice(args);
     all.extend_from_slice(&["-o", out.to_str().expect("utf-8 path")]);
     let o = rmoc(&all);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    text(&out)
+    out
 }
 
 fn text(path: &Path) -> String {
@@ -66,16 +72,7 @@ fn text(path: &Path) -> String {
 #[test]
 fn a_straight_line_is_drawn_straight() {
     let csv = line_result("line1.csv");
-    let out = scratch("line.svg");
-    let o = rmoc(&[
-        "plot",
-        csv.to_str().unwrap(),
-        "b",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let svg = text(&out);
+    let svg = plot_ok(&csv, &["b"], "line.svg");
     let c = curves(&svg);
     assert_eq!(c.len(), 1);
     let pts = &c[0];
@@ -267,15 +264,7 @@ fn the_ujoint_phase_portrait_is_plotted_from_a_simulation() {
 #[test]
 fn a_png_plot_draws_the_line_and_its_labels() {
     let csv = line_result("line_png.csv");
-    let out = scratch("line.png");
-    let o = rmoc(&[
-        "plot",
-        csv.to_str().unwrap(),
-        "b",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = plot_to(&csv, &["b"], "line.png");
     let img = image::open(&out).expect("a PNG").to_rgb8();
     assert_eq!(img.dimensions(), (900, 640));
     // The series' pixels: strongly coloured (not grey, not white).
