@@ -151,3 +151,35 @@ fn a_boolean_parameter_is_set_with_true_or_false() {
     assert!(words("disc.bore=2").contains("takes true or false (1 or 0), not 2"));
     assert!(words("disc.sg=true").contains("`true` is not a number"));
 }
+
+/// An array constant of a function is read at a run-time index (Gauss
+/// points in a loop): 5-point Gauss-Legendre integrates x^4 over [0, 1]
+/// exactly, to 1/5; a scalar constant computed from its size still sizes
+/// the loop.
+#[test]
+fn a_function_reads_its_array_constants_at_run_time_indices() {
+    let src = r#"
+function gauss "integral of x^p over [0, 1] by 5-point Gauss-Legendre"
+  input Real p;
+  output Real L;
+protected
+  constant Real xg[5] = {-0.9061798459386640, -0.5384693101056831, 0, 0.5384693101056831, 0.9061798459386640};
+  constant Real wg[5] = {0.2369268850561891, 0.4786286704993665, 0.5688888888888889, 0.4786286704993665, 0.2369268850561891};
+  constant Integer n = size(xg, 1);
+algorithm
+  L := 0;
+  for j in 1:n loop
+    L := L + wg[j]*((1 + xg[j])/2)^p/2;
+  end for;
+end gauss;
+
+model G
+  Real x = gauss(4);
+  Real y = gauss(2 + time);
+  annotation(experiment(StopTime = 1));
+end G;
+"#;
+    let r = common::simulate(src, Some("G"), &Run::default());
+    assert_close(last(&r, "x"), 0.2, 1e-14, 0.0);
+    assert_close(last(&r, "y"), 0.25, 1e-12, 0.0);
+}
