@@ -141,3 +141,79 @@ end Profile;
     common::assert_close(p(n + 1, 1), p(1, 1), 0.0, 1e-12);
     common::assert_close(p(n + 1, 2), p(1, 2), 0.0, 1e-12);
 }
+
+/// One pitch of an involute spur gear (Gears.involuteTooth, z = 20, m = 2
+/// mm, 20 degrees, profile shift 0.2): every flank point's normal (from
+/// its neighbours) is tangent to the base circle (the involute's defining
+/// property), the tooth is 2 r theta(r) = pi m/2 + 2 x m tan(alpha) thick
+/// at the pitch circle (the textbook's), and the pitch is symmetric about
+/// the tooth's axis.
+#[test]
+fn an_involute_tooth_has_its_base_circle_and_textbook_thickness() {
+    let nf = 400;
+    let src = format!(
+        r#"
+model Tooth
+  parameter Real p[2*2 + 2*{nf} + 3, 2] = Gears.involuteTooth({{0, 0.5}}, {{i/({nf} - 1) for i in 0:{nf} - 1}},
+    {{0.25, 0.5, 0.75}}, 20, 2e-3, 20*3.141592653589793/180, x = 0.2);
+  Real y = p[1, 1];
+  annotation(experiment(StopTime = 1, Interval = 1));
+end Tooth;
+"#
+    );
+    let r = common::simulate(&src, Some("Tooth"), &Run::default());
+    let n = 2 * 2 + 2 * nf + 3;
+    let pt = |i: usize| {
+        let get = |j: usize| {
+            r.parameters
+                .iter()
+                .find(|(name, _)| *name == format!("p[{i},{j}]"))
+                .map(|p| p.1)
+                .unwrap_or_else(|| panic!("no p[{i},{j}]"))
+        };
+        (get(1), get(2))
+    };
+    let (m, z, alpha, x) = (2e-3, 20.0, 20f64.to_radians(), 0.2);
+    let (rp, rb) = (m * z / 2.0, m * z / 2.0 * alpha.cos());
+    // The upper flank runs from tip to root: rows 2 + nf + 3 + 1 ...
+    let upper: Vec<(f64, f64)> = (2 + nf + 3 + 1..=2 + 2 * nf + 3).map(pt).collect();
+    // Away from the base circle, where the involute's curvature is
+    // unbounded and a tangent from neighbours is poor.
+    for w in upper
+        .windows(3)
+        .filter(|w| w[1].0.hypot(w[1].1) > 1.01 * rb)
+    {
+        let (a, p, c) = (w[0], w[1], w[2]);
+        let (tx, ty) = (c.0 - a.0, c.1 - a.1);
+        let len = tx.hypot(ty);
+        // Distance from the centre to the normal line through p.
+        let d = (p.0 * tx + p.1 * ty).abs() / len;
+        // (The neighbours are 10 um apart: the chord's direction is off by
+        // about (h / rho)^2, 1e-5 where rho is smallest.)
+        common::assert_close(d, rb, 2e-5, 0.0);
+    }
+    // Thickness at the pitch circle, from the upper flank's angle there.
+    let polar: Vec<(f64, f64)> = upper
+        .iter()
+        .map(|&(a, b)| (a.hypot(b), b.atan2(a)))
+        .collect();
+    let k = polar
+        .windows(2)
+        .position(|w| (w[0].0 - rp) * (w[1].0 - rp) <= 0.0)
+        .expect("the flank crosses the pitch circle");
+    let (r0, t0) = polar[k];
+    let (r1, t1) = polar[k + 1];
+    let theta = t0 + (rp - r0) / (r1 - r0) * (t1 - t0);
+    common::assert_close(
+        2.0 * rp * theta,
+        std::f64::consts::PI * m / 2.0 + 2.0 * x * m * alpha.tan(),
+        1e-6,
+        0.0,
+    );
+    for i in 1..=n {
+        let (a, b) = pt(i);
+        let (c, d) = pt(n + 1 - i);
+        common::assert_close(c, a, 0.0, 1e-15);
+        common::assert_close(d, -b, 0.0, 1e-15);
+    }
+}

@@ -183,3 +183,35 @@ end G;
     assert_close(last(&r, "x"), 0.2, 1e-14, 0.0);
     assert_close(last(&r, "y"), 0.25, 1e-12, 0.0);
 }
+
+/// A package constant read by a model and by a function: its value was
+/// cached as ids of the arena it was first evaluated in, and a function
+/// body (compiled in its own arena) then read another node (a wrong
+/// value) or none (a panic). Each use sees the number.
+#[test]
+fn a_package_constant_reads_the_same_in_a_model_and_in_a_function() {
+    let src = r#"
+package P
+  constant Real c = 3.5;
+  constant Real v[3] = {1, 2, 4};
+  function f
+    input Real x;
+    output Real y;
+  protected
+    Real a = x + 1;
+    Real b = 2*a;
+  algorithm
+    y := b + c*x + v[3];
+  end f;
+end P;
+
+model M
+  Real u = P.c + P.v[2];
+  Real w = P.f(2);
+  annotation(experiment(StopTime = 1));
+end M;
+"#;
+    let r = common::simulate(src, Some("M"), &Run::default());
+    assert_eq!(last(&r, "u"), 5.5);
+    assert_eq!(last(&r, "w"), 6.0 + 7.0 + 4.0);
+}

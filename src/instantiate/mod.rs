@@ -143,7 +143,9 @@ pub struct Flattener<'l> {
     /// the expression, so the address is not reused while it is cached.
     pub(super) array_binding_values: HashMap<(*const ast::Expr, Scope), EvaluatedBinding>,
     evaluating: Vec<VarId>,
-    package_constants: HashMap<(ClassId, String), Value>,
+    /// Package constants by class and name: the value's shape (no
+    /// elements) and its numbers.
+    package_constants: HashMap<(ClassId, String), (Value, Vec<f64>)>,
     /// The names `package_constant` found to be parameters, not constants:
     /// visible in their own class only, never from a nested class or
     /// through a class name (MLS 5.3).

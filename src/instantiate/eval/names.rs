@@ -722,8 +722,17 @@ impl Flattener<'_> {
         name: &str,
         span: Span,
     ) -> Result<Option<Value>, Diagnostic> {
-        if let Some(v) = self.package_constants.get(&(class, name.to_string())) {
-            return Ok(Some(v.clone()));
+        // Kept as numbers and interned into the arena of the moment: a
+        // function body is compiled in its own arena, where the ids of the
+        // model's would be other nodes (or none: a panic).
+        if let Some((shape, numbers)) = self.package_constants.get(&(class, name.to_string())) {
+            let mut v = shape.clone();
+            let numbers = numbers.clone();
+            v.elems = numbers
+                .into_iter()
+                .map(|c| self.arena.constant(c))
+                .collect();
+            return Ok(Some(v));
         }
         if self.lib.builtin(class).is_some() {
             return Ok(None);
@@ -800,13 +809,19 @@ impl Flattener<'_> {
         };
         // Fold to numbers: package constants are compile-time values.
         let mut elems = Vec::new();
+        let mut numbers = Vec::new();
         for &e in &v.elems {
             let c = self.const_value(e, b.span)?;
+            numbers.push(c);
             elems.push(self.arena.constant(c));
         }
         let v = Value { elems, ..v };
+        let shape = Value {
+            elems: Vec::new(),
+            ..v.clone()
+        };
         self.package_constants
-            .insert((class, name.to_string()), v.clone());
+            .insert((class, name.to_string()), (shape, numbers));
         Ok(Some(v))
     }
 
