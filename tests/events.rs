@@ -155,7 +155,9 @@ fn a_boolean_parameter_is_set_with_true_or_false() {
 /// An array constant of a function is read at a run-time index (Gauss
 /// points in a loop): 5-point Gauss-Legendre integrates x^4 over [0, 1]
 /// exactly, to 1/5; a scalar constant computed from its size still sizes
-/// the loop.
+/// the loop; unsized constants, constant elements that size a local, and a
+/// 2-D constant read at a run-time index (whose index changes in the run)
+/// work too, and an index out of bounds stops the run.
 #[test]
 fn a_function_reads_its_array_constants_at_run_time_indices() {
     let src = r#"
@@ -173,15 +175,108 @@ algorithm
   end for;
 end gauss;
 
+function f1
+  input Real x;
+  output Real y;
+protected
+  constant Real c[:] = {1, 2, 3};
+  constant Integer n[2] = {3, 4};
+  Real w[n[1]];
+algorithm
+  for j in 1:n[1] loop
+    w[j] := c[j]*x;
+  end for;
+  y := sum(w);
+end f1;
+
+function f2
+  input Integer k;
+  output Real y;
+protected
+  constant Real m[2, 3] = {{1, 2, 3}, {4, 5, 6}};
+algorithm
+  y := m[2, k] + m[k - 1, 1];
+end f2;
+
 model G
   Real x = gauss(4);
   Real y = gauss(2 + time);
+  Real a = f1(2);
+  Real b = f2(integer(2 + time));
   annotation(experiment(StopTime = 1));
 end G;
+
+model OutOfBounds
+  Real b = f2(integer(3 + time));
+  annotation(experiment(StopTime = 1));
+end OutOfBounds;
 "#;
     let r = common::simulate(src, Some("G"), &Run::default());
     assert_close(last(&r, "x"), 0.2, 1e-14, 0.0);
     assert_close(last(&r, "y"), 0.25, 1e-12, 0.0);
+    assert_eq!(last(&r, "a"), 12.0);
+    // k = 2 until t = 1 (m[2, 2] + m[1, 1]), then 3 (m[2, 3] + m[2, 1]).
+    assert_eq!(common::value_at(&r, "b", 0.5), 6.0);
+    assert_eq!(last(&r, "b"), 10.0);
+    let c = common::compile(src, Some("OutOfBounds"));
+    let jit = rmoc::jit::codegen::compile(&c.program).expect("jit");
+    let opts = common::options(&c, &Run::default());
+    let err = rmoc::solve::simulate(&c.causal, &c.program, &jit, &opts)
+        .expect_err("an index out of bounds");
+    assert!(
+        err.iter().any(|d| d.message.contains("became NaN")),
+        "{err:?}"
+    );
+}
+
+/// The interpreter's reuse of a call site's last outputs does not reach
+/// from one model to the next: two models of one file fold calls of
+/// different functions at the same call site and index (fb(1) returned
+/// the 101 of fa's ga, and n was -98).
+#[test]
+fn folded_calls_of_one_model_do_not_answer_for_the_next() {
+    let src = r#"
+function ga
+  input Real x;
+  output Real y;
+algorithm
+  y := x + 100;
+end ga;
+function fa
+  input Real x;
+  output Real y;
+algorithm
+  y := ga(x);
+end fa;
+function gb
+  input Real x;
+  output Real y;
+algorithm
+  y := x + 200;
+end gb;
+function fb
+  input Real x;
+  output Real y;
+algorithm
+  y := gb(x);
+end fb;
+model A
+  parameter Real q = 1;
+  parameter Real p(max = fa(q)) = 1;
+  Real x = time;
+end A;
+model B
+  constant Integer n = integer(fb(1.0)) - 199;
+  Real x[n];
+equation
+  x = fill(time, n);
+end B;
+"#;
+    let out = common::check(src);
+    assert!(
+        out.contains("A: ok") && out.contains("B: ok (2 equations"),
+        "{out}"
+    );
 }
 
 /// A package constant read by a model and by a function: its value was

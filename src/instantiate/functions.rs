@@ -292,16 +292,10 @@ impl<'l> Flattener<'l> {
                 if (pass == 0) != is_input {
                     continue;
                 }
-                // A scalar constant is a value of the compilation; an array
-                // constant is a local with its binding, so that a run-time
-                // index can read it (Gauss points `xg[j]` in a loop).
-                let array_constant = d.prefix.variability == ast::Variability::Constant
-                    && !(d.dims.is_empty() && d.type_dims.is_empty());
                 if matches!(
                     d.prefix.variability,
                     ast::Variability::Constant | ast::Variability::Parameter
-                ) && !array_constant
-                {
+                ) {
                     continue;
                 }
                 let tclass = self.lib.lookup(pc.type_scope, &d.type_name)?;

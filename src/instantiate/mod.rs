@@ -202,6 +202,9 @@ const MAX_ERRORS: usize = 20;
 
 /// Flattens model `model` (a class of the user's file, or a dotted name).
 pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagnostic>> {
+    // Constant calls are folded by the interpreter, whose reuse of a call
+    // site's last outputs must not reach across models.
+    crate::symbolic::eval::forget_calls();
     let mut f = Flattener {
         lib,
         arena: ExprArena::new(),

@@ -128,9 +128,10 @@ enum Flow {
     Return,
 }
 
-/// A call site's last call: the function (its address: function indices
-/// are per model), its arguments, its outputs.
-type LastCall = (usize, Vec<f64>, Vec<f64>);
+/// A call site's last call: the function (its address and name: function
+/// indices are per model, and a later model's functions may take the
+/// addresses of an earlier one's), its arguments, its outputs.
+type LastCall = (usize, String, Vec<f64>, Vec<f64>);
 
 thread_local! {
     /// The last outputs of each call site, by the arena's address and the
@@ -160,11 +161,12 @@ fn call_outputs(
     output: usize,
 ) -> Result<f64, String> {
     let key = (arena as *const ExprArena as usize, call);
-    let func_addr = functions
-        .get(f as usize)
-        .map_or(0, |x| x as *const Function as usize);
-    let same = |(func, a, _): &LastCall| {
-        *func == func_addr
+    let func = functions.get(f as usize);
+    let func_addr = func.map_or(0, |x| x as *const Function as usize);
+    let func_name = func.map_or("", |x| x.name.as_str());
+    let same = |(addr, name, a, _): &LastCall| {
+        *addr == func_addr
+            && name == func_name
             && a.len() == args.len()
             && a.iter().zip(&args).all(|(x, y)| x.to_bits() == y.to_bits())
     };
@@ -172,13 +174,18 @@ fn call_outputs(
         c.borrow()
             .get(&key)
             .filter(|e| same(e))
-            .map(|(_, _, outs)| outs[output])
+            .and_then(|(_, _, _, outs)| outs.get(output).copied())
     }) {
         return Ok(x);
     }
     let outs = call_function(functions, f, &args)?;
-    let x = outs[output];
-    LAST_CALL.with(|c| c.borrow_mut().insert(key, (func_addr, args, outs)));
+    let x = *outs
+        .get(output)
+        .ok_or_else(|| format!("function {f} has no output {output}"))?;
+    LAST_CALL.with(|c| {
+        c.borrow_mut()
+            .insert(key, (func_addr, func_name.to_string(), args, outs))
+    });
     Ok(x)
 }
 

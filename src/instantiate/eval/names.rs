@@ -492,15 +492,10 @@ impl Flattener<'_> {
         }
         let mut sel = Vec::new();
         for (k, s) in subs.iter().enumerate() {
-            match self.eval_index(s, v.dims[k], ctx, name)? {
-                Index::Dynamic(_) => {
-                    return Err(Diagnostic::error(
-                        r_span(s),
-                        "this index must be a parameter expression",
-                    ));
-                }
-                i => sel.push(i),
-            }
+            sel.push(self.eval_index(s, v.dims[k], ctx, name)?);
+        }
+        if sel.iter().any(|i| matches!(i, Index::Dynamic(_))) {
+            return self.select_at_run_time(v, &sel, subs);
         }
         let (dims, picks) = pick_positions(&v.dims, &sel);
         Ok(Value {
@@ -508,6 +503,45 @@ impl Flattener<'_> {
             dims,
             elems: picks.into_iter().map(|p| v.elems[p]).collect(),
         })
+    }
+
+    /// One element of a value held as expressions (a constant array of a
+    /// function, Gauss points read in a loop) at a run-time index: a chain
+    /// of selections on the element's row-major position. An index out of
+    /// bounds selects NaN, which the run reports where it is used.
+    fn select_at_run_time(
+        &mut self,
+        v: Value,
+        sel: &[Index],
+        subs: &[Subscript],
+    ) -> Result<Value, Diagnostic> {
+        if sel.len() != v.dims.len() || sel.iter().any(|s| matches!(s, Index::Many(_))) {
+            return Err(Diagnostic::error(
+                r_span(&subs[0]),
+                "a run-time index must select a single element (give every subscript)",
+            ));
+        }
+        let mut pos = self.arena.zero();
+        for (k, s) in sel.iter().enumerate() {
+            let ik = match s {
+                Index::One(i) => self.arena.constant(*i as f64),
+                Index::Dynamic(e) => *e,
+                Index::Many(_) => unreachable!("checked above"),
+            };
+            let one = self.arena.one();
+            let im1 = self.arena.sub(ik, one);
+            let stride: usize = v.dims[k + 1..].iter().product();
+            let st = self.arena.constant(stride as f64);
+            let term = self.arena.mul(im1, st);
+            pos = self.arena.add(pos, term);
+        }
+        let mut out = self.arena.constant(f64::NAN);
+        for (k, &e) in v.elems.iter().enumerate().rev() {
+            let at = self.arena.constant(k as f64);
+            let here = self.arena.rel(RelOp::Eq, pos, at, false);
+            out = self.arena.if_(here, e, out);
+        }
+        Ok(Value::scalar(v.ty, out))
     }
 
     /// A name of class `class` found from a nested class or through the
