@@ -441,29 +441,7 @@ impl Flattener<'_> {
                 elems: picks.into_iter().map(|p| v.elems[p]).collect(),
             });
         }
-        if sel.len() != l.dims.len() || sel.iter().any(|s| matches!(s, Index::Many(_))) {
-            return Err(Diagnostic::error(
-                r_span(&subs[0]),
-                "a run-time index must select a single element (give every subscript)",
-            ));
-        }
-        // Row-major 1-based position.
-        let mut pos = self.arena.zero();
-        for (k, s) in sel.iter().enumerate() {
-            let ik = match s {
-                Index::One(i) => self.arena.constant(*i as f64),
-                Index::Dynamic(e) => *e,
-                Index::Many(_) => unreachable!("checked above"),
-            };
-            let im1 = {
-                let one = self.arena.one();
-                self.arena.sub(ik, one)
-            };
-            let stride: usize = l.dims[k + 1..].iter().product();
-            let st = self.arena.constant(stride as f64);
-            let term = self.arena.mul(im1, st);
-            pos = self.arena.add(pos, term);
-        }
+        let pos = self.run_time_position(&l.dims, &sel, subs)?;
         let one = self.arena.one();
         let index = self.arena.add(pos, one);
         let e = self.arena.intern(Node::Elem {
@@ -505,17 +483,15 @@ impl Flattener<'_> {
         })
     }
 
-    /// One element of a value held as expressions (a constant array of a
-    /// function, Gauss points read in a loop) at a run-time index: a chain
-    /// of selections on the element's row-major position. An index out of
-    /// bounds selects NaN, which the run reports where it is used.
-    fn select_at_run_time(
+    /// The 0-based row-major position of the single element `sel` picks
+    /// from an array of `dims`, some of its indices known only at run time.
+    fn run_time_position(
         &mut self,
-        v: Value,
+        dims: &[usize],
         sel: &[Index],
         subs: &[Subscript],
-    ) -> Result<Value, Diagnostic> {
-        if sel.len() != v.dims.len() || sel.iter().any(|s| matches!(s, Index::Many(_))) {
+    ) -> Result<ExprId, Diagnostic> {
+        if sel.len() != dims.len() || sel.iter().any(|s| matches!(s, Index::Many(_))) {
             return Err(Diagnostic::error(
                 r_span(&subs[0]),
                 "a run-time index must select a single element (give every subscript)",
@@ -530,11 +506,25 @@ impl Flattener<'_> {
             };
             let one = self.arena.one();
             let im1 = self.arena.sub(ik, one);
-            let stride: usize = v.dims[k + 1..].iter().product();
+            let stride: usize = dims[k + 1..].iter().product();
             let st = self.arena.constant(stride as f64);
             let term = self.arena.mul(im1, st);
             pos = self.arena.add(pos, term);
         }
+        Ok(pos)
+    }
+
+    /// One element of a value held as expressions (a constant array of a
+    /// function, Gauss points read in a loop) at a run-time index: a chain
+    /// of selections on the element's row-major position. An index out of
+    /// bounds selects NaN, which the run reports where it is used.
+    fn select_at_run_time(
+        &mut self,
+        v: Value,
+        sel: &[Index],
+        subs: &[Subscript],
+    ) -> Result<Value, Diagnostic> {
+        let pos = self.run_time_position(&v.dims, sel, subs)?;
         let mut out = self.arena.constant(f64::NAN);
         for (k, &e) in v.elems.iter().enumerate().rev() {
             let at = self.arena.constant(k as f64);
