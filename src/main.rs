@@ -361,15 +361,9 @@ fn hysteresis(
 ) -> ExitCode {
     use rmoc::output::hysteresis as hy;
     if let Some(out) = out
-        && !rmoc::output::plot::writable_format(out)
+        && let Some(refused) = refuse_plot_format(out, "the loop is drawn as", "loop")
     {
-        return fail_nospan(
-            format!(
-                "cannot write `{}`: the loop is drawn as SVG or PNG",
-                out.display()
-            ),
-            "name the output `.svg` or `.png`, e.g. `-o loop.png`",
-        );
+        return refused;
     }
     let (names, rows) = match read_csv_result(result) {
         Ok(r) => r,
@@ -438,6 +432,17 @@ fn hysteresis(
     ExitCode::SUCCESS
 }
 
+/// The refusal of a plot file that is neither SVG nor PNG: `what` says
+/// who draws (`rmoc plot writes`), `stem` names the example file.
+fn refuse_plot_format(out: &std::path::Path, what: &str, stem: &str) -> Option<ExitCode> {
+    (!rmoc::output::plot::writable_format(out)).then(|| {
+        fail_nospan(
+            format!("cannot write `{}`: {what} SVG or PNG", out.display()),
+            &format!("name the output `.svg` or `.png`, e.g. `-o {stem}.png`"),
+        )
+    })
+}
+
 /// `rmoc plot`: errors are about the command line or the result file, so
 /// they carry no source span.
 fn plot(
@@ -445,14 +450,8 @@ fn plot(
     req: &rmoc::output::plot::PlotRequest,
     out: &std::path::Path,
 ) -> ExitCode {
-    if !rmoc::output::plot::writable_format(out) {
-        return fail_nospan(
-            format!(
-                "cannot write `{}`: rmoc plot writes SVG or PNG",
-                out.display()
-            ),
-            "name the output `.svg` or `.png`, e.g. `-o plot.png`",
-        );
+    if let Some(refused) = refuse_plot_format(out, "rmoc plot writes", "plot") {
+        return refused;
     }
     let (names, rows) = match read_csv_result(result) {
         Ok(r) => r,

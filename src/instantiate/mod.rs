@@ -115,6 +115,17 @@ struct Contents {
     class_overrides: HashMap<String, ClassId>,
 }
 
+/// A package constant, folded to numbers. Not expression ids: those
+/// belong to the arena they were made in, and a function body is compiled
+/// in its own (a constant read first by the model, then by a function, was
+/// another node there).
+#[derive(Clone, Debug)]
+struct PackageConstant {
+    ty: ScalarType,
+    dims: Vec<usize>,
+    numbers: Vec<f64>,
+}
+
 /// An array binding's expression (held, so that its address stays unique
 /// while cached) and its whole value.
 type EvaluatedBinding = (Rc<ast::Expr>, Rc<eval::Value>);
@@ -143,9 +154,9 @@ pub struct Flattener<'l> {
     /// the expression, so the address is not reused while it is cached.
     pub(super) array_binding_values: HashMap<(*const ast::Expr, Scope), EvaluatedBinding>,
     evaluating: Vec<VarId>,
-    /// Package constants by class and name: the value's shape (no
-    /// elements) and its numbers.
-    package_constants: HashMap<(ClassId, String), (Value, Vec<f64>)>,
+    /// Package constants by class and name, as numbers (see
+    /// [`PackageConstant`]).
+    package_constants: HashMap<(ClassId, String), PackageConstant>,
     /// The names `package_constant` found to be parameters, not constants:
     /// visible in their own class only, never from a nested class or
     /// through a class name (MLS 5.3).
@@ -202,9 +213,6 @@ const MAX_ERRORS: usize = 20;
 
 /// Flattens model `model` (a class of the user's file, or a dotted name).
 pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagnostic>> {
-    // Constant calls are folded by the interpreter, whose reuse of a call
-    // site's last outputs must not reach across models.
-    crate::symbolic::eval::forget_calls();
     let mut f = Flattener {
         lib,
         arena: ExprArena::new(),

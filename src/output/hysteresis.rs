@@ -112,12 +112,12 @@ pub fn indicators(torque: &[f64], angle: &[f64], rated: f64) -> Result<Indicator
     let zero_loading = zero_from_side(torque, angle, loading, -1.0)?;
     let offset = 0.5 * (zero_unloading + zero_loading);
     let backlash = zero_unloading - zero_loading;
-    let centred: Vec<f64> = angle.iter().map(|a| a - offset).collect();
-    let (k_pos, n_pos) = slope(torque, &centred, loading, 0.66 * rated, rated)?;
-    let (k_neg, n_neg) = slope(torque, &centred, unloading, -rated, -0.66 * rated)?;
+    // The slopes and the lost motion (a difference of angles) do not
+    // depend on the offset: they are read from the angles as given.
+    let (k_pos, n_pos) = slope(torque, angle, loading, 0.66 * rated, rated)?;
+    let (k_neg, n_neg) = slope(torque, angle, unloading, -rated, -0.66 * rated)?;
     let mid = |t: f64| -> Result<f64, String> {
-        Ok(0.5
-            * (angle_at(torque, &centred, loading, t)? + angle_at(torque, &centred, unloading, t)?))
+        Ok(0.5 * (angle_at(torque, angle, loading, t)? + angle_at(torque, angle, unloading, t)?))
     };
     let lost_motion = (mid(0.03 * rated)? - mid(-0.03 * rated)?).abs();
     Ok(Indicators {

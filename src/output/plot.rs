@@ -54,13 +54,11 @@ pub fn glob(pattern: &str, name: &str) -> bool {
 
 /// Whether `out` names a file `plot` can write (SVG or PNG).
 pub fn writable_format(out: &Path) -> bool {
-    out.extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("svg") || e.eq_ignore_ascii_case("png"))
+    has_extension(out, "svg") || has_extension(out, "png")
 }
 
-fn is_png(out: &Path) -> bool {
-    out.extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("png"))
+fn has_extension(out: &Path, ext: &str) -> bool {
+    out.extension().is_some_and(|e| e.eq_ignore_ascii_case(ext))
 }
 
 /// Text is laid out (and in PNG drawn) with a font registered once per
@@ -70,13 +68,13 @@ fn register_font() {
     ONCE.call_once(|| {
         let font: &'static [u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
         // The font is carried in the binary and parses: a failure here is
-        // a broken build, and the plot then has no text rather than none.
+        // a broken build, and drawing then fails with plotters' font error.
         let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, font);
     });
 }
 
-/// Draws the request from `names`/`rows` (a CSV result) into the SVG file
-/// `out`. Errors are messages for the user (a missing column, an empty time
+/// Draws the request from `names`/`rows` (a CSV result) into `out`, SVG
+/// or PNG by its extension. Errors are messages for the user (a missing column, an empty time
 /// window, an unwritable file).
 pub fn plot(
     names: &[String],
@@ -156,7 +154,7 @@ pub fn plot(
         &format!("the plotted column(s) {y_names}"),
     )?;
 
-    let png = is_png(out);
+    let png = has_extension(out, "png");
     // Both backends lay out text with the font's metrics.
     register_font();
     super::replace_file(out, |tmp| {

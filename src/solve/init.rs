@@ -208,6 +208,7 @@ pub(super) fn check_parameter_ranges(
         time: 0.0,
         functions: &c.functions.functions,
         initial: true,
+        calls: None,
     };
     for v in bounded {
         let var = &c.vars[v];

@@ -945,7 +945,6 @@ pub fn initialize_only(
     backend: &dyn Backend,
     start: f64,
 ) -> Result<Vec<Diagnostic>, Diagnostic> {
-    crate::symbolic::eval::forget_calls();
     let opts = Options {
         start,
         stop: start,
@@ -980,7 +979,6 @@ pub fn simulate(
     backend: &dyn Backend,
     opts: &Options,
 ) -> Result<Results, Vec<Diagnostic>> {
-    crate::symbolic::eval::forget_calls();
     // A failed run still shows the model's warnings (an unconnected
     // connector may be why it failed).
     simulate_inner(c, p, backend, opts).map_err(|d| {

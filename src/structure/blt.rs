@@ -248,6 +248,8 @@ struct StartValues {
     literals: Option<(Vec<f64>, Vec<bool>)>,
     /// The start point of every variable (`pantelides::start_point`).
     point: Option<Vec<f64>>,
+    /// The calls made by these evaluations.
+    calls: symbolic::eval::CallMemo,
 }
 
 impl StartValues {
@@ -273,7 +275,11 @@ impl StartValues {
             self.point
                 .get_or_insert_with(|| super::pantelides::start_point(s))
         };
-        symbolic::eval::eval(&s.arena, x, &start_env(values, &s.functions.functions))
+        let env = symbolic::eval::Env {
+            calls: Some(&self.calls),
+            ..start_env(values, &s.functions.functions)
+        };
+        symbolic::eval::eval(&s.arena, x, &env)
     }
 }
 
@@ -325,6 +331,7 @@ fn start_env<'a>(
         time: 0.0,
         functions,
         initial: true,
+        calls: None,
     }
 }
 

@@ -113,7 +113,6 @@ impl Causal {
 
 /// The analysis of a flat model, or diagnostics naming the culprits.
 pub fn analyze(flat: FlatModel) -> Result<Causal, Vec<Diagnostic>> {
-    crate::symbolic::eval::forget_calls();
     let timing = std::env::var_os("RMOC_TIMING").is_some();
     let mut clock = std::time::Instant::now();
     let diags = balance::check(&flat);

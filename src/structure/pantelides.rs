@@ -468,6 +468,7 @@ impl<'b> Pantelides<'b> {
             time: self.s.experiment.start_time.unwrap_or(0.0),
             functions: &self.s.functions.functions,
             initial: true,
+            calls: None,
         };
         Ok(symbolic::eval::eval(&self.s.arena, d, &env).unwrap_or(0.0))
     }
@@ -716,11 +717,14 @@ pub fn start_point(s: &Builder) -> Vec<f64> {
     let n = s.vars.len();
     let mut values = vec![0.0; n];
     let mut done = vec![false; n];
+    // One memo for every evaluation of the model's arena here.
+    let calls = symbolic::eval::CallMemo::default();
     fn value_of(
         s: &Builder,
         v: usize,
         values: &mut Vec<f64>,
         done: &mut Vec<bool>,
+        calls: &symbolic::eval::CallMemo,
         depth: usize,
     ) -> f64 {
         if done[v] || depth > 200 {
@@ -735,7 +739,7 @@ pub fn start_point(s: &Builder) -> Vec<f64> {
         };
         if let Some(e) = e {
             for dep in s.arena.vars_of(e) {
-                value_of(s, dep as usize, values, done, depth + 1);
+                value_of(s, dep as usize, values, done, calls, depth + 1);
             }
             let env = symbolic::eval::Env {
                 values,
@@ -743,13 +747,14 @@ pub fn start_point(s: &Builder) -> Vec<f64> {
                 time: 0.0,
                 functions: &s.functions.functions,
                 initial: true,
+                calls: Some(calls),
             };
             values[v] = symbolic::eval::eval(&s.arena, e, &env).unwrap_or(0.0);
         }
         values[v]
     }
     for v in 0..n {
-        value_of(s, v, &mut values, &mut done, 0);
+        value_of(s, v, &mut values, &mut done, &calls, 0);
     }
     // Variables without a start value take the value their defining equation
     // gives (`ex = cos(phi)*e[1]` is 1, not 0, at the start): a few sweeps of
@@ -771,6 +776,7 @@ pub fn start_point(s: &Builder) -> Vec<f64> {
                 time: 0.0,
                 functions: &s.functions.functions,
                 initial: true,
+                calls: Some(&calls),
             };
             if let Ok(x) = symbolic::eval::eval(&s.arena, expr, &env)
                 && x.is_finite()

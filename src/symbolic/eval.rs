@@ -15,7 +15,23 @@ pub struct Env<'a> {
     pub time: f64,
     pub functions: &'a [Function],
     pub initial: bool,
+    /// Where a caller that evaluates many expressions of one arena keeps
+    /// the calls made (see [`CallMemo`]); `None` runs every call.
+    pub calls: Option<&'a CallMemo>,
 }
+
+/// The last call of each call site of one arena, for a caller that
+/// evaluates many expressions of it (the start point of a model): a call's
+/// outputs are read by as many nodes as it has scalar outputs (`(g, qx, qy)
+/// = curveCircles(...)` for a hundred circles is 301), and each ran the
+/// body again. Functions are pure, so equal arguments give equal outputs.
+/// A memo serves one arena and its functions: the caller makes one for
+/// the evaluations it groups and drops it with them.
+#[derive(Default)]
+pub struct CallMemo(std::cell::RefCell<rustc_hash::FxHashMap<u32, LastCall>>);
+
+/// A call site's last arguments and outputs.
+type LastCall = (Vec<f64>, Vec<f64>);
 
 /// Evaluates `e`; relations and conditions take their mathematical values.
 pub fn eval(arena: &ExprArena, e: ExprId, env: &Env) -> Result<f64, String> {
@@ -50,6 +66,7 @@ pub fn eval_simple(arena: &ExprArena, e: ExprId, values: &[f64]) -> f64 {
         time: 0.0,
         functions: &[],
         initial: false,
+        calls: None,
     };
     eval(arena, e, &env).unwrap_or(f64::NAN)
 }
@@ -117,7 +134,7 @@ fn eval_node(arena: &ExprArena, id: ExprId, env: &Env, m: &Memo) -> Result<f64, 
         Node::Call { call, output } => {
             let site = &arena.calls[call as usize];
             let args: Vec<f64> = site.args.iter().map(|&a| g(a)).collect();
-            call_outputs(arena, call, site.func, args, env.functions, output as usize)?
+            call_outputs(env, call, site.func, args, output as usize)?
         }
     })
 }
@@ -128,64 +145,32 @@ enum Flow {
     Return,
 }
 
-/// A call site's last call: the function (its address and name: function
-/// indices are per model, and a later model's functions may take the
-/// addresses of an earlier one's), its arguments, its outputs.
-type LastCall = (usize, String, Vec<f64>, Vec<f64>);
-
-thread_local! {
-    /// The last outputs of each call site, by the arena's address and the
-    /// site: the outputs of one call are read by as many nodes as it has
-    /// scalar outputs (`(g, qx, qy) = curveCircles(...)` for a hundred
-    /// circles is 301), and each used to run the body again. Functions are
-    /// pure, so equal arguments give equal outputs.
-    static LAST_CALL: std::cell::RefCell<rustc_hash::FxHashMap<(usize, u32), LastCall>> =
-        Default::default();
-}
-
-/// Forgets every call site's last call. The sites are keyed by their
-/// arena's address, which a later model may reuse: each analysis and each
-/// run starts with this.
-pub fn forget_calls() {
-    LAST_CALL.with(|c| c.borrow_mut().clear());
-}
-
-/// Output `output` of call site `call` of `arena` (function `f`) on `args`,
-/// from the site's last call when the arguments are the same.
+/// Output `output` of call site `call` (function `f`) on `args`, from the
+/// site's last call in `env`'s memo when the arguments are the same.
 fn call_outputs(
-    arena: &ExprArena,
+    env: &Env,
     call: u32,
     f: u32,
     args: Vec<f64>,
-    functions: &[Function],
     output: usize,
 ) -> Result<f64, String> {
-    let key = (arena as *const ExprArena as usize, call);
-    let func = functions.get(f as usize);
-    let func_addr = func.map_or(0, |x| x as *const Function as usize);
-    let func_name = func.map_or("", |x| x.name.as_str());
-    let same = |(addr, name, a, _): &LastCall| {
-        *addr == func_addr
-            && name == func_name
-            && a.len() == args.len()
-            && a.iter().zip(&args).all(|(x, y)| x.to_bits() == y.to_bits())
+    let out_of = |outs: &[f64]| {
+        outs.get(output)
+            .copied()
+            .ok_or_else(|| format!("function {f} has no output {output}"))
     };
-    if let Some(x) = LAST_CALL.with(|c| {
-        c.borrow()
-            .get(&key)
-            .filter(|e| same(e))
-            .and_then(|(_, _, _, outs)| outs.get(output).copied())
-    }) {
-        return Ok(x);
+    let Some(memo) = env.calls else {
+        return out_of(&call_function(env.functions, f, &args)?);
+    };
+    if let Some((a, outs)) = memo.0.borrow().get(&call)
+        && a.len() == args.len()
+        && a.iter().zip(&args).all(|(x, y)| x.to_bits() == y.to_bits())
+    {
+        return out_of(outs);
     }
-    let outs = call_function(functions, f, &args)?;
-    let x = *outs
-        .get(output)
-        .ok_or_else(|| format!("function {f} has no output {output}"))?;
-    LAST_CALL.with(|c| {
-        c.borrow_mut()
-            .insert(key, (func_addr, func_name.to_string(), args, outs))
-    });
+    let outs = call_function(env.functions, f, &args)?;
+    let x = out_of(&outs)?;
+    memo.0.borrow_mut().insert(call, (args, outs));
     Ok(x)
 }
 
@@ -237,6 +222,7 @@ fn eval_in(
         time: 0.0,
         functions,
         initial: false,
+        calls: None,
     };
     eval_in_order(&func.arena, &func.eval_orders.get(&func.arena, e), &env)
 }

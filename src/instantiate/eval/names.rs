@@ -4,6 +4,7 @@
 //! imported constants, enumeration literals.
 
 use super::*;
+use crate::instantiate::PackageConstant;
 
 impl Flattener<'_> {
     /// Component nodes named by a reference in the context's instance, if the
@@ -749,14 +750,9 @@ impl Flattener<'_> {
         // Kept as numbers and interned into the arena of the moment: a
         // function body is compiled in its own arena, where the ids of the
         // model's would be other nodes (or none: a panic).
-        if let Some((shape, numbers)) = self.package_constants.get(&(class, name.to_string())) {
-            let mut v = shape.clone();
-            let numbers = numbers.clone();
-            v.elems = numbers
-                .into_iter()
-                .map(|c| self.arena.constant(c))
-                .collect();
-            return Ok(Some(v));
+        if let Some(c) = self.package_constants.get(&(class, name.to_string())) {
+            let c = c.clone();
+            return Ok(Some(self.constant_value(&c)));
         }
         if self.lib.builtin(class).is_some() {
             return Ok(None);
@@ -832,21 +828,29 @@ impl Flattener<'_> {
             Err(e) => return Err(e),
         };
         // Fold to numbers: package constants are compile-time values.
-        let mut elems = Vec::new();
-        let mut numbers = Vec::new();
-        for &e in &v.elems {
-            let c = self.const_value(e, b.span)?;
-            numbers.push(c);
-            elems.push(self.arena.constant(c));
-        }
-        let v = Value { elems, ..v };
-        let shape = Value {
-            elems: Vec::new(),
-            ..v.clone()
+        let numbers = v
+            .elems
+            .iter()
+            .map(|&e| self.const_value(e, b.span))
+            .collect::<Result<Vec<f64>, Diagnostic>>()?;
+        let c = PackageConstant {
+            ty: v.ty,
+            dims: v.dims,
+            numbers,
         };
-        self.package_constants
-            .insert((class, name.to_string()), (shape, numbers));
+        let v = self.constant_value(&c);
+        self.package_constants.insert((class, name.to_string()), c);
         Ok(Some(v))
+    }
+
+    /// A package constant's value, its numbers interned into the arena of
+    /// the moment.
+    fn constant_value(&mut self, c: &PackageConstant) -> Value {
+        Value {
+            ty: c.ty,
+            dims: c.dims.clone(),
+            elems: c.numbers.iter().map(|&x| self.arena.constant(x)).collect(),
+        }
     }
 
     // ------------------------------------------------------------ calls
