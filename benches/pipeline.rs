@@ -378,6 +378,10 @@ fn gearbox() {
             let t0 = Instant::now();
             let c = compile(&path, Some(model));
             let jit = rmoc::solve::model::Hybrid::compile(&c.program).expect("JIT");
+            let jit = rmoc::solve::model::Hybrid {
+                jit: &jit,
+                program: &c.program,
+            };
             compile_t = t0.elapsed();
             let e = &c.causal.experiment;
             let start = e.start_time.unwrap_or(0.0);

@@ -140,6 +140,21 @@ impl SourceMap {
     }
 }
 
+/// A diagnostic on one line, for a table cell or a log:
+/// `path:line:col: message (hint: ...)`.
+pub fn one_line(map: &SourceMap, d: &Diagnostic) -> String {
+    let mut out = match d.span {
+        Some(span) if (span.file as usize) < map.files.len() => {
+            format!("{}: {}", map.location(span), d.message)
+        }
+        _ => d.message.clone(),
+    };
+    if let Some(h) = &d.hint {
+        out.push_str(&format!(" (hint: {h})"));
+    }
+    out.replace(['\n', '\r'], " ")
+}
+
 /// Renders diagnostics for a terminal (`color`) or for logs and snapshots.
 pub fn render(map: &SourceMap, diags: &[Diagnostic], color: bool) -> String {
     let mut out = String::new();

@@ -17,6 +17,7 @@ pub mod jit;
 pub mod output;
 pub mod solve;
 pub mod structure;
+pub mod sweep;
 pub mod symbolic;
 pub mod syntax;
 
@@ -450,4 +451,60 @@ pub fn compile(lib: &mut Library, model: ClassId) -> Result<Compiled, Vec<Diagno
         ))]);
     }
     Ok(Compiled { causal, program })
+}
+
+/// A compiled model with its machine code, ready for any number of runs
+/// (one `rmoc simulate`, the points of a sweep, a Python session's calls).
+/// Runs share it: each has its own buffers, and the compiled functions
+/// touch only the buffer they are given.
+pub struct Simulator {
+    pub compiled: Compiled,
+    /// `None`: every entry runs on the reference interpreter (`--no-jit`).
+    jit: Option<jit::codegen::Jit>,
+}
+
+impl Simulator {
+    /// Compiles the hot entries to machine code (unless `interpreted`).
+    pub fn new(compiled: Compiled, interpreted: bool) -> Result<Simulator, Diagnostic> {
+        let jit = if interpreted {
+            None
+        } else {
+            Some(
+                solve::model::Hybrid::compile(&compiled.program).map_err(|e| {
+                    Diagnostic::error_nospan(format!("code generation failed: {e}"))
+                        .with_hint("--no-jit runs the model with the interpreter")
+                })?,
+            )
+        };
+        Ok(Simulator { compiled, jit })
+    }
+
+    pub fn causal(&self) -> &structure::Causal {
+        &self.compiled.causal
+    }
+
+    /// One run with the options `opts` (see [`solve::settings::RunRequest`]).
+    pub fn simulate(&self, opts: &solve::Options) -> Result<solve::Results, Vec<Diagnostic>> {
+        let program = &self.compiled.program;
+        match &self.jit {
+            Some(jit) => {
+                let backend = solve::model::Hybrid { jit, program };
+                solve::simulate(&self.compiled.causal, program, &backend, opts)
+            }
+            None => {
+                let backend = solve::model::Interpreter { program };
+                solve::simulate(&self.compiled.causal, program, &backend, opts)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Sweeps and the Python package share one simulator between threads.
+    #[test]
+    fn a_simulator_is_shared_between_threads() {
+        fn shared<T: Send + Sync>() {}
+        shared::<super::Simulator>();
+    }
 }

@@ -48,6 +48,9 @@ enum Command {
     },
     /// Simulate a model and write its results (CSV or MAT by the -o extension).
     Simulate(SimulateArgs),
+    /// Run a model at many parameter points (compiled once, in parallel) and
+    /// write one summary row per point.
+    Sweep(SweepArgs),
     /// Show the structural analysis: index, states, dummy states, BLT blocks.
     Analyze {
         file: PathBuf,
@@ -123,18 +126,9 @@ enum LinearSolverArg {
 #[derive(clap::Args)]
 struct SimulateArgs {
     file: PathBuf,
+    /// The model to simulate (default: the file's only model, or the one named as the file).
     #[arg(long)]
     model: Option<String>,
-    #[arg(long, allow_hyphen_values = true)]
-    start_time: Option<f64>,
-    #[arg(long, allow_hyphen_values = true)]
-    stop_time: Option<f64>,
-    /// Relative tolerance of the integrator (default: the experiment's, or 1e-6).
-    #[arg(long, allow_hyphen_values = true)]
-    tolerance: Option<f64>,
-    /// Output interval (default: the experiment's, or 500 intervals).
-    #[arg(long, allow_hyphen_values = true)]
-    interval: Option<f64>,
     /// Set a parameter: -p NAME=VALUE (repeatable).
     #[arg(short = 'p', value_name = "NAME=VALUE")]
     params: Vec<String>,
@@ -144,6 +138,31 @@ struct SimulateArgs {
     /// Print the final values of variables matching a pattern (`*` wildcards).
     #[arg(long = "print", value_name = "PATTERN")]
     print: Vec<String>,
+    /// Print solver statistics.
+    #[arg(long)]
+    stats: bool,
+    /// No progress bar (it is shown on a terminal for runs over a second).
+    #[arg(long, short = 'q')]
+    quiet: bool,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// The settings of a run, shared by `simulate` and `sweep`.
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Start time (default: the experiment's StartTime, or 0).
+    #[arg(long, allow_hyphen_values = true)]
+    start_time: Option<f64>,
+    /// Stop time (default: the experiment's StopTime, or 1).
+    #[arg(long, allow_hyphen_values = true)]
+    stop_time: Option<f64>,
+    /// Relative tolerance of the integrator (default: the experiment's, or 1e-6).
+    #[arg(long, allow_hyphen_values = true)]
+    tolerance: Option<f64>,
+    /// Output interval (default: the experiment's, or 500 intervals).
+    #[arg(long, allow_hyphen_values = true)]
+    interval: Option<f64>,
     /// Integrator: bdf; for unilateral contacts moreau (time-stepping, their
     /// default) or event-driven (the BDF between impacts); for structural
     /// dynamics newmark or generalized-alpha (fixed steps with --step, else
@@ -173,15 +192,76 @@ struct SimulateArgs {
     /// times the state's nominal value, 1 unless the model gives one).
     #[arg(long)]
     atol: Option<f64>,
-    /// Print solver statistics.
-    #[arg(long)]
-    stats: bool,
-    /// No progress bar (it is shown on a terminal for runs over a second).
-    #[arg(long, short = 'q')]
-    quiet: bool,
     /// Run the reference interpreter instead of compiled code.
     #[arg(long)]
     no_jit: bool,
+}
+
+impl RunArgs {
+    /// The library's run request of these settings, with parameters `params`.
+    fn request(&self, params: Vec<String>) -> rmoc::solve::settings::RunRequest {
+        rmoc::solve::settings::RunRequest {
+            start_time: self.start_time,
+            stop_time: self.stop_time,
+            tolerance: self.tolerance,
+            atol: self.atol,
+            interval: self.interval,
+            params,
+            solver: self.solver.clone(),
+            step: self.step,
+            rho_inf: self.rho_inf,
+            newmark_beta: self.beta,
+            newmark_gamma: self.gamma,
+            linear_solver: match self.linear_solver {
+                LinearSolverArg::Auto => rmoc::solve::jacobian::LinearSolver::Auto,
+                LinearSolverArg::Dense => rmoc::solve::jacobian::LinearSolver::Dense,
+                LinearSolverArg::Sparse => rmoc::solve::jacobian::LinearSolver::Sparse,
+            },
+        }
+    }
+}
+
+#[derive(clap::Args)]
+struct SweepArgs {
+    file: PathBuf,
+    /// The model to sweep (default: the file's only model, or the one named as the file).
+    #[arg(long)]
+    model: Option<String>,
+    /// A parameter axis: NAME=START:STOP:N (N values from START to STOP),
+    /// NAME=v1,v2,... or NAME=v (repeatable; one value holds at every point).
+    #[arg(short = 'p', value_name = "NAME=VALUES")]
+    params: Vec<String>,
+    /// Every combination of the axes' values (the default; the first axis varies slowest).
+    #[arg(long, conflicts_with = "zip")]
+    grid: bool,
+    /// The k-th values of all axes together (the axes have one length).
+    #[arg(long)]
+    zip: bool,
+    /// The points from a CSV file: a header of parameter names, then one row per point.
+    #[arg(long, value_name = "FILE.csv", conflicts_with_all = ["grid", "zip"])]
+    samples: Option<PathBuf>,
+    /// Worker threads (default: one per core).
+    #[arg(short = 'j', long, value_name = "N")]
+    jobs: Option<usize>,
+    /// The result columns to summarize, by pattern (`*` wildcards; default: all).
+    #[arg(long, value_name = "PATTERN", num_args = 1..)]
+    outputs: Vec<String>,
+    /// The statistics of every summarized column: final, max, min, mean, rms
+    /// (time averages by the trapezoidal rule over the output rows).
+    #[arg(long, value_name = "LIST", default_value = "final")]
+    summary: String,
+    /// Folder of the summary (`summary.csv`) and of saved results (default: MODEL_sweep).
+    #[arg(short = 'o', value_name = "DIR")]
+    output: Option<PathBuf>,
+    /// Also write the result file of every point (`DIR/point_K.csv`), or of
+    /// the points listed (`--save-results 0,5,17`).
+    #[arg(long, value_name = "POINTS", num_args = 0..=1, default_missing_value = "all")]
+    save_results: Option<String>,
+    /// No progress bar and no closing line.
+    #[arg(long, short = 'q')]
+    quiet: bool,
+    #[command(flatten)]
+    run: RunArgs,
 }
 
 fn main() -> ExitCode {
@@ -229,6 +309,7 @@ fn run() -> ExitCode {
         Command::Flatten { file, model, json } => flatten(&file, model.as_deref(), json),
         Command::Analyze { file, model } => analyze(&file, model.as_deref()),
         Command::Simulate(a) => simulate(&a),
+        Command::Sweep(a) => sweep(&a),
         Command::Plot {
             result,
             vars,
@@ -603,33 +684,11 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
             std::process::exit(130);
         }
     });
-    let (mut lib, loaded) = rmoc::load(&a.file);
-    let loaded = match loaded {
-        Ok(l) => l,
-        Err(d) => return report(&lib, &d),
+    let (mut lib, m) = match load_model(&a.file, a.model.as_deref()) {
+        Ok(x) => x,
+        Err(code) => return code,
     };
-    let m = match rmoc::select_model(&mut lib, &loaded, a.model.as_deref()) {
-        Ok(m) => m,
-        Err(d) => return report(&lib, &[d]),
-    };
-    let request = rmoc::solve::settings::RunRequest {
-        start_time: a.start_time,
-        stop_time: a.stop_time,
-        tolerance: a.tolerance,
-        atol: a.atol,
-        interval: a.interval,
-        params: a.params.clone(),
-        solver: a.solver.clone(),
-        step: a.step,
-        rho_inf: a.rho_inf,
-        newmark_beta: a.beta,
-        newmark_gamma: a.gamma,
-        linear_solver: match a.linear_solver {
-            LinearSolverArg::Auto => rmoc::solve::jacobian::LinearSolver::Auto,
-            LinearSolverArg::Dense => rmoc::solve::jacobian::LinearSolver::Dense,
-            LinearSolverArg::Sparse => rmoc::solve::jacobian::LinearSolver::Sparse,
-        },
-    };
+    let request = a.run.request(a.params.clone());
     if let Err(d) = request.check() {
         return report(&lib, &[d]);
     }
@@ -645,30 +704,13 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
     };
     opts.monitor = Some(rmoc::solve::monitor::MonitorHandle(progress.clone()));
     let (start, stop) = (opts.start, opts.stop);
-    let interp = rmoc::solve::model::Interpreter {
-        program: &compiled.program,
+    let t_jit = std::time::Instant::now();
+    let simulator = match rmoc::Simulator::new(compiled, a.run.no_jit) {
+        Ok(s) => s,
+        Err(d) => return report(&lib, &[d]),
     };
-    let jit;
-    let mut jit_time = std::time::Duration::ZERO;
-    let backend: &dyn rmoc::solve::model::Backend = if a.no_jit {
-        &interp
-    } else {
-        let t_jit = std::time::Instant::now();
-        jit = match rmoc::solve::model::Hybrid::compile(&compiled.program) {
-            Ok(j) => j,
-            Err(e) => {
-                return report(
-                    &lib,
-                    &[
-                        Diagnostic::error_nospan(format!("code generation failed: {e}"))
-                            .with_hint("--no-jit runs the model with the interpreter"),
-                    ],
-                );
-            }
-        };
-        jit_time = t_jit.elapsed();
-        &jit
-    };
+    let jit_time = t_jit.elapsed();
+    let c = simulator.causal();
     let compile_time = t_compile.elapsed();
     let mut out = a
         .output
@@ -697,7 +739,7 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
         opts.rows = Some(rmoc::solve::RowSinkHandle(sink));
     }
     let t_sim = std::time::Instant::now();
-    let results = rmoc::solve::simulate(c, &compiled.program, backend, &opts);
+    let results = simulator.simulate(&opts);
     rmoc::solve::monitor::Monitor::finish(&*progress);
     let results = match results {
         Ok(r) => r,
@@ -766,6 +808,177 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
             sim_time.as_secs_f64() * 1e3,
             rmoc::peak_memory()
         );
+    }
+    ExitCode::SUCCESS
+}
+
+/// Loads `file` and picks its model (`--model`); on failure the
+/// diagnostics are reported and the exit code returned.
+fn load_model(
+    file: &std::path::Path,
+    model: Option<&str>,
+) -> Result<
+    (
+        rmoc::instantiate::library::Library,
+        rmoc::instantiate::library::ClassId,
+    ),
+    ExitCode,
+> {
+    let (mut lib, loaded) = rmoc::load(file);
+    let loaded = match loaded {
+        Ok(l) => l,
+        Err(d) => return Err(report(&lib, &d)),
+    };
+    match rmoc::select_model(&mut lib, &loaded, model) {
+        Ok(m) => Ok((lib, m)),
+        Err(d) => Err(report(&lib, &[d])),
+    }
+}
+
+fn sweep(a: &SweepArgs) -> ExitCode {
+    let stop = std::sync::Arc::new(rmoc::solve::monitor::StopFlag::default());
+    let on_signal = stop.clone();
+    let _ = ctrlc::set_handler(move || {
+        if on_signal.0.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+    });
+    let started = std::time::Instant::now();
+    let (mut lib, m) = match load_model(&a.file, a.model.as_deref()) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let statistics = match rmoc::sweep::summary::Statistic::parse_list(&a.summary) {
+        Ok(s) => s,
+        Err(d) => return report(&lib, &[d]),
+    };
+    let request = a.run.request(Vec::new());
+    if let Err(d) = request.check() {
+        return report(&lib, &[d]);
+    }
+    if a.params.is_empty() && a.samples.is_none() {
+        return fail_nospan(
+            "nothing to sweep: give -p axes or --samples".to_string(),
+            "-p NAME=START:STOP:N, -p NAME=v1,v2,... or --samples points.csv",
+        );
+    }
+    let compiled = match rmoc::compile(&mut lib, m) {
+        Ok(c) => c,
+        Err(d) => return report(&lib, &d),
+    };
+    let simulator = match rmoc::Simulator::new(compiled, a.run.no_jit) {
+        Ok(s) => s,
+        Err(d) => return report(&lib, &[d]),
+    };
+    let c = simulator.causal();
+    let base = match request.resolve(c) {
+        Ok(o) => o,
+        Err(d) => return report(&lib, &[d]),
+    };
+    use rmoc::sweep::plan::{Combine, Plan};
+    let plan = match &a.samples {
+        Some(path) => Plan::from_samples(c, &mut lib.sources, path, &a.params),
+        None => Plan::from_axes(
+            c,
+            &a.params,
+            if a.zip { Combine::Zip } else { Combine::Grid },
+        ),
+    };
+    let plan = match plan {
+        Ok(p) => p,
+        Err(d) => return report(&lib, &[d]),
+    };
+    let dir = a
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{}_sweep", c.name.replace('.', "_"))));
+    let save = match a.save_results.as_deref() {
+        None => None,
+        Some("all") => Some(None),
+        Some(list) => {
+            let parsed: Result<Vec<usize>, _> =
+                list.split(',').map(|k| k.trim().parse::<usize>()).collect();
+            match parsed {
+                Ok(ks) if ks.iter().all(|&k| k < plan.points.len()) => Some(Some(ks)),
+                _ => {
+                    return fail_nospan(
+                        format!("`--save-results {list}`: not a list of point numbers below {}", plan.points.len()),
+                        "point numbers count from 0, as the summary's `point` column; `--save-results` alone saves every point",
+                    );
+                }
+            }
+        }
+    }
+    .map(|points| rmoc::sweep::SaveResults {
+        dir: dir.clone(),
+        points,
+    });
+    let settings = rmoc::sweep::SweepSettings {
+        statistics,
+        outputs: a.outputs.clone(),
+        jobs: a.jobs,
+        save,
+    };
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        return fail_nospan(
+            format!("cannot make the folder `{}`: {e}", dir.display()),
+            "give a folder you can write to with -o",
+        );
+    }
+    let bar = rmoc::output::progress::BatchProgress::new(plan.points.len(), a.quiet);
+    let table = rmoc::sweep::run(
+        &simulator,
+        &lib.sources,
+        &base,
+        &plan,
+        &settings,
+        &|o| bar.point_done(o),
+        &stop,
+    );
+    bar.finish();
+    let table = match table {
+        Ok(t) => t,
+        Err(d) => return report(&lib, &[d]),
+    };
+    let interrupted = stop.0.load(std::sync::atomic::Ordering::SeqCst);
+    let mut out = dir.join("summary.csv");
+    if interrupted {
+        out = rmoc::output::incomplete_path(&out);
+    }
+    if let Err(e) = table.write_csv(&out) {
+        return fail_nospan(
+            format!("cannot write `{}`: {e}", out.display()),
+            "give a folder you can write to with -o",
+        );
+    }
+    let failed = table.failed();
+    let points = table.outcomes.len();
+    if interrupted {
+        eprintln!(
+            "interrupted: the points run so far are in `{}` (the others say `not run`)",
+            out.display()
+        );
+        return ExitCode::from(130);
+    }
+    if !a.quiet {
+        let failures = match failed {
+            0 => String::new(),
+            n => format!(", {n} failed (see their `message`)"),
+        };
+        eprintln!(
+            "wrote {} ({points} points{failures}, {:.2} s)",
+            out.display(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    if failed == points {
+        if let Some(m) = table.outcomes.iter().find_map(|o| match &o.status {
+            rmoc::sweep::Status::Failed(m) => Some(m.clone()),
+            _ => None,
+        }) {
+            eprintln!("error: every point failed; the first: {m}");
+        }
+        return ExitCode::from(1);
     }
     ExitCode::SUCCESS
 }

@@ -233,7 +233,7 @@ impl Drop for CsvStream {
 
 /// `v` as the shortest text that reads back to it (`NaN`, `inf` and
 /// `-inf` as Rust writes them).
-fn number(text: &mut ryu::Buffer, v: f64) -> &str {
+pub fn number(text: &mut ryu::Buffer, v: f64) -> &str {
     if v.is_finite() {
         text.format_finite(v)
     } else if v.is_nan() {

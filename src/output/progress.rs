@@ -85,3 +85,49 @@ impl Monitor for TerminalProgress {
         }
     }
 }
+
+/// The progress bar of `rmoc sweep`: points done of all, and how many
+/// failed, on standard error when it is a terminal (and not `--quiet`).
+pub struct BatchProgress {
+    bar: Option<ProgressBar>,
+    failed: std::sync::atomic::AtomicUsize,
+}
+
+impl BatchProgress {
+    pub fn new(points: usize, quiet: bool) -> BatchProgress {
+        let draw = !quiet && std::io::stderr().is_terminal();
+        let bar = draw.then(|| {
+            let b =
+                ProgressBar::with_draw_target(Some(points as u64), ProgressDrawTarget::stderr());
+            if let Ok(style) = ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} points {msg} [{elapsed}, ~{eta} left]",
+            ) {
+                b.set_style(style);
+            }
+            b
+        });
+        BatchProgress {
+            bar,
+            failed: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// One point has ended.
+    pub fn point_done(&self, o: &crate::sweep::Outcome) {
+        if matches!(o.status, crate::sweep::Status::Failed(_)) {
+            let n = self.failed.fetch_add(1, Ordering::Relaxed) + 1;
+            if let Some(b) = &self.bar {
+                b.set_message(format!("({n} failed)"));
+            }
+        }
+        if let Some(b) = &self.bar {
+            b.inc(1);
+        }
+    }
+
+    pub fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}

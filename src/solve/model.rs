@@ -155,14 +155,15 @@ impl Backend for crate::jit::codegen::Jit {
 /// Compiled code for the hot entries, the interpreter for the rest: what
 /// `rmoc simulate` runs. Both work on the same buffer layout.
 pub struct Hybrid<'p> {
-    pub jit: crate::jit::codegen::Jit,
+    pub jit: &'p crate::jit::codegen::Jit,
     pub program: &'p Program,
 }
 
-impl<'p> Hybrid<'p> {
-    pub fn compile(program: &'p Program) -> Result<Hybrid<'p>, String> {
-        let jit = crate::jit::codegen::compile_entries(program, &Entry::ALL.map(Entry::hot))?;
-        Ok(Hybrid { jit, program })
+impl Hybrid<'_> {
+    /// Compiles the hot entries of `program` (the other half of a
+    /// [`Hybrid`]).
+    pub fn compile(program: &Program) -> Result<crate::jit::codegen::Jit, String> {
+        crate::jit::codegen::compile_entries(program, &Entry::ALL.map(Entry::hot))
     }
 }
 

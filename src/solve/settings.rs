@@ -163,70 +163,8 @@ impl RunRequest {
                     "`-p {p}`: expected NAME=VALUE"
                 )));
             };
-            let raw = raw.trim();
-            let name = name.trim();
-            // A Boolean parameter takes true or false (or 1 or 0).
-            let is_boolean = c
-                .vars
-                .iter()
-                .find(|v| v.name == name)
-                .is_some_and(|v| v.ty == crate::flat::ScalarType::Boolean);
-            let value = match raw {
-                "true" if is_boolean => 1.0,
-                "false" if is_boolean => 0.0,
-                _ => match raw.parse::<f64>() {
-                    Ok(x) => x,
-                    Err(_) => {
-                        return Err(Diagnostic::error_nospan(format!(
-                            "`-p {p}`: `{raw}` is not a number{}",
-                            if is_boolean { ", true or false" } else { "" }
-                        )));
-                    }
-                },
-            };
-            let Some(v) = c.vars.iter().position(|v| v.name == name) else {
-                return Err(Diagnostic::error_nospan(format!(
-                    "`-p {p}`: the model has no parameter `{name}`"
-                )));
-            };
-            let var = &c.vars[v];
-            if !var.is_parameter() {
-                return Err(Diagnostic::error(
-                    var.span,
-                    format!("`{name}` is not a parameter and cannot be set with -p"),
-                )
-                .with_hint(
-                    "only parameters can be changed between runs; use a start value or a modifier",
-                ));
-            }
-            if var.structural {
-                return Err(Diagnostic::error(var.span, format!("`{name}` is a structural parameter (it sets an array size, a range or a branch) and cannot be changed with -p")).with_hint("change its value in the model (a modifier) instead"));
-            }
-            let contact_force = c.contacts.iter().any(|k| k.force as usize == v)
-                || c.frictions.iter().any(|f| f.force as usize == v);
-            if contact_force {
-                return Err(Diagnostic::error(
-                    var.span,
-                    format!("`{name}` is the force of a contact and cannot be set with -p"),
-                )
-                .with_hint("the contact solver computes it at every step"));
-            }
-            use crate::flat::ScalarType;
-            let (fits, what) = match var.ty {
-                ScalarType::Real => (value.is_finite(), "a finite number"),
-                ScalarType::Integer => (
-                    value.is_finite() && value.fract() == 0.0 && value.abs() < 2f64.powi(53),
-                    "a whole number below 2^53",
-                ),
-                ScalarType::Boolean => (value == 0.0 || value == 1.0, "true or false (1 or 0)"),
-            };
-            if !fits {
-                return Err(Diagnostic::error(
-                    var.span,
-                    format!("`-p {p}`: `{name}` takes {what}, not {raw}"),
-                ));
-            }
-            overrides.push((v as u32, value));
+            let v = settable_parameter(c, name.trim(), p)?;
+            overrides.push((v, parameter_value(c, v, raw.trim(), p)?));
         }
         // The command line's solver, else the model's (`__rmoc_solver`); a
         // model with unilateral contacts runs on the Moreau time-stepper
@@ -317,5 +255,94 @@ impl RunRequest {
             monitor: None,
             rows: None,
         })
+    }
+}
+
+/// The variable a run may set by name (`-p NAME=...`, a sweep's column):
+/// a parameter that is neither structural nor a contact's force. `spec` is
+/// what the user wrote, for the messages.
+pub fn settable_parameter(c: &Causal, name: &str, spec: &str) -> Result<u32, Diagnostic> {
+    let Some(v) = c.vars.iter().position(|v| v.name == name) else {
+        let parameters = c.vars.iter().filter(|v| v.is_parameter());
+        let d =
+            Diagnostic::error_nospan(format!("`-p {spec}`: the model has no parameter `{name}`"));
+        return Err(
+            match crate::diag::closest(name, parameters.map(|v| v.name.as_str())) {
+                Some(near) => d.with_hint(format!("did you mean `{near}`?")),
+                None => d.with_hint("`rmoc flatten FILE` lists the model's parameters"),
+            },
+        );
+    };
+    let var = &c.vars[v];
+    if !var.is_parameter() {
+        return Err(Diagnostic::error(
+            var.span,
+            format!("`{name}` is not a parameter and cannot be set with -p"),
+        )
+        .with_hint(
+            "only parameters can be changed between runs; use a start value or a modifier",
+        ));
+    }
+    if var.structural {
+        return Err(Diagnostic::error(var.span, format!("`{name}` is a structural parameter (it sets an array size, a range or a branch) and cannot be changed with -p")).with_hint("change its value in the model (a modifier) instead"));
+    }
+    let contact_force = c.contacts.iter().any(|k| k.force as usize == v)
+        || c.frictions.iter().any(|f| f.force as usize == v);
+    if contact_force {
+        return Err(Diagnostic::error(
+            var.span,
+            format!("`{name}` is the force of a contact and cannot be set with -p"),
+        )
+        .with_hint("the contact solver computes it at every step"));
+    }
+    Ok(v as u32)
+}
+
+/// The value `raw` given to parameter `v`: a number (`true` or `false` for
+/// a Boolean) that fits the parameter's type.
+pub fn parameter_value(c: &Causal, v: u32, raw: &str, spec: &str) -> Result<f64, Diagnostic> {
+    let var = &c.vars[v as usize];
+    use crate::flat::ScalarType;
+    let is_boolean = var.ty == ScalarType::Boolean;
+    let value = match raw {
+        "true" if is_boolean => 1.0,
+        "false" if is_boolean => 0.0,
+        _ => raw.parse::<f64>().map_err(|_| {
+            Diagnostic::error_nospan(format!(
+                "`-p {spec}`: `{raw}` is not a number{}",
+                if is_boolean { ", true or false" } else { "" }
+            ))
+        })?,
+    };
+    check_parameter_value(c, v, value, raw, spec)?;
+    Ok(value)
+}
+
+/// Whether `value` fits parameter `v`'s type: finite, whole for an
+/// Integer, 0 or 1 for a Boolean.
+pub fn check_parameter_value(
+    c: &Causal,
+    v: u32,
+    value: f64,
+    raw: &str,
+    spec: &str,
+) -> Result<(), Diagnostic> {
+    use crate::flat::ScalarType;
+    let var = &c.vars[v as usize];
+    let (fits, what) = match var.ty {
+        ScalarType::Real => (value.is_finite(), "a finite number"),
+        ScalarType::Integer => (
+            value.is_finite() && value.fract() == 0.0 && value.abs() < 2f64.powi(53),
+            "a whole number below 2^53",
+        ),
+        ScalarType::Boolean => (value == 0.0 || value == 1.0, "true or false (1 or 0)"),
+    };
+    if fits {
+        Ok(())
+    } else {
+        Err(Diagnostic::error(
+            var.span,
+            format!("`-p {spec}`: `{}` takes {what}, not {raw}", var.name),
+        ))
     }
 }

@@ -1,0 +1,352 @@
+//! Parameter studies (`rmoc sweep`, the Python package's `sweep`): one
+//! compiled model run at many parameter points in parallel, each point
+//! summarized as it runs (final values, extremes, time averages of chosen
+//! columns) into one table.
+//!
+//! The model is compiled once; the points share its [`Simulator`] (each run
+//! has its own buffers) on a rayon pool. A point that fails is a row of the
+//! table with its diagnostic; the others go on. Nothing of a run is held
+//! but its statistics ([`summary::SummarySink`]), unless its result file is
+//! asked for.
+
+pub mod plan;
+pub mod summary;
+
+use crate::Simulator;
+use crate::diag::{Diagnostic, SourceMap};
+use crate::solve::monitor::{MonitorHandle, StopFlag};
+use crate::solve::{Options, RowSinkHandle};
+use plan::Plan;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use summary::{Statistic, SummarySink};
+
+/// What a sweep keeps and where it writes.
+#[derive(Clone, Debug)]
+pub struct SweepSettings {
+    /// The statistics of every chosen column.
+    pub statistics: Vec<Statistic>,
+    /// Patterns of the result columns to summarize (`*` matches any text);
+    /// empty: every column.
+    pub outputs: Vec<String>,
+    /// Worker threads; `None`: one per core.
+    pub jobs: Option<usize>,
+    /// Where the result files of chosen points go, if anywhere.
+    pub save: Option<SaveResults>,
+}
+
+impl Default for SweepSettings {
+    fn default() -> Self {
+        SweepSettings {
+            statistics: vec![Statistic::Final],
+            outputs: Vec::new(),
+            jobs: None,
+            save: None,
+        }
+    }
+}
+
+/// Per-point result files: `dir/point_K.csv` for the chosen points.
+#[derive(Clone, Debug)]
+pub struct SaveResults {
+    pub dir: PathBuf,
+    /// Point numbers (from 0); `None`: every point.
+    pub points: Option<Vec<usize>>,
+}
+
+/// How one point ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Status {
+    Ok,
+    /// The run failed: its diagnostic on one line.
+    Failed(String),
+    /// Stopped from outside (Ctrl-C) while it ran.
+    Interrupted,
+    /// The sweep stopped before this point started.
+    NotRun,
+}
+
+impl Status {
+    pub fn word(&self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Failed(_) => "failed",
+            Status::Interrupted => "interrupted",
+            Status::NotRun => "not run",
+        }
+    }
+}
+
+/// One point's row of the table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    pub status: Status,
+    /// The statistics, column by column ([`Table::columns`]); empty unless
+    /// the run ended.
+    pub values: Vec<f64>,
+    /// Warnings of the run (failed warning-level asserts), on one line each.
+    pub warnings: Vec<String>,
+    /// Where its result file went, if it was asked for.
+    pub result_file: Option<PathBuf>,
+}
+
+/// A sweep's summary: the plan's parameters and, per point, its outcome.
+#[derive(Clone, Debug)]
+pub struct Table {
+    pub plan: Plan,
+    /// Names of the statistic columns (`x`, `max(x)`, ...).
+    pub columns: Vec<String>,
+    pub outcomes: Vec<Outcome>,
+}
+
+impl Table {
+    pub fn failed(&self) -> usize {
+        self.outcomes
+            .iter()
+            .filter(|o| matches!(o.status, Status::Failed(_)))
+            .count()
+    }
+
+    /// Writes the table as CSV: `point`, the parameters, `status`, the
+    /// statistics, `message` (the diagnostic of a failed point). Written
+    /// to a temporary name and renamed, as result files are.
+    pub fn write_csv(&self, path: &Path) -> std::io::Result<()> {
+        use std::io::Write;
+        crate::output::replace_file(path, |tmp| {
+            let mut w = std::io::BufWriter::new(std::fs::File::create(tmp)?);
+            let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
+            let mut header = vec![quote("point")];
+            header.extend(self.plan.names.iter().map(|n| quote(n)));
+            header.push(quote("status"));
+            header.extend(self.columns.iter().map(|n| quote(n)));
+            header.push(quote("message"));
+            writeln!(w, "{}", header.join(","))?;
+            let mut text = ryu::Buffer::new();
+            for (k, o) in self.outcomes.iter().enumerate() {
+                write!(w, "{k}")?;
+                for i in 0..self.plan.names.len() {
+                    write!(w, ",{}", self.plan.shown(k, i))?;
+                }
+                write!(w, ",{}", o.status.word())?;
+                for c in 0..self.columns.len() {
+                    match o.values.get(c) {
+                        Some(x) => write!(w, ",{}", crate::output::csv::number(&mut text, *x))?,
+                        None => write!(w, ",")?,
+                    }
+                }
+                let message = match &o.status {
+                    Status::Failed(m) => m.clone(),
+                    _ => o.warnings.join("; "),
+                };
+                if message.is_empty() {
+                    writeln!(w, ",")?;
+                } else {
+                    writeln!(w, ",{}", quote(&message))?;
+                }
+            }
+            w.flush()
+        })
+    }
+}
+
+/// The result columns a sweep summarizes: those matching any of
+/// `patterns` (all of them when there are none), as positions in the
+/// run's columns, with their names. A pattern that matches nothing is an
+/// error that names the closest column.
+pub fn chosen_columns(
+    names: &[String],
+    patterns: &[String],
+) -> Result<Vec<(usize, String)>, Diagnostic> {
+    if patterns.is_empty() {
+        return Ok(names.iter().cloned().enumerate().collect());
+    }
+    for p in patterns {
+        if !names.iter().any(|n| crate::output::plot::glob(p, n)) {
+            let d = Diagnostic::error_nospan(format!("`--outputs {p}` matches no result column"));
+            let near = crate::diag::closest(p, names.iter().map(String::as_str));
+            return Err(match near {
+                Some(n) => d.with_hint(format!("did you mean `{n}`?")),
+                None => d.with_hint("`*` matches any text: `--outputs 'gear.*'`"),
+            });
+        }
+    }
+    Ok(names
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| patterns.iter().any(|p| crate::output::plot::glob(p, n)))
+        .map(|(k, n)| (k, n.clone()))
+        .collect())
+}
+
+/// Runs every point of `plan` with the options `base` (whose own
+/// parameter overrides hold at every point unless the plan sets the same
+/// parameter). `on_point` hears of each point as it ends (progress);
+/// `stop` ends the sweep: running points stop at their next step, the
+/// rest do not start.
+pub fn run(
+    sim: &Simulator,
+    sources: &SourceMap,
+    base: &Options,
+    plan: &Plan,
+    settings: &SweepSettings,
+    on_point: &(dyn Fn(&Outcome) + Sync),
+    stop: &Arc<StopFlag>,
+) -> Result<Table, Diagnostic> {
+    let names: Vec<String> =
+        crate::solve::output_columns(sim.causal(), &sim.compiled.program.layout)
+            .into_iter()
+            .map(|c| c.0)
+            .collect();
+    let chosen = chosen_columns(&names, &settings.outputs)?;
+    let columns: Vec<String> = chosen
+        .iter()
+        .flat_map(|(_, n)| settings.statistics.iter().map(move |s| s.column(n)))
+        .collect();
+    let positions: Vec<usize> = chosen.iter().map(|c| c.0).collect();
+    if let Some(save) = &settings.save {
+        std::fs::create_dir_all(&save.dir).map_err(|e| {
+            Diagnostic::error_nospan(format!(
+                "cannot make the folder `{}`: {e}",
+                save.dir.display()
+            ))
+        })?;
+    }
+    let width = plan.points.len().saturating_sub(1).to_string().len();
+    let one = |k: usize| -> Outcome {
+        if stop.0.load(std::sync::atomic::Ordering::Relaxed) {
+            return Outcome {
+                status: Status::NotRun,
+                values: Vec::new(),
+                warnings: Vec::new(),
+                result_file: None,
+            };
+        }
+        let file = settings
+            .save
+            .as_ref()
+            .filter(|s| s.points.as_ref().is_none_or(|p| p.contains(&k)))
+            .map(|s| s.dir.join(format!("point_{k:0width$}.csv")));
+        let o = run_point(
+            sim, sources, base, plan, k, &positions, settings, file, stop,
+        );
+        on_point(&o);
+        o
+    };
+    let jobs = settings
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let outcomes = if jobs == 1 {
+        (0..plan.points.len()).map(one).collect()
+    } else {
+        use rayon::prelude::*;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(jobs)
+            // As the CLI's main thread: deep expressions recurse.
+            .stack_size(64 << 20)
+            .build()
+            .map_err(|e| {
+                Diagnostic::error_nospan(format!("cannot start {jobs} worker threads: {e}"))
+                    .with_hint("use fewer with -j")
+            })?;
+        pool.install(|| (0..plan.points.len()).into_par_iter().map(one).collect())
+    };
+    Ok(Table {
+        plan: plan.clone(),
+        columns,
+        outcomes,
+    })
+}
+
+/// Runs point `k` of `plan`.
+#[allow(clippy::too_many_arguments)]
+fn run_point(
+    sim: &Simulator,
+    sources: &SourceMap,
+    base: &Options,
+    plan: &Plan,
+    k: usize,
+    positions: &[usize],
+    settings: &SweepSettings,
+    file: Option<PathBuf>,
+    stop: &Arc<StopFlag>,
+) -> Outcome {
+    let failed = |d: &Diagnostic| Outcome {
+        status: Status::Failed(crate::diag::one_line(sources, d)),
+        values: Vec::new(),
+        warnings: Vec::new(),
+        result_file: None,
+    };
+    let mut opts = base.clone();
+    let point = &plan.points[k];
+    opts.overrides.retain(|(v, _)| !plan.vars.contains(v));
+    opts.overrides
+        .extend(plan.vars.iter().copied().zip(point.iter().copied()));
+    opts.monitor = Some(MonitorHandle(stop.clone()));
+    let forward = match &file {
+        Some(f) => match crate::output::ResultStream::create(f) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                return failed(&Diagnostic::error_nospan(format!(
+                    "cannot write `{}`: {e}",
+                    f.display()
+                )));
+            }
+        },
+        None => None,
+    };
+    let sink = Arc::new(Mutex::new(SummarySink::new(positions.to_vec(), forward)));
+    let shared: Arc<Mutex<dyn crate::solve::RowSink>> = sink.clone();
+    opts.rows = Some(RowSinkHandle(shared));
+    let results = match sim.simulate(&opts) {
+        Ok(r) => r,
+        // The model's own warnings come first; the error is the last.
+        Err(ds) => {
+            let d = ds.iter().rev().find(|d| d.is_error()).or(ds.last());
+            return match d {
+                Some(d) => failed(d),
+                None => failed(&Diagnostic::error_nospan("the run failed")),
+            };
+        }
+    };
+    let Ok(mut sink) = sink.lock() else {
+        return failed(&Diagnostic::error_nospan(
+            "internal error: the summary of this point is poisoned",
+        ));
+    };
+    if results.interrupted.is_some() {
+        return Outcome {
+            status: Status::Interrupted,
+            values: Vec::new(),
+            warnings: Vec::new(),
+            result_file: None,
+        };
+    }
+    // The rows the run kept (at least its last) after those it streamed.
+    for (t, row) in results.times.iter().zip(&results.rows) {
+        sink.take(*t, row);
+    }
+    let mut result_file = None;
+    if let (Some(f), Some(stream)) = (file, sink.forward.as_mut()) {
+        if let Err(e) = stream.finish(&results, &f) {
+            return failed(&Diagnostic::error_nospan(format!(
+                "cannot write `{}`: {e}",
+                f.display()
+            )));
+        }
+        result_file = Some(f);
+    }
+    let values = sink
+        .values(&settings.statistics)
+        .unwrap_or_else(|| vec![f64::NAN; positions.len() * settings.statistics.len()]);
+    Outcome {
+        status: Status::Ok,
+        values,
+        warnings: results
+            .warnings
+            .iter()
+            .map(|d| crate::diag::one_line(sources, d))
+            .collect(),
+        result_file,
+    }
+}
