@@ -44,18 +44,28 @@ pub fn parse_file(path: &Path) -> (SourceMap, Result<ast::StoredDefinition, Vec<
 
 /// Reads `path` into a new source map and parses it.
 fn read_and_parse(path: &Path) -> (SourceMap, Result<ast::StoredDefinition, Vec<Diagnostic>>) {
+    match read_source(path) {
+        Ok(text) => parse_source(path, &text),
+        Err(d) => (SourceMap::default(), Err(vec![d])),
+    }
+}
+
+/// The text of a model file.
+pub fn read_source(path: &Path) -> Result<String, Diagnostic> {
+    std::fs::read_to_string(path).map_err(|e| {
+        Diagnostic::error_nospan(format!("cannot read `{}`: {e}", path.display()))
+            .with_hint("check the file name and that it is readable")
+    })
+}
+
+/// Parses `text` as the file `path` into a new source map.
+fn parse_source(
+    path: &Path,
+    text: &str,
+) -> (SourceMap, Result<ast::StoredDefinition, Vec<Diagnostic>>) {
     let mut sources = SourceMap::default();
-    let shown = path.display().to_string();
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) => {
-            let d = Diagnostic::error_nospan(format!("cannot read `{shown}`: {e}"))
-                .with_hint("check the file name and that it is readable");
-            return (sources, Err(vec![d]));
-        }
-    };
-    let id = sources.add(shown, text.clone());
-    let parsed = syntax::parse(&text, id).map_err(|d| vec![d]);
+    let id = sources.add(path.display().to_string(), text.to_string());
+    let parsed = syntax::parse(text, id).map_err(|d| vec![d]);
     (sources, parsed)
 }
 
@@ -63,7 +73,17 @@ fn read_and_parse(path: &Path) -> (SourceMap, Result<ast::StoredDefinition, Vec<
 /// syntax error the diagnostics are returned with the library (whose source
 /// map renders them).
 pub fn load(path: &Path) -> (Library, Result<Loaded, Vec<Diagnostic>>) {
-    let (sources, parsed) = read_and_parse(path);
+    match read_source(path) {
+        Ok(text) => load_source(path, &text),
+        Err(d) => (Library::new(SourceMap::default(), None), Err(vec![d])),
+    }
+}
+
+/// As [`load`], with the file's text given (the Python package recompiles
+/// a model shipped to another process from its text): `path` names it in
+/// diagnostics and its folder is where other top-level names are looked up.
+pub fn load_source(path: &Path, text: &str) -> (Library, Result<Loaded, Vec<Diagnostic>>) {
+    let (sources, parsed) = parse_source(path, text);
     let dir = path.parent().map(|p| {
         if p.as_os_str().is_empty() {
             Path::new(".").to_path_buf()

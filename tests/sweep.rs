@@ -7,23 +7,9 @@ mod common;
 use common::{exit_and_text, model_file, rmoc_cli, scratch_dir};
 use std::path::{Path, PathBuf};
 
-const OSCILLATOR: &str = r#"
-model Oscillator "a mass on a spring and a damper, released from x0"
-  parameter Real m = 1;
-  parameter Real k = 4;
-  parameter Real d = 0.4;
-  parameter Real x0 = 1;
-  parameter Integer n = 2 "a whole-number force";
-  parameter Boolean forced = false;
-  Real x(start = x0, fixed = true);
-  Real v(start = 0, fixed = true);
-equation
-  assert(k > 0, "the spring stiffness k must be positive");
-  der(x) = v;
-  m*der(v) = -k*x - d*v + (if forced then n else 0);
-  annotation(experiment(StopTime = 2, Interval = 0.01));
-end Oscillator;
-"#;
+/// A mass on a spring and a damper with Integer and Boolean parameters
+/// and an assert on its stiffness (shared with the Python tests).
+const OSCILLATOR: &str = include_str!("models/oscillator.rmo");
 
 /// The summary's rows as cells, by column name.
 struct Table {
@@ -278,7 +264,7 @@ fn a_failing_point_is_a_row_with_its_diagnostic_and_the_others_run() {
     assert_eq!(t.get(1, "x"), "");
     let message = t.get(1, "message");
     assert!(
-        message.contains("oscillator.rmo:12:3:")
+        message.contains("oscillator.rmo:11:3:")
             && message.contains("the spring stiffness k must be positive"),
         "{message}"
     );
@@ -356,7 +342,11 @@ fn bad_sweeps_are_refused_with_a_diagnostic() {
     assert_refused(&model, &["-p", "k=1:2"], &["a range is START:STOP:N"]);
     assert_refused(&model, &["-p", "k=1:2:0"], &["N, the number of values"]);
     assert_refused(&model, &["-p", "k=1,two"], &["`two` is not a value of `k`"]);
-    assert_refused(&model, &["-p", "n=1:2:3"], &["`n` takes a whole number"]);
+    assert_refused(
+        &model,
+        &["-p", "n=1:2:3"],
+        &["`n` takes a whole number below 2^53, not 1.5"],
+    );
     assert_refused(&model, &["-p", "x=1,2"], &["`x` is not a parameter"]);
     assert_refused(&model, &["-p", "k=1", "-p", "k=2"], &["sets `k` twice"]);
     assert_refused(

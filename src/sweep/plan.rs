@@ -209,6 +209,42 @@ impl Plan {
         })
     }
 
+    /// The points given as values (the Python package's `sweep`): `names`
+    /// of settable parameters, one row of values per point, each checked
+    /// against its parameter's type.
+    pub fn from_points(
+        c: &Causal,
+        names: &[String],
+        points: Vec<Vec<f64>>,
+    ) -> Result<Plan, Diagnostic> {
+        refuse_repeats(names.iter().map(String::as_str))?;
+        let vars = names
+            .iter()
+            .map(|n| settable_parameter(c, n, &format!("{n}=...")))
+            .collect::<Result<Vec<u32>, _>>()?;
+        let types: Vec<ScalarType> = vars.iter().map(|&v| c.vars[v as usize].ty).collect();
+        for (k, p) in points.iter().enumerate() {
+            if p.len() != names.len() {
+                return Err(Diagnostic::error_nospan(format!(
+                    "point {k} has {} values for {} parameters",
+                    p.len(),
+                    names.len()
+                )));
+            }
+            for ((&x, &v), name) in p.iter().zip(&vars).zip(names) {
+                let shown = plain(x);
+                check_parameter_value(c, v, x, &shown, &format!("{name}={shown}"))
+                    .map_err(|d| d.with_note(format!("at point {k}")))?;
+            }
+        }
+        Ok(Plan {
+            names: names.to_vec(),
+            vars,
+            types,
+            points,
+        })
+    }
+
     /// The value of parameter `i` at point `k` as the table shows it: the
     /// shortest text that reads back to the same number (a whole number for
     /// an Integer, `true` or `false` for a Boolean).
@@ -224,6 +260,11 @@ pub fn show(x: f64, ty: ScalarType) -> String {
         ScalarType::Integer if x.abs() < 2f64.powi(53) => format!("{}", x as i64),
         _ => ryu::Buffer::new().format(x).to_string(),
     }
+}
+
+/// `x` as the shortest text that reads back to it.
+fn plain(x: f64) -> String {
+    crate::output::csv::number(&mut ryu::Buffer::new(), x).to_string()
 }
 
 /// `-p NAME=START:STOP:N`, `-p NAME=v1,v2,...` or `-p NAME=v`.
@@ -268,7 +309,7 @@ fn axis(c: &Causal, spec: &str) -> Result<Axis, Diagnostic> {
             .collect::<Result<Vec<f64>, _>>()?
     };
     for &x in &values {
-        check_parameter_value(c, var, x, &show(x, c.vars[var as usize].ty), spec)?;
+        check_parameter_value(c, var, x, &plain(x), spec)?;
     }
     Ok(Axis {
         name: name.to_string(),
