@@ -29,6 +29,7 @@ struct Cli {
 enum Command {
     /// Check a model file: syntax, names, types, dimensions and balance.
     Check {
+        /// The model file (.rmo or .mo).
         file: PathBuf,
         /// The model to check (default: every non-partial model of the file).
         #[arg(long)]
@@ -39,7 +40,9 @@ enum Command {
     },
     /// Print the flat model: scalar variables and equations.
     Flatten {
+        /// The model file (.rmo or .mo).
         file: PathBuf,
+        /// The model to flatten (default: the file's only model, or the one named as the file).
         #[arg(long)]
         model: Option<String>,
         /// Print the flat model as JSON.
@@ -53,16 +56,20 @@ enum Command {
     Sweep(SweepArgs),
     /// Show the structural analysis: index, states, dummy states, BLT blocks.
     Analyze {
+        /// The model file (.rmo or .mo).
         file: PathBuf,
+        /// The model to analyse (default: the file's only model, or the one named as the file).
         #[arg(long)]
         model: Option<String>,
     },
-    /// Plot columns of a CSV result against time, or against another column
+    /// Plot columns of a CSV or MAT result against time, or against another column
     /// (`--x`, a phase portrait), as SVG or PNG (by the -o extension).
     Plot {
-        /// A CSV result (`rmoc simulate ... -o res.csv`).
+        /// A CSV or MAT result (`rmoc simulate ... -o res.csv`); a MAT
+        /// file's parameters are columns too.
         result: PathBuf,
-        /// Columns to plot (`*` wildcards), one curve each.
+        /// Columns to plot, one curve each: `*` and `?` match within one
+        /// dotted component (`gear.*`), `**` across them (`mesh.**`).
         #[arg(required = true, value_name = "VAR")]
         vars: Vec<String>,
         /// The column on the horizontal axis (default: time).
@@ -77,15 +84,18 @@ enum Command {
         /// A title above the plot.
         #[arg(long)]
         title: Option<String>,
+        /// One panel per column, stacked, each with its own axis.
+        #[arg(long)]
+        panels: bool,
         /// The file to write: .svg or .png.
         #[arg(short = 'o', value_name = "FILE")]
         output: PathBuf,
     },
-    /// Torque-angle hysteresis of a CSV result (a reducer driven through a
+    /// Torque-angle hysteresis of a CSV or MAT result (a reducer driven through a
     /// loading sequence such as Mechanics.Rotational.TorqueSequence):
     /// torsional stiffness, lost motion and backlash, and the loop as SVG or PNG.
     Hysteresis {
-        /// A CSV result (`rmoc simulate ... -o res.csv`).
+        /// A CSV or MAT result (`rmoc simulate ... -o res.csv`).
         result: PathBuf,
         /// The column of the output torque.
         #[arg(long, value_name = "VAR")]
@@ -125,6 +135,7 @@ enum LinearSolverArg {
 
 #[derive(clap::Args)]
 struct SimulateArgs {
+    /// The model file (.rmo or .mo).
     file: PathBuf,
     /// The model to simulate (default: the file's only model, or the one named as the file).
     #[arg(long)]
@@ -135,13 +146,13 @@ struct SimulateArgs {
     /// Result file: .csv or .mat (default: MODEL_res.csv).
     #[arg(short = 'o')]
     output: Option<PathBuf>,
-    /// Print the final values of variables matching a pattern (`*` wildcards).
+    /// Print the final values of the variables and parameters matching a pattern (`*` and `?` within one dotted component, `**` across them).
     #[arg(long = "print", value_name = "PATTERN")]
     print: Vec<String>,
     /// Print solver statistics.
     #[arg(long)]
     stats: bool,
-    /// No progress bar (it is shown on a terminal for runs over a second).
+    /// No progress bar (shown on a terminal for runs over a second) and no closing `wrote ...` line.
     #[arg(long, short = 'q')]
     quiet: bool,
     #[command(flatten)]
@@ -223,6 +234,7 @@ impl RunArgs {
 
 #[derive(clap::Args)]
 struct SweepArgs {
+    /// The model file (.rmo or .mo).
     file: PathBuf,
     /// The model to sweep (default: the file's only model, or the one named as the file).
     #[arg(long)]
@@ -243,7 +255,7 @@ struct SweepArgs {
     /// Worker threads (default: one per core).
     #[arg(short = 'j', long, value_name = "N")]
     jobs: Option<usize>,
-    /// The result columns to summarize, by pattern (`*` wildcards; default: all).
+    /// The result columns to summarize, by pattern (`*` and `?` within one dotted component, `**` across them; default: all).
     #[arg(long, value_name = "PATTERN", num_args = 1..)]
     outputs: Vec<String>,
     /// The statistics of every summarized column: final, max, min, mean, rms
@@ -317,6 +329,7 @@ fn run() -> ExitCode {
             from,
             to,
             title,
+            panels,
             output,
         } => {
             let req = rmoc::output::plot::PlotRequest {
@@ -325,6 +338,7 @@ fn run() -> ExitCode {
                 from,
                 to,
                 title: title.as_deref(),
+                panels,
             };
             plot(&result, &req, &output)
         }
@@ -394,29 +408,31 @@ fn fail_nospan(msg: String, hint: &str) -> ExitCode {
 }
 
 /// Reads a CSV result for a post-processing command; errors are rendered.
-fn read_csv_result(result: &std::path::Path) -> Result<(Vec<String>, Vec<Vec<f64>>), ExitCode> {
-    let is_csv = result
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
-    if !is_csv {
+fn read_result(result: &std::path::Path) -> Result<rmoc::output::ResultTable, ExitCode> {
+    let known = ["csv", "mat"].iter().any(|x| {
+        result
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case(x))
+    });
+    if !known {
         return Err(fail_nospan(
-            format!("`{}` is not a CSV result", result.display()),
-            "give a CSV result: write one with `rmoc simulate MODEL -o res.csv`",
+            format!("`{}` is not a CSV or MAT result", result.display()),
+            "give a result file: write one with `rmoc simulate MODEL -o res.csv` (or res.mat)",
         ));
     }
-    let (names, rows) = rmoc::output::csv::read(result).map_err(|e| {
+    let table = rmoc::output::read(result).map_err(|e| {
         fail_nospan(
             format!("cannot read `{}`: {e}", result.display()),
-            "give a result file written by `rmoc simulate -o res.csv`",
+            "give a result file written by `rmoc simulate -o res.csv` (or res.mat)",
         )
     })?;
-    if rows.iter().any(|r| r.len() != names.len()) {
+    if table.rows.iter().any(|r| r.len() != table.names.len()) {
         return Err(fail_nospan(
             format!("`{}`: rows and header differ in length", result.display()),
             "give a result file written by `rmoc simulate -o res.csv`",
         ));
     }
-    Ok((names, rows))
+    Ok(table)
 }
 
 /// The first columns of a result, as a hint.
@@ -446,7 +462,7 @@ fn hysteresis(
     {
         return refused;
     }
-    let (names, rows) = match read_csv_result(result) {
+    let rmoc::output::ResultTable { names, units, rows } = match read_result(result) {
         Ok(r) => r,
         Err(code) => return code,
     };
@@ -489,24 +505,32 @@ fn hysteresis(
     }
     if let Some(out) = out {
         let time = column("time").unwrap_or(0);
-        let loop_names = vec![
-            "time".to_string(),
-            format!("{angle} (arcmin, centred)"),
-            torque.to_string(),
-        ];
-        let loop_rows: Vec<Vec<f64>> = rows
-            .iter()
-            .zip(&a)
-            .map(|(r, a)| vec![r[time], a - ind.offset, r[kt]])
-            .collect();
+        let table = rmoc::output::ResultTable {
+            names: vec![
+                "time".to_string(),
+                format!("{angle} (centred)"),
+                torque.to_string(),
+            ],
+            units: vec![
+                units[time].clone(),
+                Some("arcmin".to_string()),
+                units[kt].clone(),
+            ],
+            rows: rows
+                .iter()
+                .zip(&a)
+                .map(|(r, a)| vec![r[time], a - ind.offset, r[kt]])
+                .collect(),
+        };
         let req = rmoc::output::plot::PlotRequest {
-            ys: std::slice::from_ref(&loop_names[2]),
-            x: Some(&loop_names[1]),
+            ys: std::slice::from_ref(&table.names[2]),
+            x: Some(&table.names[1]),
             from: None,
             to: None,
             title: Some("torque-angle hysteresis"),
+            panels: false,
         };
-        if let Err(msg) = rmoc::output::plot::plot(&loop_names, &loop_rows, &req, out) {
+        if let Err(msg) = rmoc::output::plot::plot(&table, &req, out) {
             return fail_nospan(msg, "check the output path");
         }
     }
@@ -534,13 +558,13 @@ fn plot(
     if let Some(refused) = refuse_plot_format(out, "rmoc plot writes", "plot") {
         return refused;
     }
-    let (names, rows) = match read_csv_result(result) {
+    let table = match read_result(result) {
         Ok(r) => r,
         Err(code) => return code,
     };
-    match rmoc::output::plot::plot(&names, &rows, req, out) {
+    match rmoc::output::plot::plot(&table, req, out) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(msg) => fail_nospan(msg, &columns_hint(&names)),
+        Err(msg) => fail_nospan(msg, &columns_hint(&table.names)),
     }
 }
 
@@ -672,7 +696,31 @@ fn analyze(file: &std::path::Path, model: Option<&str>) -> ExitCode {
     }
 }
 
+/// A value as `--print` shows it: a Real in scientific notation, an
+/// Integer as a whole number, a Boolean as true or false.
+fn printed(x: f64, ty: rmoc::flat::ScalarType) -> String {
+    match ty {
+        rmoc::flat::ScalarType::Real => format!("{x:.12e}"),
+        _ if x.is_nan() => "NaN".to_string(),
+        other => rmoc::sweep::plan::show(x, other),
+    }
+}
+
+/// `n` with its digits in groups of three (`5 001`).
+fn grouped(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (k, ch) in digits.chars().enumerate() {
+        if k > 0 && (digits.len() - k).is_multiple_of(3) {
+            out.push(' ');
+        }
+        out.push(ch);
+    }
+    out
+}
+
 fn simulate(a: &SimulateArgs) -> ExitCode {
+    let started = std::time::Instant::now();
     // Progress on a terminal; Ctrl-C stops the run at its next step (and
     // a second one at once); during compilation, at its first step.
     let progress = std::sync::Arc::new(rmoc::output::progress::TerminalProgress::new(a.quiet));
@@ -768,6 +816,15 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
             ))],
         );
     }
+    if !a.quiet && results.interrupted.is_none() {
+        eprintln!(
+            "wrote {} ({} rows x {} columns, {:.2} s)",
+            out.display(),
+            grouped(results.streamed + results.rows.len()),
+            grouped(results.names.len() + 1),
+            started.elapsed().as_secs_f64()
+        );
+    }
     if !a.print.is_empty() {
         let last = results.rows.last();
         let mut width = 4;
@@ -775,19 +832,20 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
         for (k, n) in results.names.iter().enumerate() {
             if a.print.iter().any(|p| glob(p, n)) {
                 width = width.max(n.len());
-                lines.push((n.clone(), last.map(|r| r[k]).unwrap_or(f64::NAN)));
+                let v = last.map(|r| r[k]).unwrap_or(f64::NAN);
+                lines.push((n.clone(), printed(v, results.types[k])));
             }
         }
-        for (n, v) in &results.parameters {
+        for ((n, v), ty) in results.parameters.iter().zip(&results.parameter_types) {
             if a.print.iter().any(|p| glob(p, n)) {
                 width = width.max(n.len());
-                lines.push((n.clone(), *v));
+                lines.push((n.clone(), printed(*v, *ty)));
             }
         }
         let t = results.times.last().copied().unwrap_or(start);
         let mut table = format!("{:<width$}  value at t = {t}\n", "name");
         for (n, v) in lines {
-            table.push_str(&format!("{n:<width$}  {v:.12e}\n"));
+            table.push_str(&format!("{n:<width$}  {v}\n"));
         }
         emit(&table);
     }

@@ -233,5 +233,5 @@ fn bad_requests_exit_1_with_a_message() {
         "1",
     ]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("is not a CSV result"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is not a CSV or MAT result"));
 }

@@ -188,7 +188,7 @@ fn bad_requests_exit_1_and_leave_no_file() {
         out.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("is not a CSV result"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("is not a CSV or MAT result"));
     let o = rmoc(&["plot", "no/such.csv", "x", "-o", out.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot read"));
@@ -309,4 +309,181 @@ fn a_png_plot_draws_the_line_and_its_labels() {
         .filter(|&(x, y)| img.get_pixel(x, y).0.iter().all(|&c| c < 160))
         .count();
     assert!(dark > 50, "no text below the plot ({dark} dark pixels)");
+}
+
+/// A model with units, simulated once to CSV and once to MAT.
+fn unit_results() -> (PathBuf, PathBuf) {
+    let model = common::model_file(
+        "units",
+        r#"model Units
+  parameter Real k(unit = "N/m") = 3 "stiffness";
+  Real x(unit = "m", start = 1, fixed = true) "position";
+  Real v(unit = "m/s", start = 0, fixed = true);
+equation
+  der(x) = v;
+  der(v) = -k*x;
+  annotation(experiment(StopTime = 2));
+end Units;
+"#,
+    );
+    let csv = scratch("units.csv");
+    let mat = scratch("units.mat");
+    for out in [&csv, &mat] {
+        let o = rmoc(&[
+            "simulate",
+            model.to_str().expect("path"),
+            "-q",
+            "-o",
+            out.to_str().expect("path"),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    (csv, mat)
+}
+
+/// A MAT result reads back as its CSV twin (same columns, same numbers),
+/// plus the parameters as constant columns and the units; its plot draws
+/// the same curve, with the unit on the axis.
+#[test]
+fn a_mat_result_plots_as_its_csv_with_units() {
+    let (csv, mat) = unit_results();
+    let from_csv = rmoc::output::read(&csv).expect("csv");
+    let from_mat = rmoc::output::read(&mat).expect("mat");
+    let n = from_csv.names.len();
+    assert_eq!(from_mat.names[..n], from_csv.names[..]);
+    assert_eq!(from_mat.names[n..], ["k".to_string()]);
+    let unit = |name: &str| {
+        let k = from_mat
+            .names
+            .iter()
+            .position(|n| n == name)
+            .expect("column");
+        from_mat.units[k].clone()
+    };
+    assert_eq!(unit("time").as_deref(), Some("s"));
+    assert_eq!(unit("x").as_deref(), Some("m"));
+    assert_eq!(unit("v").as_deref(), Some("m/s"));
+    assert_eq!(unit("k").as_deref(), Some("N/m"));
+    assert!(from_csv.units.iter().all(Option::is_none));
+    assert_eq!(from_mat.rows.len(), from_csv.rows.len());
+    for (a, b) in from_mat.rows.iter().zip(&from_csv.rows) {
+        assert_eq!(a[..n], b[..]);
+        assert_eq!(a[n], 3.0);
+    }
+    let svg_csv = plot_ok(&csv, &["x"], "units_csv.svg");
+    let svg_mat = plot_ok(&mat, &["x"], "units_mat.svg");
+    assert_eq!(curves(&svg_csv), curves(&svg_mat));
+    assert!(svg_mat.contains("x [m]"), "no unit on the axis");
+    assert!(svg_mat.contains("time [s]"));
+    assert!(!svg_csv.contains("[m]"), "a CSV result has no units");
+    // Parameters are columns of a MAT result: a flat line.
+    let k = curves(&plot_ok(&mat, &["k"], "units_k.svg"));
+    assert_eq!(k.len(), 1);
+    assert!(k[0].iter().all(|p| (p.1 - k[0][0].1).abs() < 1e-9));
+    // Not of a CSV result.
+    let out = scratch("units_k_csv.svg");
+    let o = rmoc(&[
+        "plot",
+        csv.to_str().expect("path"),
+        "k",
+        "-o",
+        out.to_str().expect("path"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    // A broken MAT file is an error, not a panic.
+    let broken = scratch("broken.mat");
+    let bytes = std::fs::read(&mat).expect("mat");
+    std::fs::write(&broken, &bytes[..bytes.len() / 2]).expect("write");
+    let o = rmoc(&[
+        "plot",
+        broken.to_str().expect("path"),
+        "x",
+        "-o",
+        out.to_str().expect("path"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("cannot read") && err.contains("ends inside a matrix"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}
+
+/// `*` and `?` stay within one dotted component, `**` crosses them.
+#[test]
+fn wildcards_match_within_one_component_and_double_stars_across() {
+    let path = scratch("dotted.csv");
+    let mut text = String::from("\"time\",\"a.b.c\",\"a.x\",\"a.y\",\"b.x\",\"a.xy\"\n");
+    for i in 0..=100 {
+        let t = i as f64 / 100.0;
+        text.push_str(&format!(
+            "{t},{t},{},{},{},{}\n",
+            2.0 * t,
+            3.0 * t,
+            4.0 * t,
+            5.0 * t
+        ));
+    }
+    std::fs::write(&path, text).expect("write");
+    for (pattern, count) in [
+        ("a.*", 3),
+        ("a.**", 4),
+        ("*.x", 2),
+        ("?.x", 2),
+        ("a.?", 2),
+        ("**.c", 1),
+        ("**", 5),
+    ] {
+        let svg = plot_ok(&path, &[pattern], &format!("dotted{count}.svg"));
+        assert_eq!(curves(&svg).len(), count, "pattern {pattern}");
+    }
+    let out = scratch("dotted_none.svg");
+    let o = rmoc(&[
+        "plot",
+        path.to_str().expect("path"),
+        "*.c",
+        "-o",
+        out.to_str().expect("path"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no column of the result matches `*.c`"));
+}
+
+/// `--panels`: one panel per column, stacked; each curve fills its own
+/// panel's height (its own axis), and the panels do not overlap.
+#[test]
+fn panels_stack_one_axis_per_column() {
+    let csv = line_result("panels.csv");
+    let svg = plot_ok(&csv, &["a", "b", "c", "--panels"], "panels.svg");
+    let c = curves(&svg);
+    assert_eq!(c.len(), 3);
+    let bands: Vec<(f64, f64)> = c
+        .iter()
+        .map(|pts| {
+            let ys = pts.iter().map(|p| p.1);
+            (
+                ys.clone().fold(f64::MAX, f64::min),
+                ys.fold(f64::MIN, f64::max),
+            )
+        })
+        .collect();
+    for w in bands.windows(2) {
+        assert!(w[0].1 < w[1].0, "panels overlap: {bands:?}");
+    }
+    // a (0..1) and b (1..3) have different ranges and the same drawn height.
+    let height = |b: (f64, f64)| b.1 - b.0;
+    assert!(
+        (height(bands[0]) - height(bands[1])).abs() < 2.0,
+        "{bands:?}"
+    );
+    // Three panels make a taller image.
+    let png = plot_to(&csv, &["a", "b", "c", "--panels"], "panels.png");
+    let img = image::open(&png).expect("a PNG").to_rgb8();
+    assert_eq!(img.dimensions(), (900, 720));
+    let coloured = img
+        .pixels()
+        .filter(|p| p.0.iter().max() != p.0.iter().min())
+        .count();
+    assert!(coloured > 1000, "{coloured} coloured pixels");
 }

@@ -214,3 +214,237 @@ impl Drop for MatStream {
         }
     }
 }
+
+/// One matrix of a MAT v4 file: its name, shape and values (as f64,
+/// column-major; text as its byte values).
+struct Matrix {
+    name: String,
+    rows: usize,
+    cols: usize,
+    data: Vec<f64>,
+    text: bool,
+}
+
+impl Matrix {
+    fn at(&self, r: usize, c: usize) -> f64 {
+        self.data[c * self.rows + r]
+    }
+
+    /// The strings of a text matrix: one per column when `transposed`
+    /// (binTrans), else one per row; trailing NULs and blanks dropped.
+    fn strings(&self, transposed: bool) -> Vec<String> {
+        let (count, width) = if transposed {
+            (self.cols, self.rows)
+        } else {
+            (self.rows, self.cols)
+        };
+        (0..count)
+            .map(|k| {
+                let bytes: Vec<u8> = (0..width)
+                    .map(|j| {
+                        let v = if transposed {
+                            self.at(j, k)
+                        } else {
+                            self.at(k, j)
+                        };
+                        v as u8
+                    })
+                    .collect();
+                String::from_utf8_lossy(&bytes)
+                    .trim_end_matches(['\0', ' '])
+                    .to_string()
+            })
+            .collect()
+    }
+}
+
+fn bad(what: impl Into<String>) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, what.into())
+}
+
+/// The matrices of a little-endian MAT v4 file.
+fn matrices(bytes: &[u8]) -> std::io::Result<Vec<Matrix>> {
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    let take = |at: &mut usize, n: usize| -> std::io::Result<&[u8]> {
+        let end = at
+            .checked_add(n)
+            .filter(|&e| e <= bytes.len())
+            .ok_or_else(|| bad("the file ends inside a matrix"))?;
+        let s = &bytes[*at..end];
+        *at = end;
+        Ok(s)
+    };
+    while at < bytes.len() {
+        let mut head = [0i32; 5];
+        for h in &mut head {
+            let b = take(&mut at, 4)?;
+            *h = i32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        }
+        let [ty, rows, cols, imag, namelen] = head;
+        if !(0..10000).contains(&ty) || ty / 1000 != 0 {
+            return Err(bad(format!(
+                "matrix type {ty}: only little-endian MAT v4 files are read"
+            )));
+        }
+        if rows < 0 || cols < 0 || namelen < 1 || imag != 0 {
+            return Err(bad(
+                "a matrix header is not MAT v4 (negative size or complex data)",
+            ));
+        }
+        let name = String::from_utf8_lossy(take(&mut at, namelen as usize)?)
+            .trim_end_matches('\0')
+            .to_string();
+        let n = (rows as usize)
+            .checked_mul(cols as usize)
+            .ok_or_else(|| bad("a matrix is too large"))?;
+        let precision = (ty / 10) % 10;
+        let size = match precision {
+            0 => 8,
+            1 | 2 => 4,
+            3 | 4 => 2,
+            5 => 1,
+            _ => {
+                return Err(bad(format!(
+                    "matrix `{name}`: unknown precision {precision}"
+                )));
+            }
+        };
+        let raw = take(
+            &mut at,
+            n.checked_mul(size)
+                .ok_or_else(|| bad("a matrix is too large"))?,
+        )?;
+        let data = raw
+            .chunks_exact(size)
+            .map(|c| match precision {
+                0 => f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]),
+                1 => f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64,
+                2 => i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64,
+                3 => i16::from_le_bytes([c[0], c[1]]) as f64,
+                4 => u16::from_le_bytes([c[0], c[1]]) as f64,
+                _ => c[0] as f64,
+            })
+            .collect();
+        out.push(Matrix {
+            name,
+            rows: rows as usize,
+            cols: cols as usize,
+            data,
+            text: ty % 10 == 1,
+        });
+    }
+    Ok(out)
+}
+
+/// A result read back from a MAT file in the Dymola/OpenModelica layout
+/// (as [`write`] writes it, `binTrans` or `binNormal`): the trajectories
+/// with `time` first, then the parameters as constant columns, each with
+/// its unit (the `[unit]` ending its description).
+pub fn read(path: &Path) -> std::io::Result<super::ResultTable> {
+    let bytes = std::fs::read(path)?;
+    let ms = matrices(&bytes)?;
+    let find = |name: &str| {
+        ms.iter().find(|m| m.name == name).ok_or_else(|| {
+            bad(format!(
+                "no matrix `{name}`: not a result file in the Dymola/OpenModelica layout"
+            ))
+        })
+    };
+    let aclass = find("Aclass")?;
+    let transposed = aclass
+        .strings(false)
+        .get(3)
+        .is_some_and(|s| s.trim() == "binTrans");
+    let names_m = find("name")?;
+    if !names_m.text {
+        return Err(bad("matrix `name` is not text"));
+    }
+    let names = names_m.strings(transposed);
+    let descriptions = match ms.iter().find(|m| m.name == "description") {
+        Some(d) => d.strings(transposed),
+        None => vec![String::new(); names.len()],
+    };
+    let info = find("dataInfo")?;
+    // One column of dataInfo per variable (binTrans), else one row.
+    let info_of = |k: usize| -> (f64, f64) {
+        if transposed {
+            (info.at(0, k), info.at(1, k))
+        } else {
+            (info.at(k, 0), info.at(k, 1))
+        }
+    };
+    let count = if transposed { info.cols } else { info.rows };
+    if count != names.len() || (if transposed { info.rows } else { info.cols }) < 2 {
+        return Err(bad("`dataInfo` does not match `name`"));
+    }
+    let data_1 = ms.iter().find(|m| m.name == "data_1");
+    let data_2 = find("data_2")?;
+    // Points of data_2: columns when transposed, else rows.
+    let (points, width) = if transposed {
+        (data_2.cols, data_2.rows)
+    } else {
+        (data_2.rows, data_2.cols)
+    };
+    let value2 = |p: usize, c: usize| {
+        if transposed {
+            data_2.at(c, p)
+        } else {
+            data_2.at(p, c)
+        }
+    };
+    let unit = |d: &str| -> Option<String> {
+        let d = d.trim_end();
+        let open = d.rfind('[')?;
+        d.ends_with(']')
+            .then(|| d[open + 1..d.len() - 1].to_string())
+    };
+    let mut table = super::ResultTable::default();
+    let mut trajectory = Vec::new();
+    let mut constant = Vec::new();
+    for (k, name) in names.iter().enumerate() {
+        let (matrix, signed) = info_of(k);
+        let column = signed.abs() as usize;
+        let sign = if signed < 0.0 { -1.0 } else { 1.0 };
+        // The abscissa (matrix 0) is data_2's first row.
+        let matrix = if matrix == 0.0 { 2.0 } else { matrix };
+        if column == 0 {
+            return Err(bad(format!("`dataInfo` of `{name}` names column 0")));
+        }
+        if matrix == 2.0 && column <= width {
+            trajectory.push((k, column - 1, sign));
+        } else if matrix == 1.0 {
+            let d1 = data_1.ok_or_else(|| bad("no matrix `data_1`"))?;
+            let value = if transposed {
+                d1.at(column - 1, 0)
+            } else {
+                d1.at(0, column - 1)
+            };
+            constant.push((k, sign * value));
+        } else {
+            return Err(bad(format!(
+                "`dataInfo` of `{name}` points outside the data"
+            )));
+        }
+    }
+    // `time` first, as in a CSV result.
+    trajectory.sort_by_key(|&(k, c, _)| (names[k] != "time", c, k));
+    for &(k, _, _) in &trajectory {
+        table.names.push(names[k].clone());
+        table.units.push(unit(&descriptions[k]));
+    }
+    for &(k, _) in &constant {
+        table.names.push(names[k].clone());
+        table.units.push(unit(&descriptions[k]));
+    }
+    table.rows = (0..points)
+        .map(|p| {
+            trajectory
+                .iter()
+                .map(|&(_, c, s)| s * value2(p, c))
+                .chain(constant.iter().map(|&(_, v)| v))
+                .collect()
+        })
+        .collect();
+    Ok(table)
+}

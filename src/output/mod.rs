@@ -24,6 +24,31 @@ pub fn write(results: &Results, path: &Path) -> std::io::Result<()> {
     })
 }
 
+/// A result file read back (`rmoc plot`, `rmoc hysteresis`): columns with
+/// `time` first, their units where the file records them (MAT), and the
+/// rows.
+#[derive(Clone, Debug, Default)]
+pub struct ResultTable {
+    pub names: Vec<String>,
+    pub units: Vec<Option<String>>,
+    pub rows: Vec<Vec<f64>>,
+}
+
+/// Reads a CSV or MAT result (by the extension), as `rmoc simulate` writes
+/// them; a MAT file's parameters come as constant columns.
+pub fn read(path: &Path) -> std::io::Result<ResultTable> {
+    if is_mat(path) {
+        mat::read(path)
+    } else {
+        let (names, rows) = csv::read(path)?;
+        Ok(ResultTable {
+            units: vec![None; names.len()],
+            names,
+            rows,
+        })
+    }
+}
+
 /// Whether results for `path` can stream ([`ResultStream`]): a regular
 /// file or one that does not exist yet (a device, a FIFO or a link are
 /// written at the end through [`replace_file`]).

@@ -3,7 +3,8 @@
 //! plotters (the PNG's text in DejaVu Sans, carried in the binary:
 //! `assets/fonts`).
 //!
-//! The input is a CSV result as [`super::csv::write`] writes it. Points that
+//! The input is a result as `rmoc simulate` writes it, CSV or MAT
+//! ([`super::read`]); MAT files give the axes their units. Points that
 //! fall on the same spot of the plot as the previous kept one are dropped,
 //! so a run recorded at every step (10^5-10^6 rows) still gives a file of a
 //! few hundred kilobytes that looks the same. Like result files, the plot is
@@ -14,7 +15,7 @@ use std::path::Path;
 
 /// What to draw.
 pub struct PlotRequest<'a> {
-    /// Column patterns to draw (`*` wildcards), each a series.
+    /// Column patterns to draw ([`glob`]), each a series.
     pub ys: &'a [String],
     /// The abscissa: a column name, or time when `None`.
     pub x: Option<&'a str>,
@@ -22,34 +23,58 @@ pub struct PlotRequest<'a> {
     pub from: Option<f64>,
     pub to: Option<f64>,
     pub title: Option<&'a str>,
+    /// One panel per column, stacked, each with its own vertical axis.
+    pub panels: bool,
 }
 
 /// Drawing resolution used to drop points that would coincide.
 const CELLS: f64 = 4000.0;
 const SIZE: (u32, u32) = (900, 640);
 
-/// `*` matches any run of characters.
+/// Whether the dotted `name` matches `pattern`, as a shell matches paths
+/// with `.` for `/`: `*` matches any run of characters and `?` one
+/// character within one component (`gear.*` matches `gear.w`, not
+/// `gear.frame.x`), `**` as a whole component matches any number of
+/// components (`**.w`, `mesh.**`).
 pub fn glob(pattern: &str, name: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == name;
-    }
-    let mut rest = name;
-    for (i, p) in parts.iter().enumerate() {
-        if i == 0 {
-            if !rest.starts_with(p) {
-                return false;
+    let pattern: Vec<&str> = pattern.split('.').collect();
+    let name: Vec<&str> = name.split('.').collect();
+    components(&pattern, &name)
+}
+
+fn components(pattern: &[&str], name: &[&str]) -> bool {
+    match pattern.split_first() {
+        None => name.is_empty(),
+        Some((&"**", rest)) => (0..=name.len()).any(|k| components(rest, &name[k..])),
+        Some((first, rest)) => match name.split_first() {
+            Some((n, name_rest)) => {
+                component(first.as_bytes(), n.as_bytes()) && components(rest, name_rest)
             }
-            rest = &rest[p.len()..];
-        } else if i == parts.len() - 1 {
-            return rest.ends_with(p);
-        } else if let Some(pos) = rest.find(p) {
-            rest = &rest[pos + p.len()..];
+            None => false,
+        },
+    }
+}
+
+/// `*` and `?` within one component (iterative, with one backtrack point).
+fn component(p: &[u8], n: &[u8]) -> bool {
+    let (mut i, mut j) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while j < n.len() {
+        if i < p.len() && (p[i] == b'?' || p[i] == n[j]) {
+            i += 1;
+            j += 1;
+        } else if i < p.len() && p[i] == b'*' {
+            star = Some((i, j));
+            i += 1;
+        } else if let Some((si, sj)) = star {
+            i = si + 1;
+            j = sj + 1;
+            star = Some((si, sj + 1));
         } else {
             return false;
         }
     }
-    true
+    p[i..].iter().all(|&c| c == b'*')
 }
 
 /// Whether `out` names a file `plot` can write (SVG or PNG).
@@ -76,12 +101,8 @@ fn register_font() {
 /// Draws the request from `names`/`rows` (a CSV result) into `out`, SVG
 /// or PNG by its extension. Errors are messages for the user (a missing column, an empty time
 /// window, an unwritable file).
-pub fn plot(
-    names: &[String],
-    rows: &[Vec<f64>],
-    req: &PlotRequest,
-    out: &Path,
-) -> Result<(), String> {
+pub fn plot(table: &super::ResultTable, req: &PlotRequest, out: &Path) -> Result<(), String> {
+    let (names, rows) = (&table.names, &table.rows);
     let column = |name: &str| -> Result<usize, String> {
         names
             .iter()
@@ -144,48 +165,58 @@ pub fn plot(
     };
     let x_name = format!("column `{}`", names[x_col]);
     let (x_lo, x_hi) = range(&mut kept.iter().map(|r| r[x_col]), &x_name)?;
-    let y_names = y_cols
-        .iter()
-        .map(|&k| format!("`{}`", names[k]))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let (y_lo, y_hi) = range(
-        &mut kept.iter().flat_map(|r| y_cols.iter().map(move |&k| r[k])),
-        &format!("the plotted column(s) {y_names}"),
-    )?;
-
+    // One panel for all columns, or one each.
+    let groups: Vec<Vec<usize>> = if req.panels {
+        y_cols.iter().map(|&k| vec![k]).collect()
+    } else {
+        vec![y_cols.clone()]
+    };
+    let mut panels = Vec::with_capacity(groups.len());
+    for ys in groups {
+        let y_names = ys
+            .iter()
+            .map(|&k| format!("`{}`", names[k]))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let yr = range(
+            &mut kept.iter().flat_map(|r| ys.iter().map(move |&k| r[k])),
+            &format!("the plotted column(s) {y_names}"),
+        )?;
+        panels.push(Panel { ys, yr });
+    }
+    let size = (SIZE.0, SIZE.1.max(240 * panels.len() as u32));
     let png = has_extension(out, "png");
     // Both backends lay out text with the font's metrics.
     register_font();
     super::replace_file(out, |tmp| {
         let lines = Lines {
             names,
+            units: &table.units,
             rows: &kept,
             x: x_col,
-            ys: &y_cols,
+            panels: &panels,
             xr: (x_lo, x_hi),
-            yr: (y_lo, y_hi),
             title: req.title,
         };
         if png {
             // Drawn into memory and encoded here: the bitmap backend picks
             // the format by the file's extension, and the temporary file's
             // is not `.png`.
-            let mut pixels = vec![0u8; (SIZE.0 * SIZE.1 * 3) as usize];
-            let root = BitMapBackend::with_buffer(&mut pixels, SIZE).into_drawing_area();
+            let mut pixels = vec![0u8; (size.0 * size.1 * 3) as usize];
+            let root = BitMapBackend::with_buffer(&mut pixels, size).into_drawing_area();
             draw(root, &lines).and_then(|()| {
                 image::save_buffer_with_format(
                     tmp,
                     &pixels,
-                    SIZE.0,
-                    SIZE.1,
+                    size.0,
+                    size.1,
                     image::ColorType::Rgb8,
                     image::ImageFormat::Png,
                 )
                 .map_err(|e| e.to_string())
             })
         } else {
-            let root = SVGBackend::new(tmp, SIZE).into_drawing_area();
+            let root = SVGBackend::new(tmp, size).into_drawing_area();
             draw(root, &lines)
         }
         .map_err(std::io::Error::other)
@@ -221,16 +252,51 @@ fn thinned(
     out
 }
 
-/// What `draw` draws: columns `ys` against `x` over `rows`, in the axis
-/// ranges `xr` and `yr`.
+/// One panel: the columns drawn in it and its vertical range.
+struct Panel {
+    ys: Vec<usize>,
+    yr: (f64, f64),
+}
+
+/// What `draw` draws: each panel's columns against `x` over `rows`, in the
+/// horizontal range `xr`.
 struct Lines<'a> {
     names: &'a [String],
+    units: &'a [Option<String>],
     rows: &'a [&'a Vec<f64>],
     x: usize,
-    ys: &'a [usize],
+    panels: &'a [Panel],
     xr: (f64, f64),
-    yr: (f64, f64),
     title: Option<&'a str>,
+}
+
+impl Lines<'_> {
+    fn unit(&self, k: usize) -> Option<&str> {
+        self.units
+            .get(k)
+            .and_then(|u| u.as_deref())
+            .filter(|u| !u.is_empty())
+    }
+
+    /// `name [unit]`, or the name where the result has no unit.
+    fn label(&self, k: usize) -> String {
+        match self.unit(k) {
+            Some(u) => format!("{} [{u}]", self.names[k]),
+            None => self.names[k].clone(),
+        }
+    }
+
+    /// A panel's vertical axis: its one column's label, or the unit its
+    /// columns share.
+    fn axis_label(&self, ys: &[usize]) -> String {
+        match ys {
+            [one] => self.label(*one),
+            _ => match self.unit(ys[0]) {
+                Some(u) if ys.iter().all(|&k| self.unit(k) == Some(u)) => format!("[{u}]"),
+                _ => String::new(),
+            },
+        }
+    }
 }
 
 fn draw<DB: DrawingBackend>(
@@ -238,50 +304,49 @@ fn draw<DB: DrawingBackend>(
     l: &Lines,
 ) -> Result<(), String> {
     let err = |e: &dyn std::fmt::Display| e.to_string();
-    let (names, rows, x, ys, xr, yr) = (l.names, l.rows, l.x, l.ys, l.xr, l.yr);
     root.fill(&WHITE).map_err(|e| err(&e))?;
-    let mut builder = ChartBuilder::on(&root);
-    builder
-        .margin(16)
-        .x_label_area_size(48)
-        .y_label_area_size(80);
-    if let Some(t) = l.title {
-        builder.caption(t, ("sans-serif", 22));
-    }
-    let mut chart = builder
-        .build_cartesian_2d(xr.0..xr.1, yr.0..yr.1)
-        .map_err(|e| err(&e))?;
-    let y_desc = if ys.len() == 1 {
-        names[ys[0]].as_str()
-    } else {
-        ""
+    let area = match l.title {
+        Some(t) => root.titled(t, ("sans-serif", 22)).map_err(|e| err(&e))?,
+        None => root.clone(),
     };
-    chart
-        .configure_mesh()
-        .x_desc(names[x].as_str())
-        .y_desc(y_desc)
-        .x_label_formatter(&|v| tick_label(snap(*v, xr), xr))
-        .y_label_formatter(&|v| tick_label(snap(*v, yr), yr))
-        .draw()
-        .map_err(|e| err(&e))?;
-    for (i, &y) in ys.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        let series = chart
-            .draw_series(LineSeries::new(thinned(rows, x, y, xr, yr), color))
+    let areas = area.split_evenly((l.panels.len(), 1));
+    let mut color_index = 0;
+    for (panel, area) in l.panels.iter().zip(areas) {
+        let (rows, x, ys, xr, yr) = (l.rows, l.x, &panel.ys, l.xr, panel.yr);
+        let mut chart = ChartBuilder::on(&area)
+            .margin(16)
+            .x_label_area_size(48)
+            .y_label_area_size(80)
+            .build_cartesian_2d(xr.0..xr.1, yr.0..yr.1)
             .map_err(|e| err(&e))?;
-        if ys.len() > 1 {
-            series
-                .label(names[y].as_str())
-                .legend(move |(a, b)| PathElement::new(vec![(a, b), (a + 20, b)], color));
-        }
-    }
-    if ys.len() > 1 {
         chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
+            .configure_mesh()
+            .x_desc(l.label(x))
+            .y_desc(l.axis_label(ys))
+            .x_label_formatter(&|v| tick_label(snap(*v, xr), xr))
+            .y_label_formatter(&|v| tick_label(snap(*v, yr), yr))
             .draw()
             .map_err(|e| err(&e))?;
+        for &y in ys {
+            let color = Palette99::pick(color_index).to_rgba();
+            color_index += 1;
+            let series = chart
+                .draw_series(LineSeries::new(thinned(rows, x, y, xr, yr), color))
+                .map_err(|e| err(&e))?;
+            if ys.len() > 1 {
+                series
+                    .label(l.label(y))
+                    .legend(move |(a, b)| PathElement::new(vec![(a, b), (a + 20, b)], color));
+            }
+        }
+        if ys.len() > 1 {
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .draw()
+                .map_err(|e| err(&e))?;
+        }
     }
     root.present().map_err(|e| err(&e))
 }
@@ -335,12 +400,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn glob_matches_wildcards() {
-        assert!(glob("mesh.*", "mesh.contact.N"));
+    fn glob_matches_wildcards_within_one_component() {
         assert!(glob("*.w", "joint1.w"));
         assert!(!glob("*.w", "joint1.phi"));
         assert!(glob("w1c", "w1c"));
         assert!(!glob("w1", "w1c"));
+        // `*` and `?` stop at dots.
+        assert!(glob("mesh.*", "mesh.N"));
+        assert!(!glob("mesh.*", "mesh.contact.N"));
+        assert!(!glob("*", "mesh.N"));
+        assert!(glob("joint?.w", "joint1.w"));
+        assert!(!glob("joint?.w", "joint12.w"));
+        assert!(glob("x[*]", "x[12]"));
+        assert!(glob("*a*b*", "xaybz"));
+        assert!(!glob("*a*b", "xaybz"));
+        // `**` spans components, none included.
+        assert!(glob("mesh.**", "mesh.contact.N"));
+        assert!(glob("**.N", "mesh.contact.N"));
+        assert!(glob("**.N", "N"));
+        assert!(glob("mesh.**.N", "mesh.N"));
+        assert!(glob("**", "a.b.c"));
+        assert!(!glob("mesh.**.N", "gear.contact.N"));
+        assert!(glob("der(*.w)", "der(gear.w)"));
     }
 
     #[test]

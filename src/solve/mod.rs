@@ -103,11 +103,15 @@ pub enum Source {
 pub struct Results {
     pub names: Vec<String>,
     pub units: Vec<Option<String>>,
+    /// Each column's type (Integer and Boolean columns hold whole numbers).
+    pub types: Vec<crate::flat::ScalarType>,
     pub descriptions: Vec<Option<String>>,
     pub times: Vec<f64>,
     pub rows: Vec<Vec<f64>>,
     /// Parameter names and values (constant over the run).
     pub parameters: Vec<(String, f64)>,
+    /// Parallel to `parameters`: each one's type.
+    pub parameter_types: Vec<crate::flat::ScalarType>,
     /// Parallel to `parameters`: each one's description and unit.
     pub parameter_texts: Vec<(Option<String>, Option<String>)>,
     pub stats: RunStats,
@@ -1005,6 +1009,7 @@ fn simulate_inner(
     run.results = Results {
         names: columns.iter().map(|x| x.0.clone()).collect(),
         units: columns.iter().map(|x| c.vars[x.2].unit.clone()).collect(),
+        types: columns.iter().map(|x| c.vars[x.2].ty).collect(),
         descriptions: columns
             .iter()
             .map(|x| c.vars[x.2].description.clone())
@@ -1045,6 +1050,7 @@ fn simulate_inner(
         .iter()
         .map(|&v| (c.vars[v].name.clone(), run.frame.var(v as u32)))
         .collect();
+    run.results.parameter_types = shown.iter().map(|&v| c.vars[v].ty).collect();
     run.results.parameter_texts = shown
         .iter()
         .map(|&v| (c.vars[v].description.clone(), c.vars[v].unit.clone()))
