@@ -398,6 +398,7 @@ fn gearbox() {
                 atol: None,
                 monitor: None,
                 rows: None,
+                keep_frame: false,
             };
             let t1 = Instant::now();
             let r = rmoc::solve::simulate(&c.causal, &c.program, &jit, &opts).expect("runs");

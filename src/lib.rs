@@ -519,6 +519,40 @@ impl Simulator {
     }
 }
 
+impl Simulator {
+    /// Runs to `opts.stop` (the start: after initialization only) and
+    /// linearizes the model there (`solve::linearize`).
+    pub fn linearize(
+        &self,
+        opts: &solve::Options,
+    ) -> Result<solve::linearize::Linearization, Vec<Diagnostic>> {
+        let mut opts = opts.clone();
+        opts.keep_frame = true;
+        // Two rows: the operating point is all that is kept.
+        opts.interval = if opts.stop > opts.start {
+            opts.stop - opts.start
+        } else {
+            1.0
+        };
+        opts.rows = None;
+        let results = self.simulate(&opts)?;
+        let Some(frame) = results.frame else {
+            return Err(vec![Diagnostic::error_nospan(
+                "the run stopped before the operating point",
+            )]);
+        };
+        let program = &self.compiled.program;
+        let c = &self.compiled.causal;
+        match &self.jit {
+            Some(jit) => {
+                solve::linearize::linearize(c, &solve::model::Hybrid { jit, program }, &frame)
+            }
+            None => solve::linearize::linearize(c, &solve::model::Interpreter { program }, &frame),
+        }
+        .map_err(|d| vec![d])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     /// Sweeps and the Python package share one simulator between threads.

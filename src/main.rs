@@ -51,6 +51,10 @@ enum Command {
     },
     /// Simulate a model and write its results (CSV or MAT by the -o extension).
     Simulate(SimulateArgs),
+    /// Linearize a model about its state at a time (after initialization by
+    /// default): A, B, C, D over the states, top-level inputs and outputs,
+    /// and the modes (natural frequencies and damping ratios).
+    Linearize(LinearizeArgs),
     /// Run a model at many parameter points (compiled once, in parallel) and
     /// write one summary row per point.
     Sweep(SweepArgs),
@@ -233,6 +237,29 @@ impl RunArgs {
 }
 
 #[derive(clap::Args)]
+struct LinearizeArgs {
+    /// The model file (.rmo or .mo).
+    file: PathBuf,
+    /// The model to linearize (default: the file's only model, or the one named as the file).
+    #[arg(long)]
+    model: Option<String>,
+    /// The time of the operating point: the model runs to it first (default: the start, after initialization).
+    #[arg(long, value_name = "T", allow_hyphen_values = true)]
+    at: Option<f64>,
+    /// Set a parameter or a top-level input: -p NAME=VALUE (repeatable).
+    #[arg(short = 'p', value_name = "NAME=VALUE")]
+    params: Vec<String>,
+    /// Also print each mode's shape: the eigenvector over the states (magnitude and phase).
+    #[arg(long)]
+    modes: bool,
+    /// Write A, B, C, D, the operating point and the names: .json, or .mat (MAT v4, as scipy.io.loadmat reads it).
+    #[arg(short = 'o', value_name = "FILE")]
+    output: Option<PathBuf>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(clap::Args)]
 struct SweepArgs {
     /// The model file (.rmo or .mo).
     file: PathBuf,
@@ -322,6 +349,7 @@ fn run() -> ExitCode {
         Command::Analyze { file, model } => analyze(&file, model.as_deref()),
         Command::Simulate(a) => simulate(&a),
         Command::Sweep(a) => sweep(&a),
+        Command::Linearize(a) => linearize(&a),
         Command::Plot {
             result,
             vars,
@@ -1038,5 +1066,95 @@ fn sweep(a: &SweepArgs) -> ExitCode {
         }
         return ExitCode::from(1);
     }
+    ExitCode::SUCCESS
+}
+
+fn linearize(a: &LinearizeArgs) -> ExitCode {
+    if let Some(out) = &a.output {
+        let ok = ["json", "mat"]
+            .iter()
+            .any(|x| out.extension().is_some_and(|e| e.eq_ignore_ascii_case(x)));
+        if !ok {
+            return fail_nospan(
+                format!("`{}`: rmoc linearize writes .json or .mat", out.display()),
+                "-o lin.json or -o lin.mat",
+            );
+        }
+    }
+    if a.at.is_some() && a.run.stop_time.is_some() {
+        return fail_nospan(
+            "--at and --stop-time both set the time of the operating point".to_string(),
+            "give one of them",
+        );
+    }
+    let (mut lib, m) = match load_model(&a.file, a.model.as_deref()) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let mut request = a.run.request(a.params.clone());
+    if let Err(d) = request.check() {
+        return report(&lib, &[d]);
+    }
+    let compiled = match rmoc::compile(&mut lib, m) {
+        Ok(c) => c,
+        Err(d) => return report(&lib, &d),
+    };
+    let simulator = match rmoc::Simulator::new(compiled, a.run.no_jit) {
+        Ok(s) => s,
+        Err(d) => return report(&lib, &[d]),
+    };
+    let c = simulator.causal();
+    // The run goes from the start to the operating point.
+    let start = a.run.start_time.or(c.experiment.start_time).unwrap_or(0.0);
+    request.stop_time = Some(a.at.unwrap_or(start));
+    let opts = match request.resolve(c) {
+        Ok(o) => o,
+        Err(d) => return report(&lib, &[d]),
+    };
+    let lin = match simulator.linearize(&opts) {
+        Ok(l) => l,
+        Err(d) => return report(&lib, &d),
+    };
+    let modes = match rmoc::solve::linearize::modes(&lin.a) {
+        Ok(m) => m,
+        Err(d) => return report(&lib, &[d]),
+    };
+    if let Some(out) = &a.output {
+        let written = if out
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+        {
+            let value = serde_json::json!({ "linearization": &lin, "modes": &modes });
+            rmoc::output::replace_file(out, |tmp| std::fs::write(tmp, format!("{value:#}\n")))
+        } else {
+            let column = |v: &[f64]| v.iter().map(|x| vec![*x]).collect::<Vec<_>>();
+            let (x0, u0, y0) = (column(&lin.x0), column(&lin.u0), column(&lin.y0));
+            let (n, m) = (lin.states.len(), lin.inputs.len());
+            rmoc::output::mat::write_matrices(
+                out,
+                &[
+                    ("A", &lin.a, n),
+                    ("B", &lin.b, m),
+                    ("C", &lin.c, n),
+                    ("D", &lin.d, m),
+                    ("x0", &x0, 1),
+                    ("u0", &u0, 1),
+                    ("y0", &y0, 1),
+                ],
+                &[
+                    ("stateNames", &lin.states),
+                    ("inputNames", &lin.inputs),
+                    ("outputNames", &lin.outputs),
+                ],
+            )
+        };
+        if let Err(e) = written {
+            return fail_nospan(
+                format!("cannot write `{}`: {e}", out.display()),
+                "give a path you can write to",
+            );
+        }
+    }
+    emit(&rmoc::solve::linearize::report(&lin, &modes, a.modes));
     ExitCode::SUCCESS
 }

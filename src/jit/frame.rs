@@ -271,6 +271,15 @@ impl Frame {
     pub fn initial_residual(&self, k: usize) -> f64 {
         self.buf[(self.layout.init_res + k as u32) as usize]
     }
+    /// Variable `v`'s tangent (after a run of the tangent code).
+    pub fn tangent(&self, v: VarId) -> f64 {
+        self.buf[self.layout.tan(v) as usize]
+    }
+    /// Seeds variable `v`'s tangent.
+    pub fn set_tangent(&mut self, v: VarId, x: f64) {
+        let k = self.layout.tan(v) as usize;
+        self.buf[k] = x;
+    }
     /// Zeroes every tangent slot.
     pub fn clear_tangents(&mut self) {
         let (t0, n) = (self.layout.tangent as usize, self.layout.n_vars as usize);

@@ -896,11 +896,13 @@ fn fn_outputs(fs: &[flat::Function]) -> Vec<usize> {
 }
 
 /// Directional derivative rules: the tangent of every time-varying variable
-/// not in `exclude` is its tangent slot; parameters and discrete variables
-/// have none.
+/// not in `exclude` is its tangent slot, and so is a top-level input's (a
+/// parameter of the run, which a linearization perturbs: its slot is zero
+/// otherwise); other parameters and discrete variables have none.
 struct Directional<'a> {
     exclude: &'a [VarId],
     roles: &'a [Role],
+    vars: &'a [flat::Variable],
     functions: &'a mut crate::symbolic::fndiff::Derivatives,
 }
 
@@ -909,7 +911,9 @@ impl DiffRules for Directional<'_> {
         Ok(match node {
             Node::Var(v)
                 if !self.exclude.contains(&v)
-                    && matches!(self.roles[v as usize], Role::State | Role::Algebraic) =>
+                    && (matches!(self.roles[v as usize], Role::State | Role::Algebraic)
+                        || (self.roles[v as usize] == Role::Parameter
+                            && self.vars[v as usize].causality == flat::Causality::Input)) =>
             {
                 Some(arena.var(TANGENT + v))
             }
@@ -945,6 +949,7 @@ fn directional(
     let mut rules = Directional {
         exclude,
         roles: &c.roles,
+        vars: &c.vars,
         functions: &mut c.functions,
     };
     if exclude.is_empty() {

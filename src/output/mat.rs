@@ -337,6 +337,25 @@ fn matrices(bytes: &[u8]) -> std::io::Result<Vec<Matrix>> {
     Ok(out)
 }
 
+/// A named matrix read from a MAT v4 file: name, rows, columns and the
+/// values in row-major order (text as byte values).
+pub type NamedMatrix = (String, usize, usize, Vec<f64>);
+
+/// The matrices of a MAT v4 file, for tests and tools.
+pub fn read_matrices(path: &Path) -> std::io::Result<Vec<NamedMatrix>> {
+    let bytes = std::fs::read(path)?;
+    Ok(matrices(&bytes)?
+        .into_iter()
+        .map(|m| {
+            let values = (0..m.rows)
+                .flat_map(|r| (0..m.cols).map(move |c| (r, c)))
+                .map(|(r, c)| m.at(r, c))
+                .collect();
+            (m.name, m.rows, m.cols, values)
+        })
+        .collect())
+}
+
 /// A result read back from a MAT file in the Dymola/OpenModelica layout
 /// (as [`write`] writes it, `binTrans` or `binNormal`): the trajectories
 /// with `time` first, then the parameters as constant columns, each with
@@ -447,4 +466,30 @@ pub fn read(path: &Path) -> std::io::Result<super::ResultTable> {
         })
         .collect();
     Ok(table)
+}
+
+/// A MAT v4 file of named real matrices (row-major `rows x cols`) and
+/// string lists (one string per row, as `scipy.io.loadmat` reads them), in
+/// that order: the linearization's `A`, `B`, `C`, `D` and names.
+pub fn write_matrices(
+    path: &Path,
+    matrices: &[(&str, &[Vec<f64>], usize)],
+    texts: &[(&str, &[String])],
+) -> std::io::Result<()> {
+    super::replace_file(path, |tmp| {
+        let mut w = std::io::BufWriter::new(std::fs::File::create(tmp)?);
+        for &(name, rows, cols) in matrices {
+            header(&mut w, 0, rows.len(), cols, name)?;
+            // Column-major.
+            for j in 0..cols {
+                for r in rows {
+                    w.write_all(&r[j].to_le_bytes())?;
+                }
+            }
+        }
+        for &(name, items) in texts {
+            strings(&mut w, name, items, false)?;
+        }
+        w.flush()
+    })
 }

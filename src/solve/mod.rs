@@ -18,6 +18,7 @@ pub mod integrator;
 pub mod jacobian;
 pub mod lcp;
 pub mod linalg;
+pub mod linearize;
 pub mod model;
 pub mod monitor;
 pub mod moreau;
@@ -52,6 +53,9 @@ pub struct Options {
     /// Takes the rows as the run records them, all but the last (which
     /// stays in `Results`): results stream to a file instead of being held.
     pub rows: Option<RowSinkHandle>,
+    /// Keep the model's frame at the stop time in [`Results::frame`] (for
+    /// a linearization there).
+    pub keep_frame: bool,
 }
 
 /// Where a run's rows go as it records them.
@@ -122,6 +126,8 @@ pub struct Results {
     pub interrupted: Option<f64>,
     /// Rows handed to `Options::rows` before the ones in `times`/`rows`.
     pub streamed: usize,
+    /// The frame at the stop time, when `Options::keep_frame` asked for it.
+    pub frame: Option<Frame>,
 }
 
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
@@ -961,6 +967,7 @@ pub fn initialize_only(
         linear_solver: jacobian::LinearSolver::Auto,
         monitor: None,
         rows: None,
+        keep_frame: false,
     };
     let mut run = Run::new(c, p, backend, &opts);
     run.frame.set_time(start);
@@ -1099,10 +1106,12 @@ fn simulate_inner(
         return Ok(results);
     }
     outcome?;
+    let frame = opts.keep_frame.then(|| run.frame.clone());
     // terminal()
     run.frame.set_terminal(true);
     let _ = run.event_iteration(false);
     let mut results = std::mem::take(&mut run.results);
     results.stats = run.stats;
+    results.frame = frame;
     Ok(results)
 }

@@ -254,6 +254,7 @@ impl RunRequest {
             linear_solver: self.linear_solver,
             monitor: None,
             rows: None,
+            keep_frame: false,
         })
     }
 }
