@@ -921,6 +921,17 @@ fn load_model(
     }
 }
 
+/// Compiles model `m` and its machine code (none with `--no-jit`); on
+/// failure the diagnostics are reported and the exit code returned.
+fn compile_simulator(
+    lib: &mut rmoc::instantiate::library::Library,
+    m: rmoc::instantiate::library::ClassId,
+    no_jit: bool,
+) -> Result<rmoc::Simulator, ExitCode> {
+    let compiled = rmoc::compile(lib, m).map_err(|d| report(lib, &d))?;
+    rmoc::Simulator::new(compiled, no_jit).map_err(|d| report(lib, &[d]))
+}
+
 fn sweep(a: &SweepArgs) -> ExitCode {
     let stop = std::sync::Arc::new(rmoc::solve::monitor::StopFlag::default());
     let on_signal = stop.clone();
@@ -948,13 +959,9 @@ fn sweep(a: &SweepArgs) -> ExitCode {
             "-p NAME=START:STOP:N, -p NAME=v1,v2,... or --samples points.csv",
         );
     }
-    let compiled = match rmoc::compile(&mut lib, m) {
-        Ok(c) => c,
-        Err(d) => return report(&lib, &d),
-    };
-    let simulator = match rmoc::Simulator::new(compiled, a.run.no_jit) {
+    let simulator = match compile_simulator(&mut lib, m, a.run.no_jit) {
         Ok(s) => s,
-        Err(d) => return report(&lib, &[d]),
+        Err(code) => return code,
     };
     let c = simulator.causal();
     let base = match request.resolve(c) {
@@ -1095,13 +1102,9 @@ fn linearize(a: &LinearizeArgs) -> ExitCode {
     if let Err(d) = request.check() {
         return report(&lib, &[d]);
     }
-    let compiled = match rmoc::compile(&mut lib, m) {
-        Ok(c) => c,
-        Err(d) => return report(&lib, &d),
-    };
-    let simulator = match rmoc::Simulator::new(compiled, a.run.no_jit) {
+    let simulator = match compile_simulator(&mut lib, m, a.run.no_jit) {
         Ok(s) => s,
-        Err(d) => return report(&lib, &[d]),
+        Err(code) => return code,
     };
     let c = simulator.causal();
     // The run goes from the start to the operating point.
