@@ -91,6 +91,10 @@ enum Command {
         /// One panel per column, stacked, each with its own axis.
         #[arg(long)]
         panels: bool,
+        /// Another result whose same columns are drawn too, named in the
+        /// legend by its file name (repeatable: compare runs).
+        #[arg(long, value_name = "RESULT")]
+        also: Vec<PathBuf>,
         /// The file to write: .svg or .png.
         #[arg(short = 'o', value_name = "FILE")]
         output: PathBuf,
@@ -358,6 +362,7 @@ fn run() -> ExitCode {
             to,
             title,
             panels,
+            also,
             output,
         } => {
             let req = rmoc::output::plot::PlotRequest {
@@ -368,7 +373,7 @@ fn run() -> ExitCode {
                 title: title.as_deref(),
                 panels,
             };
-            plot(&result, &req, &output)
+            plot(&result, &also, &req, &output)
         }
         Command::Hysteresis {
             result,
@@ -558,7 +563,11 @@ fn hysteresis(
             title: Some("torque-angle hysteresis"),
             panels: false,
         };
-        if let Err(msg) = rmoc::output::plot::plot(&table, &req, out) {
+        let source = rmoc::output::plot::Source {
+            label: String::new(),
+            table: &table,
+        };
+        if let Err(msg) = rmoc::output::plot::plot(&[source], &req, out) {
             return fail_nospan(msg, "check the output path");
         }
     }
@@ -580,19 +589,43 @@ fn refuse_plot_format(out: &std::path::Path, what: &str, stem: &str) -> Option<E
 /// they carry no source span.
 fn plot(
     result: &std::path::Path,
+    also: &[PathBuf],
     req: &rmoc::output::plot::PlotRequest,
     out: &std::path::Path,
 ) -> ExitCode {
     if let Some(refused) = refuse_plot_format(out, "rmoc plot writes", "plot") {
         return refused;
     }
-    let table = match read_result(result) {
-        Ok(r) => r,
-        Err(code) => return code,
+    let mut tables = Vec::new();
+    for path in std::iter::once(result).chain(also.iter().map(PathBuf::as_path)) {
+        match read_result(path) {
+            Ok(t) => tables.push((path, t)),
+            Err(code) => return code,
+        }
+    }
+    // A result is named in the legend by its file name without extension
+    // (the whole path where two share one).
+    let stem = |p: &std::path::Path| {
+        p.file_stem()
+            .map(|s| s.to_string_lossy().to_string())
+            .unwrap_or_default()
     };
-    match rmoc::output::plot::plot(&table, req, out) {
+    let shared =
+        |p: &std::path::Path| tables.iter().filter(|(q, _)| stem(q) == stem(p)).count() > 1;
+    let sources: Vec<rmoc::output::plot::Source> = tables
+        .iter()
+        .map(|(path, table)| rmoc::output::plot::Source {
+            label: if shared(path) {
+                path.display().to_string()
+            } else {
+                stem(path)
+            },
+            table,
+        })
+        .collect();
+    match rmoc::output::plot::plot(&sources, req, out) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(msg) => fail_nospan(msg, &columns_hint(&table.names)),
+        Err(msg) => fail_nospan(msg, &columns_hint(&tables[0].1.names)),
     }
 }
 

@@ -487,3 +487,45 @@ fn panels_stack_one_axis_per_column() {
         .count();
     assert!(coloured > 1000, "{coloured} coloured pixels");
 }
+
+/// `--also`: the same columns of another result, named in the legend by
+/// the file names; a column missing from it is an error naming it.
+#[test]
+fn also_draws_the_same_columns_of_other_results() {
+    let first = line_result("first.csv");
+    let second = scratch("second.csv");
+    let mut text = String::from("\"time\",\"b\"\n");
+    for i in 0..=100 {
+        let t = i as f64 / 100.0;
+        text.push_str(&format!("{t},{}\n", 3.0 - 2.0 * t));
+    }
+    std::fs::write(&second, text).expect("write");
+    let second_s = second.to_str().expect("path");
+    let svg = plot_ok(&first, &["b", "--also", second_s], "also.svg");
+    let c = curves(&svg);
+    assert_eq!(c.len(), 2);
+    // b = 2t + 1 rises, the other's b = 3 - 2t falls (SVG y grows down).
+    assert!(c[0].last().expect("points").1 < c[0][0].1);
+    assert!(c[1].last().expect("points").1 > c[1][0].1);
+    assert!(
+        svg.contains("b (first)") && svg.contains("b (second)"),
+        "legend"
+    );
+    let out = scratch("also_bad.svg");
+    let o = rmoc(&[
+        "plot",
+        first.to_str().expect("path"),
+        "c",
+        "--also",
+        second_s,
+        "-o",
+        out.to_str().expect("path"),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no column of `second` matches `c`"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!out.exists());
+}

@@ -1309,7 +1309,7 @@ impl Lowerer<'_> {
                     let dx = s.local();
                     s.stmts.push(Stmt::Set(dx, bin(Op2::Div, r, j)));
                     s.unstick(dx, nominal);
-                    s.newton_tail(&[(l.var(*var), dx, nominal)], it, bi);
+                    s.newton_tail(&[(l.var(*var), dx, nominal)], it, bi, None);
                 });
                 self.stmts.push(Stmt::Loop(body));
             }
@@ -1336,9 +1336,12 @@ impl Lowerer<'_> {
                 let discrete = &discrete;
                 let arena = &c.arena;
                 let noms: Vec<f64> = tear.iter().map(|&t| nominal_of(c, t)).collect();
-                if !*linear {
+                let restart = if *linear {
+                    None
+                } else {
                     self.reset_if_not_finite(tear, c);
-                }
+                    self.restart_from_starts(c, tear)
+                };
                 let it = self.local();
                 self.stmts.push(Stmt::Set(it, Expr::Const(0.0)));
                 let step = |s: &mut Self| {
@@ -1402,7 +1405,7 @@ impl Lowerer<'_> {
                             .enumerate()
                             .map(|(k, &t)| (l.var(t), dx[k], noms[k]))
                             .collect();
-                        s.newton_tail(&vars, it, bi);
+                        s.newton_tail(&vars, it, bi, restart.as_ref());
                     });
                     self.stmts.push(Stmt::Loop(body));
                 }
@@ -1463,7 +1466,13 @@ impl Lowerer<'_> {
 
     /// Update `x -= dx` for each variable, then stop on convergence, fail on
     /// NaN, on overflow, or after too many iterations.
-    fn newton_tail(&mut self, vars: &[(u32, u32, f64)], it: u32, bi: u32) {
+    fn newton_tail(
+        &mut self,
+        vars: &[(u32, u32, f64)],
+        it: u32,
+        bi: u32,
+        restart: Option<&(u32, Vec<Stmt>)>,
+    ) {
         let mut all_conv: Option<Expr> = None;
         let mut bad: Option<Expr> = None;
         for &(slot, dx, nominal) in vars {
@@ -1521,15 +1530,70 @@ impl Lowerer<'_> {
             Expr::Local(it),
             Expr::Const(MAX_NEWTON),
         );
+        let fail = Stmt::Return(status::encode(status::NEWTON, bi));
+        let fail = match restart {
+            // Once: the guesses from the start values, and the count anew.
+            Some((attempt, resets)) => {
+                let mut again = resets.clone();
+                again.push(Stmt::Set(*attempt, Expr::Const(1.0)));
+                again.push(Stmt::Set(it, Expr::Const(0.0)));
+                Stmt::If(
+                    bin(Op2::Rel(RelOp::Eq), Expr::Local(*attempt), Expr::Const(0.0)),
+                    again,
+                    vec![fail],
+                )
+            }
+            None => fail,
+        };
         self.stmts.push(Stmt::If(
             limit,
             vec![Stmt::If(
                 loose.unwrap_or(Expr::Const(0.0)),
                 vec![Stmt::Break],
-                vec![Stmt::Return(status::encode(status::NEWTON, bi))],
+                vec![fail],
             )],
             vec![],
         ));
+    }
+
+    /// For a nonlinear loop: a local that counts its attempts (set to 0
+    /// here) and the statements that put the start values into the tearing
+    /// variables that have one given by parameters, for a second attempt
+    /// when Newton's method fails from the previous values (a contact that
+    /// jumped to the next tooth pair, back where it started). `None` when
+    /// no tearing variable has such a start value.
+    fn restart_from_starts(&mut self, c: &Causal, tear: &[VarId]) -> Option<(u32, Vec<Stmt>)> {
+        let l = self.sh.layout.clone();
+        let starts: Vec<(VarId, ExprId)> = tear
+            .iter()
+            .filter_map(|&v| {
+                let e = c.vars[v as usize].start?;
+                let by_parameters =
+                    c.arena
+                        .reachable(&[e])
+                        .iter()
+                        .all(|&n| match c.arena.node(n) {
+                            Node::Var(u) => {
+                                matches!(c.roles[u as usize], Role::Parameter | Role::Constant)
+                            }
+                            Node::Time => false,
+                            _ => true,
+                        });
+                by_parameters.then_some((v, e))
+            })
+            .collect();
+        if starts.is_empty() {
+            return None;
+        }
+        let resets = self.scoped(|s| {
+            for &(v, e) in &starts {
+                let x = s.expr(&c.arena, e);
+                s.stmts.push(Stmt::Store(l.var(v), x));
+            }
+        });
+        let attempt = self.local();
+        self.stmts.push(Stmt::Set(attempt, Expr::Const(0.0)));
+        Some((attempt, resets))
     }
 
     /// The total derivative of the residuals with respect to the tearing

@@ -98,45 +98,81 @@ fn register_font() {
     });
 }
 
-/// Draws the request from `names`/`rows` (a CSV result) into `out`, SVG
-/// or PNG by its extension. Errors are messages for the user (a missing column, an empty time
-/// window, an unwritable file).
-pub fn plot(table: &super::ResultTable, req: &PlotRequest, out: &Path) -> Result<(), String> {
-    let (names, rows) = (&table.names, &table.rows);
-    let column = |name: &str| -> Result<usize, String> {
-        names
-            .iter()
-            .position(|n| n == name)
-            .ok_or_else(|| format!("the result has no column `{name}`"))
-    };
-    let time = column("time")?;
-    let x_col = match req.x {
-        Some(x) => column(x)?,
-        None => time,
-    };
-    let mut y_cols: Vec<usize> = Vec::new();
-    for pattern in req.ys {
-        let matched: Vec<usize> = (0..names.len())
-            .filter(|&k| k != time && glob(pattern, &names[k]))
-            .collect();
-        if matched.is_empty() {
-            return Err(format!("no column of the result matches `{pattern}`"));
+/// A result to draw from, and how the legend names its curves when there
+/// are several results (`--also`).
+pub struct Source<'a> {
+    pub label: String,
+    pub table: &'a super::ResultTable,
+}
+
+/// One curve: column `y` against column `x` of source `source`.
+#[derive(Clone, Copy)]
+struct Series {
+    source: usize,
+    x: usize,
+    y: usize,
+}
+
+/// Draws the request from the `sources` (the first is the main result;
+/// the patterns are looked up in each) into `out`, SVG or PNG by its
+/// extension. Errors are messages for the user (a missing column, an
+/// empty time window, an unwritable file).
+pub fn plot(sources: &[Source], req: &PlotRequest, out: &Path) -> Result<(), String> {
+    let several = sources.len() > 1;
+    let of = |k: usize| {
+        if several {
+            format!(" of `{}`", sources[k].label)
+        } else {
+            " of the result".to_string()
         }
-        for k in matched {
-            if !y_cols.contains(&k) {
-                y_cols.push(k);
+    };
+    let mut kept_rows: Vec<Vec<&Vec<f64>>> = Vec::new();
+    let mut series: Vec<Series> = Vec::new();
+    for (si, src) in sources.iter().enumerate() {
+        let names = &src.table.names;
+        let column = |name: &str| -> Result<usize, String> {
+            names.iter().position(|n| n == name).ok_or_else(|| {
+                format!(
+                    "the result{} has no column `{name}`",
+                    if several {
+                        format!(" `{}`", src.label)
+                    } else {
+                        String::new()
+                    }
+                )
+            })
+        };
+        let time = column("time")?;
+        let x = match req.x {
+            Some(x) => column(x)?,
+            None => time,
+        };
+        for pattern in req.ys {
+            let matched: Vec<usize> = (0..names.len())
+                .filter(|&k| k != time && glob(pattern, &names[k]))
+                .collect();
+            if matched.is_empty() {
+                return Err(format!("no column{} matches `{pattern}`", of(si)));
+            }
+            for y in matched {
+                if !series.iter().any(|s| s.source == si && s.y == y) {
+                    series.push(Series { source: si, x, y });
+                }
             }
         }
-    }
-    let kept: Vec<&Vec<f64>> = rows
-        .iter()
-        .filter(|r| {
-            let t = r[time];
-            req.from.is_none_or(|a| t >= a) && req.to.is_none_or(|b| t <= b)
-        })
-        .collect();
-    if kept.is_empty() {
-        return Err("no rows of the result lie in the time window".into());
+        let kept: Vec<&Vec<f64>> = src
+            .table
+            .rows
+            .iter()
+            .filter(|r| {
+                let t = r[time];
+                req.from.is_none_or(|a| t >= a) && req.to.is_none_or(|b| t <= b)
+            })
+            .collect();
+        if kept.is_empty() {
+            return Err(format!("no rows{} lie in the time window", of(si)));
+        }
+        kept_rows.push(kept);
     }
     // The axis range of `what` over the finite values; none finite, or a
     // span beyond the largest float (the axis could not be divided), is
@@ -163,26 +199,44 @@ pub fn plot(table: &super::ResultTable, req: &PlotRequest, out: &Path) -> Result
         }
         Ok((a, b))
     };
-    let x_name = format!("column `{}`", names[x_col]);
-    let (x_lo, x_hi) = range(&mut kept.iter().map(|r| r[x_col]), &x_name)?;
-    // One panel for all columns, or one each.
-    let groups: Vec<Vec<usize>> = if req.panels {
-        y_cols.iter().map(|&k| vec![k]).collect()
-    } else {
-        vec![y_cols.clone()]
-    };
+    let name = |s: &Series, k: usize| &sources[s.source].table.names[k];
+    let x_name = format!("column `{}`", name(&series[0], series[0].x));
+    let (x_lo, x_hi) = range(
+        &mut series
+            .iter()
+            .flat_map(|s| kept_rows[s.source].iter().map(move |r| r[s.x])),
+        &x_name,
+    )?;
+    // One panel for all curves, or one per column name (a column of every
+    // source in one panel).
+    let mut groups: Vec<Vec<Series>> = Vec::new();
+    for s in &series {
+        let panel = if req.panels {
+            groups
+                .iter_mut()
+                .find(|g| name(&g[0], g[0].y) == name(s, s.y))
+        } else {
+            groups.first_mut()
+        };
+        match panel {
+            Some(g) => g.push(*s),
+            None => groups.push(vec![*s]),
+        }
+    }
     let mut panels = Vec::with_capacity(groups.len());
     for ys in groups {
         let y_names = ys
             .iter()
-            .map(|&k| format!("`{}`", names[k]))
+            .map(|s| format!("`{}`", name(s, s.y)))
             .collect::<Vec<_>>()
             .join(", ");
         let yr = range(
-            &mut kept.iter().flat_map(|r| ys.iter().map(move |&k| r[k])),
+            &mut ys
+                .iter()
+                .flat_map(|s| kept_rows[s.source].iter().map(move |r| r[s.y])),
             &format!("the plotted column(s) {y_names}"),
         )?;
-        panels.push(Panel { ys, yr });
+        panels.push(Panel { series: ys, yr });
     }
     let size = (SIZE.0, SIZE.1.max(240 * panels.len() as u32));
     let png = has_extension(out, "png");
@@ -190,10 +244,8 @@ pub fn plot(table: &super::ResultTable, req: &PlotRequest, out: &Path) -> Result
     register_font();
     super::replace_file(out, |tmp| {
         let lines = Lines {
-            names,
-            units: &table.units,
-            rows: &kept,
-            x: x_col,
+            sources,
+            rows: &kept_rows,
             panels: &panels,
             xr: (x_lo, x_hi),
             title: req.title,
@@ -252,49 +304,64 @@ fn thinned(
     out
 }
 
-/// One panel: the columns drawn in it and its vertical range.
+/// One panel: the curves drawn in it and its vertical range.
 struct Panel {
-    ys: Vec<usize>,
+    series: Vec<Series>,
     yr: (f64, f64),
 }
 
-/// What `draw` draws: each panel's columns against `x` over `rows`, in the
-/// horizontal range `xr`.
+/// What `draw` draws: each panel's curves over the rows of their sources
+/// in the time window, in the horizontal range `xr`.
 struct Lines<'a> {
-    names: &'a [String],
-    units: &'a [Option<String>],
-    rows: &'a [&'a Vec<f64>],
-    x: usize,
+    sources: &'a [Source<'a>],
+    rows: &'a [Vec<&'a Vec<f64>>],
     panels: &'a [Panel],
     xr: (f64, f64),
     title: Option<&'a str>,
 }
 
 impl Lines<'_> {
-    fn unit(&self, k: usize) -> Option<&str> {
-        self.units
+    fn unit(&self, source: usize, k: usize) -> Option<&str> {
+        self.sources[source]
+            .table
+            .units
             .get(k)
             .and_then(|u| u.as_deref())
             .filter(|u| !u.is_empty())
     }
 
     /// `name [unit]`, or the name where the result has no unit.
-    fn label(&self, k: usize) -> String {
-        match self.unit(k) {
-            Some(u) => format!("{} [{u}]", self.names[k]),
-            None => self.names[k].clone(),
+    fn label(&self, source: usize, k: usize) -> String {
+        let name = &self.sources[source].table.names[k];
+        match self.unit(source, k) {
+            Some(u) => format!("{name} [{u}]"),
+            None => name.clone(),
         }
     }
 
-    /// A panel's vertical axis: its one column's label, or the unit its
-    /// columns share.
-    fn axis_label(&self, ys: &[usize]) -> String {
-        match ys {
-            [one] => self.label(*one),
-            _ => match self.unit(ys[0]) {
-                Some(u) if ys.iter().all(|&k| self.unit(k) == Some(u)) => format!("[{u}]"),
-                _ => String::new(),
-            },
+    /// A curve's legend entry: its label, and its source's with several.
+    fn legend(&self, s: &Series) -> String {
+        let label = self.label(s.source, s.y);
+        if self.sources.len() > 1 {
+            format!("{label} ({})", self.sources[s.source].label)
+        } else {
+            label
+        }
+    }
+
+    /// A panel's vertical axis: its one column's label (one name, from
+    /// any number of sources), or the unit its columns share.
+    fn axis_label(&self, series: &[Series]) -> String {
+        let first = &series[0];
+        let name = |s: &Series| &self.sources[s.source].table.names[s.y];
+        if series.iter().all(|s| name(s) == name(first)) {
+            return self.label(first.source, first.y);
+        }
+        match self.unit(first.source, first.y) {
+            Some(u) if series.iter().all(|s| self.unit(s.source, s.y) == Some(u)) => {
+                format!("[{u}]")
+            }
+            _ => String::new(),
         }
     }
 }
@@ -312,7 +379,8 @@ fn draw<DB: DrawingBackend>(
     let areas = area.split_evenly((l.panels.len(), 1));
     let mut color_index = 0;
     for (panel, area) in l.panels.iter().zip(areas) {
-        let (rows, x, ys, xr, yr) = (l.rows, l.x, &panel.ys, l.xr, panel.yr);
+        let (xr, yr) = (l.xr, panel.yr);
+        let first = panel.series[0];
         let mut chart = ChartBuilder::on(&area)
             .margin(16)
             .x_label_area_size(48)
@@ -321,25 +389,27 @@ fn draw<DB: DrawingBackend>(
             .map_err(|e| err(&e))?;
         chart
             .configure_mesh()
-            .x_desc(l.label(x))
-            .y_desc(l.axis_label(ys))
+            .x_desc(l.label(first.source, first.x))
+            .y_desc(l.axis_label(&panel.series))
             .x_label_formatter(&|v| tick_label(snap(*v, xr), xr))
             .y_label_formatter(&|v| tick_label(snap(*v, yr), yr))
             .draw()
             .map_err(|e| err(&e))?;
-        for &y in ys {
+        let legend = panel.series.len() > 1;
+        for s in &panel.series {
             let color = Palette99::pick(color_index).to_rgba();
             color_index += 1;
-            let series = chart
-                .draw_series(LineSeries::new(thinned(rows, x, y, xr, yr), color))
+            let points = thinned(&l.rows[s.source], s.x, s.y, xr, yr);
+            let drawn = chart
+                .draw_series(LineSeries::new(points, color))
                 .map_err(|e| err(&e))?;
-            if ys.len() > 1 {
-                series
-                    .label(l.label(y))
+            if legend {
+                drawn
+                    .label(l.legend(s))
                     .legend(move |(a, b)| PathElement::new(vec![(a, b), (a + 20, b)], color));
             }
         }
-        if ys.len() > 1 {
+        if legend {
             chart
                 .configure_series_labels()
                 .background_style(WHITE.mix(0.85))

@@ -33,6 +33,10 @@ pub struct StateSlots {
     pub ders: Vec<u32>,
     pub tangent_states: Vec<u32>,
     pub tangent_ders: Vec<u32>,
+    /// The unknowns Newton's method iterates on (nonlinear loops' tearing
+    /// variables and nonlinear equations' unknowns): their values are the
+    /// next evaluation's first guesses.
+    pub guesses: Vec<u32>,
 }
 
 impl StateSlots {
@@ -42,6 +46,20 @@ impl StateSlots {
             ders: c.state_ders.iter().map(|&s| l.var(s)).collect(),
             tangent_states: c.states.iter().map(|&s| l.tan(s)).collect(),
             tangent_ders: c.state_ders.iter().map(|&s| l.tan(s)).collect(),
+            guesses: c
+                .blocks
+                .iter()
+                .flat_map(|b| match b {
+                    crate::structure::Block::Implicit { var, .. } => vec![*var],
+                    crate::structure::Block::Torn {
+                        tear,
+                        linear: false,
+                        ..
+                    } => tear.clone(),
+                    _ => Vec::new(),
+                })
+                .map(|v| l.var(v))
+                .collect(),
         }
     }
 }
@@ -54,6 +72,11 @@ pub struct ModelOde<'a> {
     /// The pattern of df/dx and its column colouring.
     pub pattern: &'a Arc<JacobianPattern>,
     pub evaluations: u64,
+    /// The guesses of the last successful evaluation: a failed one (a
+    /// trial step too long for Newton's method) leaves its diverged
+    /// iterates in the frame, and the next, shorter trial must not start
+    /// from them.
+    good_guesses: Vec<f64>,
 }
 
 impl<'a> ModelOde<'a> {
@@ -65,12 +88,18 @@ impl<'a> ModelOde<'a> {
         pattern: &'a Arc<JacobianPattern>,
     ) -> ModelOde<'a> {
         frame.set_event_mode(false);
+        let good_guesses = slots
+            .guesses
+            .iter()
+            .map(|&g| frame.slots()[g as usize])
+            .collect();
         ModelOde {
             backend,
             frame,
             slots,
             pattern,
             evaluations: 0,
+            good_guesses,
         }
     }
 
@@ -87,8 +116,15 @@ impl<'a> ModelOde<'a> {
         self.load(t, x);
         self.evaluations += 1;
         let code = self.backend.run(Entry::Ode, self.frame.values());
+        let values = self.frame.values();
         if code != status::OK {
+            for (&g, &v) in self.slots.guesses.iter().zip(&self.good_guesses) {
+                values[g as usize] = v;
+            }
             return Err(EvalFail(code));
+        }
+        for (&g, v) in self.slots.guesses.iter().zip(self.good_guesses.iter_mut()) {
+            *v = values[g as usize];
         }
         Ok(())
     }
