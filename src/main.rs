@@ -297,7 +297,8 @@ struct SweepArgs {
     #[arg(short = 'o', value_name = "DIR")]
     output: Option<PathBuf>,
     /// Also write the result file of every point (`DIR/point_K.csv`), or of
-    /// the points listed (`--save-results 0,5,17`).
+    /// the points listed (`--save-results 0,5,17`); the `point_*.csv` files
+    /// of an earlier sweep in DIR are removed first.
     #[arg(long, value_name = "POINTS", num_args = 0..=1, default_missing_value = "all")]
     save_results: Option<String>,
     /// No progress bar and no closing line.
@@ -625,7 +626,18 @@ fn plot(
         .collect();
     match rmoc::output::plot::plot(&sources, req, out) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(msg) => fail_nospan(msg, &columns_hint(&tables[0].1.names)),
+        Err(msg) => {
+            // The columns of the result a pattern found nothing in.
+            let missing = tables.iter().find(|(_, t)| {
+                req.ys.iter().any(|p| {
+                    !t.names
+                        .iter()
+                        .any(|n| n != "time" && rmoc::output::plot::glob(p, n))
+                }) || req.x.is_some_and(|x| !t.names.iter().any(|n| n == x))
+            });
+            let names = &missing.unwrap_or(&tables[0]).1.names;
+            fail_nospan(msg, &columns_hint(names))
+        }
     }
 }
 
@@ -1066,7 +1078,13 @@ fn sweep(a: &SweepArgs) -> ExitCode {
         Ok(t) => t,
         Err(d) => return report(&lib, &[d]),
     };
-    let interrupted = stop.0.load(std::sync::atomic::Ordering::SeqCst);
+    // Ctrl-C after the last point ended changes nothing.
+    let interrupted = table.outcomes.iter().any(|o| {
+        matches!(
+            o.status,
+            rmoc::sweep::Status::Interrupted | rmoc::sweep::Status::NotRun
+        )
+    });
     let mut out = dir.join("summary.csv");
     if interrupted {
         out = rmoc::output::incomplete_path(&out);
@@ -1124,7 +1142,7 @@ fn linearize(a: &LinearizeArgs) -> ExitCode {
     if a.at.is_some() && a.run.stop_time.is_some() {
         return fail_nospan(
             "--at and --stop-time both set the time of the operating point".to_string(),
-            "give one of them",
+            "give one of them (--at T)",
         );
     }
     let (mut lib, m) = match load_model(&a.file, a.model.as_deref()) {
@@ -1142,7 +1160,7 @@ fn linearize(a: &LinearizeArgs) -> ExitCode {
     let c = simulator.causal();
     // The run goes from the start to the operating point.
     let start = a.run.start_time.or(c.experiment.start_time).unwrap_or(0.0);
-    request.stop_time = Some(a.at.unwrap_or(start));
+    request.stop_time = Some(a.at.or(a.run.stop_time).unwrap_or(start));
     let opts = match request.resolve(c) {
         Ok(o) => o,
         Err(d) => return report(&lib, &[d]),

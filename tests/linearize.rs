@@ -254,6 +254,7 @@ end Io;
     assert!((x0 - 1.0).abs() < 1e-6, "{x0}");
     assert_eq!(names(&lin["outputs"]), ["y", "z"]);
     let mat = scratch_dir("linearize").join("io.mat");
+    // --stop-time sets the operating point as --at does.
     let (code, text) = exit_and_text(&rmoc_cli(&[
         "linearize",
         path,
@@ -261,11 +262,16 @@ end Io;
         "u=2",
         "-p",
         "a=4",
+        "--stop-time",
+        "0.5",
         "-o",
         mat.to_str().expect("path"),
     ]));
     assert_eq!(code, Some(0), "{text}");
-    assert!(text.contains("1 states, 1 inputs, 2 outputs"), "{text}");
+    assert!(
+        text.contains("linearized at t = 0.5: 1 states, 1 inputs, 2 outputs"),
+        "{text}"
+    );
     let ms = rmoc::output::mat::read_matrices(&mat).expect("mat");
     let get = |name: &str| {
         ms.iter()

@@ -185,7 +185,8 @@ fn samples_come_from_a_csv_file_with_booleans_and_integers() {
     let samples = model.with_file_name("points.csv");
     std::fs::write(
         &samples,
-        "k, forced, n\n# a comment line\n1.5, true, 3\n2.5, false, 3\n\n4, true, -1\n",
+        // With the byte-order mark spreadsheets write.
+        "\u{feff}k, forced, n\n# a comment line\n1.5, true, 3\n2.5, false, 3\n\n4, true, -1\n",
     )
     .expect("write");
     let (code, text, dir) = sweep(
@@ -304,6 +305,28 @@ fn saved_results_equal_the_separate_runs_files() {
     let (code, text, dir) = sweep(&model, &["-p", "k=1,3,5", "--save-results", "0,2", "-q"]);
     assert_eq!(code, Some(0), "{text}");
     assert!(!dir.join("point_1.csv").exists());
+    // An earlier sweep's files do not survive into the next one's folder.
+    let again = |args: &[&str]| {
+        let mut all = vec![
+            "sweep",
+            model.to_str().expect("path"),
+            "-o",
+            dir.to_str().expect("path"),
+            "-q",
+        ];
+        all.extend_from_slice(args);
+        exit_and_text(&rmoc_cli(&all))
+    };
+    let (code, text) = again(&["-p", "k=2,-1", "--save-results"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(dir.join("point_0.csv").exists());
+    assert!(!dir.join("point_1.csv").exists(), "the failed point's file");
+    assert!(
+        !dir.join("point_2.csv").exists(),
+        "the earlier sweep's file"
+    );
+    let (code, text) = again(&["-p", "k=1,3,5", "--save-results", "0,2"]);
+    assert_eq!(code, Some(0), "{text}");
     for (point, k) in [(0, "1"), (2, "5")] {
         let saved = std::fs::read(dir.join(format!("point_{point}.csv"))).expect("saved");
         let out = scratch_dir("sweep-single").join(format!("saved{point}.csv"));

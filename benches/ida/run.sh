@@ -69,7 +69,7 @@ disagree=0
 for m in "${models[@]}"; do
   "$tmp/$m" "$tmp/$m.c.csv" >"$tmp/$m.c.out"
   "$tmp/${m}_ref" >"$tmp/$m.ref.out"
-  "$RMOC" simulate "${rmo[$m]}" -o "$tmp/$m.rmoc.csv" --stats --print '*' >"$tmp/$m.rmoc.out" 2>"$tmp/$m.rmoc.err"
+  "$RMOC" simulate "${rmo[$m]}" -o "$tmp/$m.rmoc.csv" --stats --quiet --print '**' >"$tmp/$m.rmoc.out" 2>"$tmp/$m.rmoc.err"
   echo "### $m: final values at t = $(awk 'NR == 1 { print $NF }' "$tmp/$m.c.out")"
   echo
   echo "| variable | rmoc | C + IDA | relative difference | rmoc error | IDA error |"

@@ -11,7 +11,8 @@
 
 A compiled model is reusable across calls and threads (runs release the
 GIL), and can be pickled: it travels as its source text and is compiled
-again where it is unpickled (once per process).
+again where it is unpickled (once per process; `rmoc.compile` always
+compiles anew, since the files a model uses may have changed).
 
 Errors are exceptions: ``rmoc.CompileError`` for a model that cannot be
 read or compiled, ``rmoc.SimulationError`` for a run that fails, both
@@ -68,7 +69,8 @@ def compile(path, model=None):
         err.file, err.line, err.column = path, None, None
         err.message, err.hint = str(err), "check the file name and that it is readable"
         raise err from None
-    return _compiled(path, text, model)
+    # Always compiled anew: the model may use other files that changed.
+    return _remember(path, text, model, Model(_rmoc.compile(path, text, model), path, text, model))
 
 
 # Compiled models of this process by (path, text digest, model): unpickling
@@ -77,18 +79,26 @@ _CACHE = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def _compiled(path, text, model):
-    key = (path, hashlib.sha256(text.encode()).hexdigest(), model)
-    with _CACHE_LOCK:
-        found = _CACHE.get(key)
-    if found is not None:
-        return found
-    m = Model(_rmoc.compile(path, text, model), path, text, model)
+def _key(path, text, model):
+    return (path, hashlib.sha256(text.encode()).hexdigest(), model)
+
+
+def _remember(path, text, model, m):
     with _CACHE_LOCK:
         if len(_CACHE) >= 64:
             _CACHE.pop(next(iter(_CACHE)))
-        _CACHE[key] = m
+        _CACHE[_key(path, text, model)] = m
     return m
+
+
+def _compiled(path, text, model):
+    """A pickled model arriving: the one compiled from the same text in
+    this process, else compiled now."""
+    with _CACHE_LOCK:
+        found = _CACHE.get(_key(path, text, model))
+    if found is not None:
+        return found
+    return _remember(path, text, model, Model(_rmoc.compile(path, text, model), path, text, model))
 
 
 def _settings(given):
@@ -141,7 +151,8 @@ class Model:
 
     def simulate(self, stop_time=None, *, parameters=None, outputs=None, **settings):
         """One run. ``parameters``: {name: value}; ``outputs``: patterns of
-        the columns to keep (``*`` matches any text; default: all);
+        the columns to keep (``*`` and ``?`` match within one dotted
+        component, ``**`` across them; default: all);
         ``settings``: start_time, tolerance, atol, interval, solver, step,
         rho_inf (default: the model's experiment annotation)."""
         settings["stop_time"] = stop_time

@@ -63,6 +63,26 @@ fn raise<E: pyo3::PyTypeInfo>(py: Python<'_>, sources: &SourceMap, diags: &[Diag
     err
 }
 
+/// Runs `f` on a thread with the stack the command line gives its work
+/// (deeply nested expressions recurse in the compiler and the
+/// interpreter), and waits for it: Python's and Dask's threads have small
+/// stacks.
+fn on_big_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|scope| {
+        let worker = std::thread::Builder::new()
+            .stack_size(512 << 20)
+            .spawn_scoped(scope, f);
+        match worker {
+            Ok(handle) => match handle.join() {
+                Ok(value) => value,
+                Err(panic) => std::panic::resume_unwind(panic),
+            },
+            // No thread to be had: on this one.
+            Err(_) => panic!("cannot start a worker thread"),
+        }
+    })
+}
+
 /// A compiled model.
 #[pyclass(frozen, module = "rmoc._rmoc")]
 struct NativeModel {
@@ -83,12 +103,16 @@ fn compile(
     model: Option<String>,
 ) -> PyResult<NativeModel> {
     let outcome = py.detach(|| {
-        let (mut lib, loaded) = rmoc::load_source(&path, &text);
-        let compiled = loaded
-            .and_then(|l| rmoc::select_model(&mut lib, &l, model.as_deref()).map_err(|d| vec![d]))
-            .and_then(|m| rmoc::compile(&mut lib, m))
-            .and_then(|c| rmoc::Simulator::new(c, false).map_err(|d| vec![d]));
-        (std::mem::take(&mut lib.sources), compiled)
+        on_big_stack(|| {
+            let (mut lib, loaded) = rmoc::load_source(&path, &text);
+            let compiled = loaded
+                .and_then(|l| {
+                    rmoc::select_model(&mut lib, &l, model.as_deref()).map_err(|d| vec![d])
+                })
+                .and_then(|m| rmoc::compile(&mut lib, m))
+                .and_then(|c| rmoc::Simulator::new(c, false).map_err(|d| vec![d]));
+            (std::mem::take(&mut lib.sources), compiled)
+        })
     });
     match outcome {
         (sources, Ok(simulator)) => Ok(NativeModel {
@@ -200,10 +224,12 @@ impl NativeModel {
             ..RunRequest::default()
         };
         let run = py.detach(|| {
-            let opts = request
-                .resolve(self.simulator.causal())
-                .map_err(|d| vec![d])?;
-            self.simulator.simulate(&opts)
+            on_big_stack(|| {
+                let opts = request
+                    .resolve(self.simulator.causal())
+                    .map_err(|d| vec![d])?;
+                self.simulator.simulate(&opts)
+            })
         });
         match run {
             Ok(r) => Ok(self.parameters.get_or_init(|| r.parameters).clone()),
@@ -252,31 +278,33 @@ impl NativeModel {
             .map_err(|d| PyValueError::new_err(rmoc::diag::one_line(&self.sources, &d)))?;
         let columns: Vec<usize> = chosen.iter().map(|c| c.0).collect();
         let request = settings.request(params);
-        let run = py.detach(|| -> Result<(Results, ColumnSink), Vec<Diagnostic>> {
-            let mut opts = request
-                .resolve(self.simulator.causal())
-                .map_err(|d| vec![d])?;
-            let sink = Arc::new(Mutex::new(ColumnSink {
-                columns: columns.clone(),
-                times: Vec::new(),
-                values: Vec::new(),
-            }));
-            let shared: Arc<Mutex<dyn RowSink>> = sink.clone();
-            opts.rows = Some(RowSinkHandle(shared));
-            let results = self.simulator.simulate(&opts)?;
-            drop(opts);
-            let mut sink = Arc::try_unwrap(sink)
-                .ok()
-                .and_then(|m| m.into_inner().ok())
-                .ok_or_else(|| {
-                    vec![Diagnostic::error_nospan(
-                        "internal error: the rows are still shared",
-                    )]
-                })?;
-            for (t, row) in results.times.iter().zip(&results.rows) {
-                sink.take(*t, row);
-            }
-            Ok((results, sink))
+        let run = py.detach(|| {
+            on_big_stack(|| -> Result<(Results, ColumnSink), Vec<Diagnostic>> {
+                let mut opts = request
+                    .resolve(self.simulator.causal())
+                    .map_err(|d| vec![d])?;
+                let sink = Arc::new(Mutex::new(ColumnSink {
+                    columns: columns.clone(),
+                    times: Vec::new(),
+                    values: Vec::new(),
+                }));
+                let shared: Arc<Mutex<dyn RowSink>> = sink.clone();
+                opts.rows = Some(RowSinkHandle(shared));
+                let results = self.simulator.simulate(&opts)?;
+                drop(opts);
+                let mut sink = Arc::try_unwrap(sink)
+                    .ok()
+                    .and_then(|m| m.into_inner().ok())
+                    .ok_or_else(|| {
+                        vec![Diagnostic::error_nospan(
+                            "internal error: the rows are still shared",
+                        )]
+                    })?;
+                for (t, row) in results.times.iter().zip(&results.rows) {
+                    sink.take(*t, row);
+                }
+                Ok((results, sink))
+            })
         });
         let (results, sink) = match run {
             Ok(r) => r,
@@ -336,7 +364,7 @@ impl NativeModel {
         };
         let c = self.simulator.causal();
         let plan = rmoc::sweep::plan::Plan::from_points(c, &names, values)
-            .map_err(|d| PyValueError::new_err(rmoc::diag::one_line(&self.sources, &d)))?;
+            .map_err(|d| raise::<SimulationError>(py, &self.sources, &[d]))?;
         let base = settings
             .request(Vec::new())
             .resolve(c)
@@ -350,17 +378,19 @@ impl NativeModel {
         let stop = Arc::new(rmoc::solve::monitor::StopFlag::default());
         let table = py
             .detach(|| {
-                rmoc::sweep::run(
-                    &self.simulator,
-                    &self.sources,
-                    &base,
-                    &plan,
-                    &sweep_settings,
-                    &|_| {},
-                    &stop,
-                )
+                on_big_stack(|| {
+                    rmoc::sweep::run(
+                        &self.simulator,
+                        &self.sources,
+                        &base,
+                        &plan,
+                        &sweep_settings,
+                        &|_| {},
+                        &stop,
+                    )
+                })
             })
-            .map_err(|d| PyValueError::new_err(rmoc::diag::one_line(&self.sources, &d)))?;
+            .map_err(|d| raise::<SimulationError>(py, &self.sources, &[d]))?;
         let out = PyDict::new(py);
         let width = table.columns.len();
         let mut flat = Vec::with_capacity(table.outcomes.len() * width);

@@ -119,6 +119,17 @@ def test_a_bad_model_raises_with_file_and_line(tmp_path):
         rmoc.compile(tmp_path / "missing.rmo")
 
 
+def test_compile_reads_the_files_a_model_uses_anew(tmp_path):
+    (tmp_path / "Gain.rmo").write_text("model Gain\n  parameter Real k = 1;\n  Real y = k;\nend Gain;\n")
+    top = tmp_path / "Top.rmo"
+    top.write_text("model Top\n  Gain g;\nend Top;\n")
+    first = rmoc.compile(top)
+    assert first.simulate(outputs=["g.y"])["g.y"][-1] == 1.0
+    (tmp_path / "Gain.rmo").write_text("model Gain\n  parameter Real k = 5;\n  Real y = k;\nend Gain;\n")
+    second = rmoc.compile(top)
+    assert second.simulate(outputs=["g.y"])["g.y"][-1] == 5.0
+
+
 def test_a_failed_run_raises_a_simulation_error(oscillator):
     m = rmoc.compile(oscillator)
     with pytest.raises(rmoc.SimulationError) as caught:
@@ -168,7 +179,7 @@ def test_sweeps_take_points_in_three_forms_and_report_failures(oscillator):
             r = m.simulate(parameters={"k": row["k"], "n": 3}, outputs=["x"])
             assert row["x"] == r["x"][-1]
             assert row["max(x)"] == r["x"].max()
-    with pytest.raises(ValueError, match="no parameter `kk`"):
+    with pytest.raises(rmoc.SimulationError, match="no parameter `kk`"):
         rmoc.sweep(m, {"kk": [1, 2]})
 
 

@@ -1501,10 +1501,25 @@ impl Lowerer<'_> {
                 Some(b) => bin(Op2::Or, b, nan),
             });
         }
+        // With a restart, a diverged iterate (NaN, overflow) or too many
+        // iterations start the second attempt; without, or on it, they fail.
+        let retry_or = |fail: Stmt| match restart {
+            Some((attempt, resets)) => {
+                let mut again = resets.clone();
+                again.push(Stmt::Set(*attempt, Expr::Const(1.0)));
+                again.push(Stmt::Set(it, Expr::Const(0.0)));
+                Stmt::If(
+                    bin(Op2::Rel(RelOp::Eq), Expr::Local(*attempt), Expr::Const(0.0)),
+                    again,
+                    vec![fail],
+                )
+            }
+            None => fail,
+        };
         if let Some(b) = bad {
             self.stmts.push(Stmt::If(
                 b,
-                vec![Stmt::Return(status::encode(status::NAN, bi))],
+                vec![retry_or(Stmt::Return(status::encode(status::NAN, bi)))],
                 vec![],
             ));
         }
@@ -1530,21 +1545,7 @@ impl Lowerer<'_> {
             Expr::Local(it),
             Expr::Const(MAX_NEWTON),
         );
-        let fail = Stmt::Return(status::encode(status::NEWTON, bi));
-        let fail = match restart {
-            // Once: the guesses from the start values, and the count anew.
-            Some((attempt, resets)) => {
-                let mut again = resets.clone();
-                again.push(Stmt::Set(*attempt, Expr::Const(1.0)));
-                again.push(Stmt::Set(it, Expr::Const(0.0)));
-                Stmt::If(
-                    bin(Op2::Rel(RelOp::Eq), Expr::Local(*attempt), Expr::Const(0.0)),
-                    again,
-                    vec![fail],
-                )
-            }
-            None => fail,
-        };
+        let fail = retry_or(Stmt::Return(status::encode(status::NEWTON, bi)));
         self.stmts.push(Stmt::If(
             limit,
             vec![Stmt::If(

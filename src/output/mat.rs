@@ -380,10 +380,11 @@ pub fn read(path: &Path) -> std::io::Result<super::ResultTable> {
         return Err(bad("matrix `name` is not text"));
     }
     let names = names_m.strings(transposed);
-    let descriptions = match ms.iter().find(|m| m.name == "description") {
+    let mut descriptions = match ms.iter().find(|m| m.name == "description") {
         Some(d) => d.strings(transposed),
-        None => vec![String::new(); names.len()],
+        None => Vec::new(),
     };
+    descriptions.resize(names.len(), String::new());
     let info = find("dataInfo")?;
     // One column of dataInfo per variable (binTrans), else one row.
     let info_of = |k: usize| -> (f64, f64) {
@@ -434,6 +435,16 @@ pub fn read(path: &Path) -> std::io::Result<super::ResultTable> {
             trajectory.push((k, column - 1, sign));
         } else if matrix == 1.0 {
             let d1 = data_1.ok_or_else(|| bad("no matrix `data_1`"))?;
+            let (length, points) = if transposed {
+                (d1.rows, d1.cols)
+            } else {
+                (d1.cols, d1.rows)
+            };
+            if column > length || points == 0 {
+                return Err(bad(format!(
+                    "`dataInfo` of `{name}` points outside `data_1`"
+                )));
+            }
             let value = if transposed {
                 d1.at(column - 1, 0)
             } else {
@@ -492,4 +503,96 @@ pub fn write_matrices(
         }
         w.flush()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A result in the `binNormal` layout (one string per row), written
+    /// with `write_matrices`: `dataInfo` decides what each name reads.
+    fn result_file(info: &[Vec<f64>]) -> std::path::PathBuf {
+        let path = std::env::temp_dir().join(format!(
+            "rmoc-mat-read-{}-{}.mat",
+            std::process::id(),
+            info.len() * 100
+                + info
+                    .iter()
+                    .flatten()
+                    .map(|x| x.abs() as usize)
+                    .sum::<usize>()
+        ));
+        let text = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let aclass = text(&["Atrajectory", "1.1", "", "binNormal"]);
+        let names = text(&["time", "k", "x"]);
+        let descriptions = text(&["Simulation time [s]", "stiffness [N/m]", "position [m]"]);
+        let data_1 = vec![vec![0.0, 3.0], vec![1.0, 3.0]];
+        let data_2 = vec![vec![0.0, 1.0], vec![0.5, 2.0], vec![1.0, 4.0]];
+        write_matrices(
+            &path,
+            &[
+                ("dataInfo", info, 4),
+                ("data_1", &data_1, 2),
+                ("data_2", &data_2, 2),
+            ],
+            &[
+                ("Aclass", &aclass),
+                ("name", &names),
+                ("description", &descriptions),
+            ],
+        )
+        .expect("write");
+        path
+    }
+
+    #[test]
+    fn a_bin_normal_result_reads_back() {
+        let info = vec![
+            vec![0.0, 1.0, 0.0, -1.0],
+            vec![1.0, 2.0, 0.0, 0.0],
+            vec![2.0, -2.0, 0.0, -1.0],
+        ];
+        let t = read(&result_file(&info)).expect("reads");
+        assert_eq!(t.names, ["time", "x", "k"]);
+        assert_eq!(t.units[1].as_deref(), Some("m"));
+        assert_eq!(t.units[2].as_deref(), Some("N/m"));
+        // x is stored negated (column -2).
+        assert_eq!(
+            t.rows,
+            vec![
+                vec![0.0, -1.0, 3.0],
+                vec![0.5, -2.0, 3.0],
+                vec![1.0, -4.0, 3.0]
+            ]
+        );
+    }
+
+    #[test]
+    fn a_data_info_outside_the_data_is_an_error_not_a_panic() {
+        for bad in [
+            vec![
+                vec![0.0, 1.0, 0.0, -1.0],
+                vec![1.0, 99.0, 0.0, 0.0],
+                vec![2.0, 2.0, 0.0, -1.0],
+            ],
+            vec![
+                vec![0.0, 1.0, 0.0, -1.0],
+                vec![1.0, 2.0, 0.0, 0.0],
+                vec![2.0, 99.0, 0.0, -1.0],
+            ],
+            vec![
+                vec![0.0, 1.0, 0.0, -1.0],
+                vec![7.0, 2.0, 0.0, 0.0],
+                vec![2.0, 2.0, 0.0, -1.0],
+            ],
+            vec![
+                vec![0.0, 1.0, 0.0, -1.0],
+                vec![1.0, 0.0, 0.0, 0.0],
+                vec![2.0, 2.0, 0.0, -1.0],
+            ],
+        ] {
+            let e = read(&result_file(&bad)).expect_err("refused");
+            assert_eq!(e.kind(), std::io::ErrorKind::InvalidData, "{e}");
+        }
+    }
 }

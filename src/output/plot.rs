@@ -30,6 +30,8 @@ pub struct PlotRequest<'a> {
 /// Drawing resolution used to drop points that would coincide.
 const CELLS: f64 = 4000.0;
 const SIZE: (u32, u32) = (900, 640);
+/// Panels one plot may stack (240 pixels each).
+const MAX_PANELS: usize = 32;
 
 /// Whether the dotted `name` matches `pattern`, as a shell matches paths
 /// with `.` for `/`: `*` matches any run of characters and `?` one
@@ -237,6 +239,12 @@ pub fn plot(sources: &[Source], req: &PlotRequest, out: &Path) -> Result<(), Str
             &format!("the plotted column(s) {y_names}"),
         )?;
         panels.push(Panel { series: ys, yr });
+    }
+    if panels.len() > MAX_PANELS {
+        return Err(format!(
+            "{} panels, one per column, are more than {MAX_PANELS}: choose fewer columns, or leave out --panels",
+            panels.len()
+        ));
     }
     let size = (SIZE.0, SIZE.1.max(240 * panels.len() as u32));
     let png = has_extension(out, "png");

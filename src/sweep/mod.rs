@@ -26,8 +26,9 @@ use summary::{Statistic, SummarySink};
 pub struct SweepSettings {
     /// The statistics of every chosen column.
     pub statistics: Vec<Statistic>,
-    /// Patterns of the result columns to summarize (`*` matches any text);
-    /// empty: every column.
+    /// Patterns of the result columns to summarize (`output::plot::glob`:
+    /// `*` and `?` within one dotted component, `**` across); empty: every
+    /// column.
     pub outputs: Vec<String>,
     /// Worker threads; `None`: one per core.
     pub jobs: Option<usize>,
@@ -166,7 +167,9 @@ pub fn chosen_columns(
             let near = crate::diag::closest(p, names.iter().map(String::as_str));
             return Err(match near {
                 Some(n) => d.with_hint(format!("did you mean `{n}`?")),
-                None => d.with_hint("`*` matches any text: `--outputs 'gear.*'`"),
+                None => d.with_hint(
+                    "`*` matches within one dotted component, `**` across them: `--outputs 'gear.*' 'mesh.**'`",
+                ),
             });
         }
     }
@@ -210,6 +213,7 @@ pub fn run(
                 save.dir.display()
             ))
         })?;
+        remove_earlier_points(&save.dir)?;
     }
     let width = plan.points.len().saturating_sub(1).to_string().len();
     let one = |k: usize| -> Outcome {
@@ -256,6 +260,31 @@ pub fn run(
         columns,
         outcomes,
     })
+}
+
+/// Removes the `point_K.csv` files an earlier sweep left in `dir`: one of
+/// this sweep's points that fails (or is not saved) must not leave an old
+/// file that looks like its result.
+fn remove_earlier_points(dir: &Path) -> Result<(), Diagnostic> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        let earlier = name
+            .strip_prefix("point_")
+            .and_then(|r| r.strip_suffix(".csv"))
+            .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()));
+        if earlier {
+            std::fs::remove_file(e.path()).map_err(|err| {
+                Diagnostic::error_nospan(format!(
+                    "cannot remove the earlier sweep's `{}`: {err}",
+                    e.path().display()
+                ))
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// Runs point `k` of `plan`.

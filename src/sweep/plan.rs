@@ -129,6 +129,12 @@ impl Plan {
             Diagnostic::error_nospan(format!("cannot read `{shown}`: {e}"))
                 .with_hint("--samples takes a CSV file: a header of parameter names, then one row of values per point")
         })?;
+        // A byte-order mark (spreadsheets write one) is not part of the
+        // first name.
+        let text = text
+            .strip_prefix('\u{feff}')
+            .map(str::to_string)
+            .unwrap_or(text);
         let file = sources.add(shown.clone(), text.clone());
         let mut lines = cells_by_line(&text, file)
             .into_iter()
