@@ -1,0 +1,182 @@
+//! The analytic involute contact of seed 000 (Miao et al. 2026, section
+//! 3.4, eqs. 16-22): `Contact.fewTeethContact` for external and internal
+//! (small-tooth-difference) pairs against closed forms of involute
+//! geometry, and `Contact.FewTeeth` holding a torque at the penalty law's
+//! static penetration.
+
+mod common;
+
+use common::{Run, last};
+use std::f64::consts::PI;
+
+/// The contact of two standard gears (module 2 mm, 20 degrees, no profile
+/// shift): gear 0 at the origin, gear 1 at (distance, 0) turned by half a
+/// pitch plus `delta`, gear 0 turned by `delta0`. With a ring (gear 1
+/// internal) the pinion is gear 0 and sits at (distance, 0) in the ring.
+fn contact(z0: u32, z1: u32, ring: bool, distance: f64, delta0: f64, delta: f64) -> [f64; 5] {
+    let src = format!(
+        r#"
+model Pair
+  constant Real pi = 3.141592653589793;
+  Real g;
+  Real nx;
+  Real ny;
+  Real qx;
+  Real qy;
+equation
+  (g, nx, ny, qx, qy) = Contact.fewTeethContact({z0}, {z1}, 0.002, 20*pi/180, 0, 0, false, {ring}, 1, 0.25,
+    {cx0}, 0, {delta0}, {cx1}, 0, pi/{z1} + {delta});
+end Pair;
+"#,
+        cx0 = if ring { distance } else { 0.0 },
+        cx1 = if ring { 0.0 } else { distance },
+    );
+    let r = common::simulate(
+        &src,
+        Some("Pair"),
+        &Run {
+            stop: Some(0.0),
+            ..Run::default()
+        },
+    );
+    ["g", "nx", "ny", "qx", "qy"].map(|v| last(&r, v))
+}
+
+fn inv(a: f64) -> f64 {
+    a.tan() - a
+}
+
+const M: f64 = 0.002;
+const ALPHA: f64 = 20.0 * PI / 180.0;
+
+/// External pair at the standard centre distance: no backlash (gap 0 on
+/// both flanks); the normal is the line of action, the contact point on
+/// it; turning either gear by delta closes a flank by rb delta; moving the
+/// centres apart by da opens each flank by a cos(alpha) (inv alpha' - inv
+/// alpha), the involute's backlash at the working pressure angle alpha'.
+#[test]
+fn an_external_pair_has_the_involute_backlash_in_closed_form() {
+    let (z0, z1) = (20, 30);
+    let a = M * (z0 + z1) as f64 / 2.0;
+    let (rb0, rb1) = (
+        M * z0 as f64 / 2.0 * ALPHA.cos(),
+        M * z1 as f64 / 2.0 * ALPHA.cos(),
+    );
+    let [g, nx, ny, qx, qy] = contact(z0, z1, false, a, 0.0, 0.0);
+    assert!(g.abs() < 1e-15, "gap {g}");
+    // The line of action through the pitch point (r0, 0), at alpha.
+    // (The deepest point of a flat minimum is found to about the square
+    // root of the rounding: the normal to 1e-6.)
+    assert!((nx.abs() - ALPHA.sin()).abs() < 1e-6 && (ny.abs() - ALPHA.cos()).abs() < 1e-6);
+    let off =
+        (qx - M * z0 as f64 / 2.0) * ALPHA.cos() - qy * ALPHA.sin() * (ny.signum() * nx.signum());
+    assert!(
+        off.abs() < 1e-8,
+        "contact point ({qx}, {qy}) off the line of action by {off}"
+    );
+    for delta in [1e-3, -1e-3, 1e-2] {
+        let [g, ..] = contact(z0, z1, false, a, 0.0, delta);
+        assert!(
+            (g + rb1 * f64::abs(delta)).abs() < 1e-15,
+            "gear 1 by {delta}: {g}"
+        );
+        let [g, ..] = contact(z0, z1, false, a, delta, 0.0);
+        assert!(
+            (g + rb0 * f64::abs(delta)).abs() < 1e-15,
+            "gear 0 by {delta}: {g}"
+        );
+    }
+    for da in [1e-5, 1e-4] {
+        let [g, ..] = contact(z0, z1, false, a + da, 0.0, 0.0);
+        let working = (a * ALPHA.cos() / (a + da)).acos();
+        let want = a * ALPHA.cos() * (inv(working) - inv(ALPHA));
+        assert!(
+            (g - want).abs() < 1e-12 * want.max(1e-9) + 1e-17,
+            "da {da}: {g} vs {want}"
+        );
+    }
+}
+
+/// A pinion in a ring (20 in 40 teeth): the same closed forms with the
+/// signs of an internal pair, whose backlash closes as the centres move
+/// apart.
+#[test]
+fn an_internal_pair_has_the_involute_backlash_in_closed_form() {
+    let (z0, z1) = (20, 40);
+    let e = M * (z1 - z0) as f64 / 2.0;
+    let (rb0, rb1) = (
+        M * z0 as f64 / 2.0 * ALPHA.cos(),
+        M * z1 as f64 / 2.0 * ALPHA.cos(),
+    );
+    let [g, nx, ny, ..] = contact(z0, z1, true, e, 0.0, 0.0);
+    assert!(g.abs() < 1e-15, "gap {g}");
+    // (The deepest point of a flat minimum is found to about the square
+    // root of the rounding: the normal to 1e-6.)
+    assert!((nx.abs() - ALPHA.sin()).abs() < 1e-6 && (ny.abs() - ALPHA.cos()).abs() < 1e-6);
+    for delta in [1e-3, -1e-3] {
+        let [g, ..] = contact(z0, z1, true, e, 0.0, delta);
+        assert!(
+            (g + rb1 * f64::abs(delta)).abs() < 1e-15,
+            "ring by {delta}: {g}"
+        );
+        let [g, ..] = contact(z0, z1, true, e, 2.0 * delta, 0.0);
+        assert!(
+            (g + rb0 * 2.0 * f64::abs(delta)).abs() < 1e-15,
+            "pinion by {delta}: {g}"
+        );
+    }
+    let de = 1e-4;
+    let [g, ..] = contact(z0, z1, true, e + de, 0.0, 0.0);
+    let working = (e * ALPHA.cos() / (e + de)).acos();
+    let want = -e * ALPHA.cos() * (inv(working) - inv(ALPHA));
+    assert!((g - want).abs() < 1e-12 * want.abs(), "{g} vs {want}");
+}
+
+/// A pinion on a fixed centre in a fixed ring, turned by a torque T: at
+/// rest the mesh force is T / rb0 along the line of action and the
+/// penetration is (F / k)^(9/10) (eq. 11), the pinion's rotation that over
+/// rb0.
+#[test]
+fn a_pinion_in_a_ring_holds_a_torque_at_the_penalty_penetration() {
+    let src = r#"
+model Holding
+  constant Real pi = 3.141592653589793;
+  parameter Real m = 0.002;
+  Mechanics.Planar.Fixed ring(phi = pi/40);
+  Mechanics.Planar.Fixed centre(r = {m*(40 - 20)/2, 0});
+  Mechanics.Planar.Revolute bearing;
+  Mechanics.Planar.Body pinion(m = 0.1, J = 1e-4, phi(start = 0, fixed = true), w(start = 0, fixed = true));
+  Contact.FewTeeth mesh(z0 = 20, z1 = 40, m = m, internal1 = true, k = 2e9, dc = 50);
+  Mechanics.Rotational.ConstantTorque drive(tau_constant = 5);
+  Mechanics.Rotational.LinearSpeedDependentTorque loss(d = 0.05);
+  Real theta = bearing.phi;
+equation
+  connect(centre.frame, bearing.frame_a);
+  connect(bearing.frame_b, pinion.frame);
+  connect(drive.flange, bearing.axis);
+  connect(loss.flange, bearing.axis);
+  connect(pinion.frame, mesh.frame_a);
+  connect(ring.frame, mesh.frame_b);
+  annotation(experiment(StopTime = 0.1, Interval = 1e-3, __rmoc_solver = "generalized-alpha", __rmoc_step = 2e-5));
+end Holding;
+"#;
+    let r = common::simulate(
+        src,
+        Some("Holding"),
+        &Run {
+            experiment_solver: true,
+            ..Run::default()
+        },
+    );
+    let rb0 = M * 20.0 / 2.0 * ALPHA.cos();
+    let force = 5.0 / rb0;
+    let depth = (force / 2e9f64).powf(0.9);
+    let (fn_, g, theta) = (last(&r, "mesh.fn"), last(&r, "mesh.g"), last(&r, "theta"));
+    assert!((fn_ - force).abs() < 1e-6 * force, "force {fn_} vs {force}");
+    assert!((g + depth).abs() < 1e-6 * depth, "gap {g} vs {}", -depth);
+    assert!(
+        (theta - depth / rb0).abs() < 1e-6 * theta,
+        "rotation {theta} vs {}",
+        depth / rb0
+    );
+}
