@@ -180,3 +180,35 @@ end Holding;
         depth / rb0
     );
 }
+
+/// `Gears.toothCompliance` (the series model, eqs. 5-7) against the NumPy
+/// implementation of examples/gear_whine/tvms.py (computed there: module
+/// 3 mm, 50 teeth, 20 degrees, 20 mm face width, at the middle of the
+/// flank, the pitch circle and the tip of that example's addendum).
+#[test]
+fn tooth_compliance_matches_the_numpy_series_model() {
+    let src = r#"
+model Compliance
+  constant Real pi = 3.141592653589793;
+  Real c1 = Gears.toothCompliance(0.07462056757515641, 50, 3e-3, 20*pi/180, 0.020);
+  Real c2 = Gears.toothCompliance(0.075, 50, 3e-3, 20*pi/180, 0.020);
+  Real c3 = Gears.toothCompliance(0.07799113515031282, 50, 3e-3, 20*pi/180, 0.020);
+end Compliance;
+"#;
+    let r = common::simulate(
+        src,
+        Some("Compliance"),
+        &Run {
+            stop: Some(0.0),
+            ..Run::default()
+        },
+    );
+    for (name, want) in [
+        ("c1", 1.3963862750677563e-09),
+        ("c2", 1.5936060688980626e-09),
+        ("c3", 4.267348781062932e-09),
+    ] {
+        let got = last(&r, name);
+        assert!((got - want).abs() < 1e-12 * want, "{name}: {got} vs {want}");
+    }
+}
