@@ -138,6 +138,65 @@ fn an_internal_pair_has_the_involute_backlash_in_closed_form() {
 /// rb0.
 #[test]
 fn a_pinion_in_a_ring_holds_a_torque_at_the_penalty_penetration() {
+    let r = holding(false);
+    let rb0 = M * 20.0 / 2.0 * ALPHA.cos();
+    let force = 5.0 / rb0;
+    let depth = (force / 2e9f64).powf(0.9);
+    let (fn_, g, theta) = (last(&r, "mesh.fn"), last(&r, "mesh.g"), last(&r, "theta"));
+    assert!((fn_ - force).abs() < 1e-6 * force, "force {fn_} vs {force}");
+    assert!((g + depth).abs() < 1e-6 * depth, "gap {g} vs {}", -depth);
+    assert!(
+        (theta - depth / rb0).abs() < 1e-6 * theta,
+        "rotation {theta} vs {}",
+        depth / rb0
+    );
+}
+
+/// With `series = true` the mesh stiffness is eq. 22's at the contact:
+/// the pinion tooth's compliance (Gears.toothCompliance, from the table,
+/// at the contact point's radius; the ring's teeth rigid here) in series
+/// with kHertz, and the penetration follows from it.
+#[test]
+fn the_series_mesh_stiffness_is_the_teeth_and_hertz_in_series() {
+    let r = holding(true);
+    let rb0 = M * 20.0 / 2.0 * ALPHA.cos();
+    let force = 5.0 / rb0;
+    let (fn_, g, k) = (
+        last(&r, "mesh.fn"),
+        last(&r, "mesh.g"),
+        last(&r, "mesh.kmesh"),
+    );
+    assert!((fn_ - force).abs() < 1e-6 * force, "force {fn_} vs {force}");
+    let radius = (last(&r, "mesh.pc[1]") - M * 10.0).hypot(last(&r, "mesh.pc[2]"));
+    let src = format!(
+        r#"
+model Tooth
+  constant Real pi = 3.141592653589793;
+  Real c = Gears.toothCompliance({radius}, 20, 0.002, 20*pi/180, 0.01);
+end Tooth;
+"#
+    );
+    let c = last(
+        &common::simulate(
+            &src,
+            Some("Tooth"),
+            &Run {
+                stop: Some(0.0),
+                ..Run::default()
+            },
+        ),
+        "c",
+    );
+    let want = 1.0 / (c + 1.0 / 2e9);
+    // Linear interpolation over 64 radii of the flank.
+    assert!((k - want).abs() < 1e-4 * want, "kmesh {k} vs {want}");
+    let depth = (force / k).powf(0.9);
+    assert!((g + depth).abs() < 1e-6 * depth, "gap {g} vs {}", -depth);
+}
+
+/// A pinion on a fixed centre in a fixed ring, turned by 5 N m against a
+/// viscous loss, run to rest (0.1 s).
+fn holding(series: bool) -> rmoc::solve::Results {
     let src = r#"
 model Holding
   constant Real pi = 3.141592653589793;
@@ -146,7 +205,9 @@ model Holding
   Mechanics.Planar.Fixed centre(r = {m*(40 - 20)/2, 0});
   Mechanics.Planar.Revolute bearing;
   Mechanics.Planar.Body pinion(m = 0.1, J = 1e-4, phi(start = 0, fixed = true), w(start = 0, fixed = true));
-  Contact.FewTeeth mesh(z0 = 20, z1 = 40, m = m, internal1 = true, k = 2e9, dc = 50);
+  parameter Boolean series = false;
+  Contact.FewTeeth mesh(z0 = 20, z1 = 40, m = m, internal1 = true, k = 2e9, dc = 50,
+    series = series, width = 0.01, kHertz = 2e9);
   Mechanics.Rotational.ConstantTorque drive(tau_constant = 5);
   Mechanics.Rotational.LinearSpeedDependentTorque loss(d = 0.05);
   Real theta = bearing.phi;
@@ -160,25 +221,15 @@ equation
   annotation(experiment(StopTime = 0.1, Interval = 1e-3, __rmoc_solver = "generalized-alpha", __rmoc_step = 2e-5));
 end Holding;
 "#;
-    let r = common::simulate(
+    common::simulate(
         src,
         Some("Holding"),
         &Run {
             experiment_solver: true,
+            params: vec![("series", if series { 1.0 } else { 0.0 })],
             ..Run::default()
         },
-    );
-    let rb0 = M * 20.0 / 2.0 * ALPHA.cos();
-    let force = 5.0 / rb0;
-    let depth = (force / 2e9f64).powf(0.9);
-    let (fn_, g, theta) = (last(&r, "mesh.fn"), last(&r, "mesh.g"), last(&r, "theta"));
-    assert!((fn_ - force).abs() < 1e-6 * force, "force {fn_} vs {force}");
-    assert!((g + depth).abs() < 1e-6 * depth, "gap {g} vs {}", -depth);
-    assert!(
-        (theta - depth / rb0).abs() < 1e-6 * theta,
-        "rotation {theta} vs {}",
-        depth / rb0
-    );
+    )
 }
 
 /// `Gears.toothCompliance` (the series model, eqs. 5-7) against the NumPy
