@@ -263,3 +263,68 @@ end Compliance;
         assert!((got - want).abs() < 1e-12 * want, "{name}: {got} vs {want}");
     }
 }
+
+/// One tooth pair through the mesh (`onlyTooth0 = 0`), the gears turning
+/// together, gear 1 turned back by 1e-10 rad so that one flank pair is in
+/// contact: the tooth touches over the path of contact, a turn of
+/// 2 pi / z0 times the textbook contact ratio
+/// (sqrt(ra0^2 - rb0^2) + sqrt(ra1^2 - rb1^2) - a sin(alpha)) / pb, pb
+/// the base pitch, and nowhere else; within it the gap is the rb1 delta of
+/// the turn.
+#[test]
+fn one_tooth_pair_is_in_contact_over_the_textbook_contact_ratio() {
+    let src = r#"
+model ContactRatio
+  constant Real pi = 3.141592653589793;
+  parameter Integer z0 = 20;
+  parameter Integer z1 = 30;
+  parameter Real m = 0.002;
+  Real phi0 = -0.6 + 1.2*time "gear 0's turn through the mesh";
+  Real g;
+  Real nx;
+  Real ny;
+  Real qx;
+  Real qy;
+equation
+  (g, nx, ny, qx, qy) = Contact.fewTeethContact(z0, z1, m, 20*pi/180, 0, 0, false, false, 1, 0.25,
+    0, 0, phi0, m*(z0 + z1)/2, 0, pi/z1 - phi0*z0/z1 + 1e-10, onlyTooth0 = 0);
+end ContactRatio;
+"#;
+    let r = common::simulate(
+        src,
+        Some("ContactRatio"),
+        &Run {
+            stop: Some(1.0),
+            interval: Some(1e-4),
+            ..Run::default()
+        },
+    );
+    let (phi, g) = (common::column(&r, "phi0"), common::column(&r, "g"));
+    let touching: Vec<usize> = (0..g.len()).filter(|&k| g[k] < 0.0).collect();
+    let (first, last_) = (touching[0], touching[touching.len() - 1]);
+    assert_eq!(
+        touching.len(),
+        last_ - first + 1,
+        "the contact is one interval"
+    );
+    let (z0, z1) = (20.0, 30.0);
+    let (r0, r1) = (M * z0 / 2.0, M * z1 / 2.0);
+    let (rb0, rb1) = (r0 * ALPHA.cos(), r1 * ALPHA.cos());
+    let (ra0, ra1) = (r0 + M, r1 + M);
+    let pb = PI * M * ALPHA.cos();
+    let ratio = ((ra0 * ra0 - rb0 * rb0).sqrt() + (ra1 * ra1 - rb1 * rb1).sqrt()
+        - (r0 + r1) * ALPHA.sin())
+        / pb;
+    let measured = (phi[last_] - phi[first]) * z0 / (2.0 * PI);
+    // The turn is sampled every 1.2e-4 rad: the ratio to 4e-4.
+    assert!(
+        (measured - ratio).abs() < 4e-4,
+        "contact ratio {measured} vs {ratio}"
+    );
+    let middle = (first + last_) / 2;
+    assert!(
+        (g[middle] + rb1 * 1e-10).abs() < 1e-15,
+        "gap {} in the middle",
+        g[middle]
+    );
+}
