@@ -328,3 +328,47 @@ end ContactRatio;
         g[middle]
     );
 }
+
+/// `examples/few_teeth.rmo` (a 36-tooth pinion in a 40-tooth ring, the
+/// centres 10 um close, driven through the torque sequence; here with
+/// stages of 0.05 s and a 50 us step): the loop's backlash is the pair's
+/// free play in closed form, 2 e cos(alpha)(inv alpha - inv alpha') / rb0,
+/// and both branches are equally stiff.
+#[test]
+fn the_few_teeth_example_loop_has_the_closed_form_backlash() {
+    let path = common::project("examples/few_teeth.rmo");
+    let c = common::compile_file(&path, None);
+    let request = rmoc::solve::settings::RunRequest {
+        stop_time: Some(0.25),
+        interval: Some(1e-4),
+        step: Some(5e-5),
+        params: vec!["tseg=0.05".into()],
+        ..Default::default()
+    };
+    let opts = request
+        .resolve(&c.causal)
+        .unwrap_or_else(|d| panic!("{}", d.message));
+    let jit = rmoc::jit::codegen::compile(&c.program).expect("jit");
+    let r = rmoc::solve::simulate(&c.causal, &c.program, &jit, &opts)
+        .unwrap_or_else(|d| panic!("{:?}", d.iter().map(|x| &x.message).collect::<Vec<_>>()));
+    let to_arcmin = 180.0 * 60.0 / PI;
+    let angle: Vec<f64> = common::column(&r, "theta")
+        .iter()
+        .map(|a| a * to_arcmin)
+        .collect();
+    let ind = rmoc::output::hysteresis::indicators(&common::column(&r, "T"), &angle, 100.0)
+        .expect("a loop");
+    let m = 1.5e-3;
+    let e = m * 4.0 / 2.0;
+    let working = (e * ALPHA.cos() / (e - 10e-6)).acos();
+    let gap = e * ALPHA.cos() * (inv(ALPHA) - inv(working));
+    let rb0 = m * 36.0 / 2.0 * ALPHA.cos();
+    let play = 2.0 * gap / rb0 * to_arcmin;
+    assert!(
+        (ind.backlash - play).abs() < 1e-3 * play,
+        "backlash {} arcmin vs {play}",
+        ind.backlash
+    );
+    let (kp, kn) = (ind.stiffness_positive, ind.stiffness_negative);
+    assert!((kp - kn).abs() < 1e-3 * kp, "branches {kp} and {kn}");
+}
