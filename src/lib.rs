@@ -505,21 +505,21 @@ impl Simulator {
 
     /// One run with the options `opts` (see [`solve::settings::RunRequest`]).
     pub fn simulate(&self, opts: &solve::Options) -> Result<solve::Results, Vec<Diagnostic>> {
+        self.with_backend(|backend| {
+            solve::simulate(&self.compiled.causal, &self.compiled.program, backend, opts)
+        })
+    }
+
+    /// Runs `f` with the backend of this simulator: the compiled code
+    /// (with the interpreter for the cold entries), or the interpreter.
+    fn with_backend<R>(&self, f: impl FnOnce(&dyn solve::model::Backend) -> R) -> R {
         let program = &self.compiled.program;
         match &self.jit {
-            Some(jit) => {
-                let backend = solve::model::Hybrid { jit, program };
-                solve::simulate(&self.compiled.causal, program, &backend, opts)
-            }
-            None => {
-                let backend = solve::model::Interpreter { program };
-                solve::simulate(&self.compiled.causal, program, &backend, opts)
-            }
+            Some(jit) => f(&solve::model::Hybrid { jit, program }),
+            None => f(&solve::model::Interpreter { program }),
         }
     }
-}
 
-impl Simulator {
     /// Runs to `opts.stop` (the start: after initialization only) and
     /// linearizes the model there (`solve::linearize`).
     pub fn linearize(
@@ -541,14 +541,9 @@ impl Simulator {
                 "the run stopped before the operating point",
             )]);
         };
-        let program = &self.compiled.program;
-        let c = &self.compiled.causal;
-        match &self.jit {
-            Some(jit) => {
-                solve::linearize::linearize(c, &solve::model::Hybrid { jit, program }, &frame)
-            }
-            None => solve::linearize::linearize(c, &solve::model::Interpreter { program }, &frame),
-        }
+        self.with_backend(|backend| {
+            solve::linearize::linearize(&self.compiled.causal, backend, &frame)
+        })
         .map_err(|d| vec![d])
     }
 }

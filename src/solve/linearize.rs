@@ -123,12 +123,12 @@ pub fn linearize(
     }
     let (inputs, outputs) = inputs_and_outputs(c);
     let n = c.states.len();
-    let value = |f: &Frame, v: VarId| match source(c, v) {
-        Some((s, sign)) => sign * f.var(s),
-        None => f.var(v),
-    };
-    let tangent = |f: &Frame, v: VarId| match source(c, v) {
-        Some((s, sign)) => sign * f.tangent(s),
+    // Where the rows' values live, looked up once for every column.
+    let der_sources: Vec<Option<(VarId, f64)>> =
+        c.state_ders.iter().map(|&d| source(c, d)).collect();
+    let output_sources: Vec<Option<(VarId, f64)>> = outputs.iter().map(|&y| source(c, y)).collect();
+    let tangent = |f: &Frame, s: &Option<(VarId, f64)>| match s {
+        Some((s, sign)) => sign * f.tangent(*s),
         None => 0.0,
     };
     // Column j of [A; C] (or [B; D]) for the seed `seed`.
@@ -139,8 +139,8 @@ pub fn linearize(
         if code != status::OK {
             return Err(failed("its derivatives", code));
         }
-        let ders = c.state_ders.iter().map(|&d| tangent(&frame, d)).collect();
-        let outs = outputs.iter().map(|&y| tangent(&frame, y)).collect();
+        let ders = der_sources.iter().map(|s| tangent(&frame, s)).collect();
+        let outs = output_sources.iter().map(|s| tangent(&frame, s)).collect();
         frame.set_tangent(seed, 0.0);
         Ok((ders, outs))
     };
@@ -179,7 +179,14 @@ pub fn linearize(
         outputs: names(&outputs),
         x0: c.states.iter().map(|&v| frame.var(v)).collect(),
         u0: inputs.iter().map(|&v| frame.var(v)).collect(),
-        y0: outputs.iter().map(|&v| value(&frame, v)).collect(),
+        y0: outputs
+            .iter()
+            .zip(&output_sources)
+            .map(|(&v, s)| match s {
+                Some((s, sign)) => sign * frame.var(*s),
+                None => frame.var(v),
+            })
+            .collect(),
         a,
         b,
         c: cm,
