@@ -546,3 +546,74 @@ fn the_johnson_fixed_point_loop_runs_in_compiled_code() {
     let b = start_buffer(&c, &interp);
     assert_eq!(a, b);
 }
+
+/// `(p, q) := f(x)` is one call in the generated code, not one per output;
+/// the same call written again after a store to its argument runs again
+/// (`a := twice(a); a := twice(a)` doubles twice).
+#[test]
+fn a_tuple_assignment_calls_its_function_once() {
+    let src = r#"
+function pair
+  input Real x;
+  output Real s;
+  output Real d;
+algorithm
+  s := x + 1;
+  d := x - 1;
+end pair;
+
+function twice
+  input Real x;
+  output Real y;
+algorithm
+  y := 2*x;
+end twice;
+
+function use
+  input Real x;
+  output Real z;
+protected
+  Real p;
+  Real q;
+  Real a;
+algorithm
+  (p, q) := pair(x);
+  a := x;
+  a := twice(a);
+  a := twice(a);
+  z := 10*p + q + 100*a;
+end use;
+
+model Tuple
+  Real z = use(time + 2);
+end Tuple;
+"#;
+    let c = common::compile(src, Some("Tuple"));
+    let body = c
+        .program
+        .user
+        .iter()
+        .find(|f| f.name.contains("use"))
+        .map(rmoc::jit::ir::display)
+        .expect("the function `use`");
+    let calls = |name: &str| {
+        let id = c
+            .program
+            .user
+            .iter()
+            .position(|f| f.name.ends_with(name))
+            .expect("function");
+        body.matches(&format!("call f{id}(")).count()
+    };
+    assert_eq!(calls("pair"), 1, "{body}");
+    assert_eq!(calls("twice"), 2, "{body}");
+    let r = common::simulate_compiled(
+        &c,
+        &common::Run {
+            stop: Some(0.0),
+            ..Default::default()
+        },
+    );
+    // x = 2: p = 3, q = 1, a = 8.
+    assert_eq!(common::last(&r, "z"), 10.0 * 3.0 + 1.0 + 800.0);
+}

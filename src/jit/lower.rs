@@ -1814,6 +1814,17 @@ fn lower_functions(fs: &[flat::Function]) -> (Vec<Func>, Vec<FunctionCheck>) {
     (funcs, checks)
 }
 
+/// Whether call `call`'s arguments read any of `slots`.
+fn call_reads(a: &ExprArena, call: u32, slots: &[u32]) -> bool {
+    a.reachable(&a.calls[call as usize].args)
+        .iter()
+        .any(|&n| match a.node(n) {
+            Node::Var(v) | Node::Pre(v) | Node::Der(v) => slots.contains(&v),
+            Node::Elem { base, len, .. } => slots.iter().any(|&v| v >= base && v < base + len),
+            _ => false,
+        })
+}
+
 impl Lowerer<'_> {
     /// An expression of a function body: slots change between statements,
     /// so nothing is shared across statements.
@@ -1847,10 +1858,41 @@ impl Lowerer<'_> {
         f: &flat::Function,
     ) -> Vec<Stmt> {
         self.scoped(|s| {
+            // The call whose outputs the last statements assigned, and the
+            // slots stored since it ran: `(a, b) := f(x)` is one statement
+            // per output, and f runs once while no slot its arguments read
+            // has changed.
+            let mut recent: Option<(u32, Vec<u32>)> = None;
             for st in body {
+                if !matches!(st, flat::Statement::Assign { .. }) {
+                    recent = None;
+                }
                 match st {
                     flat::Statement::Assign { slot, value } => {
-                        let x = s.statement_expr(a, *value);
+                        let projection = match a.node(*value) {
+                            Node::Call { call, output } => Some((call, output)),
+                            _ => None,
+                        };
+                        let reused = match (projection, &recent) {
+                            (Some((call, output)), Some((ran, stored)))
+                                if call == *ran && !call_reads(a, call, stored) =>
+                            {
+                                s.calls
+                                    .get(&call)
+                                    .map(|outs| Expr::Local(outs[output as usize]))
+                            }
+                            _ => None,
+                        };
+                        let x = match reused {
+                            Some(x) => x,
+                            None => {
+                                recent = projection.map(|(call, _)| (call, Vec::new()));
+                                s.statement_expr(a, *value)
+                            }
+                        };
+                        if let Some((_, stored)) = &mut recent {
+                            stored.push(*slot);
+                        }
                         s.stmts.push(Stmt::Store(*slot, x));
                     }
                     flat::Statement::AssignElem {
