@@ -12,6 +12,7 @@
 
 pub mod diag;
 pub mod flat;
+pub mod fmi;
 pub mod instantiate;
 pub mod jit;
 pub mod output;
@@ -518,6 +519,17 @@ impl Simulator {
             Some(jit) => f(&solve::model::Hybrid { jit, program }),
             None => f(&solve::model::Interpreter { program }),
         }
+    }
+
+    /// Runs `f` with the model lent to a [`solve::session::Session`].
+    pub fn with_model<R>(&self, f: impl FnOnce(solve::session::ModelRef) -> R) -> R {
+        self.with_backend(|backend| {
+            f(solve::session::ModelRef {
+                causal: &self.compiled.causal,
+                program: &self.compiled.program,
+                backend,
+            })
+        })
     }
 
     /// Runs to `opts.stop` (the start: after initialization only) and

@@ -58,6 +58,9 @@ enum Command {
     /// Run a model at many parameter points (compiled once, in parallel) and
     /// write one summary row per point.
     Sweep(SweepArgs),
+    /// Export a model as an FMU (FMI 2.0 or 3.0; model exchange,
+    /// co-simulation or both) for Linux x86-64, with rmoc inside.
+    Fmu(FmuArgs),
     /// Show the structural analysis: index, states, dummy states, BLT blocks.
     Analyze {
         /// The model file (.rmo or .mo).
@@ -263,6 +266,45 @@ struct LinearizeArgs {
     run: RunArgs,
 }
 
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum FmiVersionArg {
+    #[value(name = "2")]
+    Two,
+    #[value(name = "3")]
+    Three,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum FmuKindArg {
+    Me,
+    Cs,
+    Both,
+}
+
+#[derive(clap::Args)]
+struct FmuArgs {
+    /// The model file (.rmo or .mo).
+    file: PathBuf,
+    /// The model to export (default: the file's only model, or the one named as the file).
+    #[arg(long)]
+    model: Option<String>,
+    /// The FMI version.
+    #[arg(long = "fmi", value_enum, default_value = "2")]
+    version: FmiVersionArg,
+    /// The interfaces: model exchange (the host integrates), co-simulation (rmoc's integrators inside), or both.
+    #[arg(long, value_enum, default_value = "both")]
+    kind: FmuKindArg,
+    /// The FMU file (default: MODEL.fmu).
+    #[arg(short = 'o', value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Run the model with the interpreter in the FMU (no machine code).
+    #[arg(long)]
+    no_jit: bool,
+    /// No closing `wrote ...` line.
+    #[arg(long, short = 'q')]
+    quiet: bool,
+}
+
 #[derive(clap::Args)]
 struct SweepArgs {
     /// The model file (.rmo or .mo).
@@ -355,6 +397,7 @@ fn run() -> ExitCode {
         Command::Simulate(a) => simulate(&a),
         Command::Sweep(a) => sweep(&a),
         Command::Linearize(a) => linearize(&a),
+        Command::Fmu(a) => fmu(&a),
         Command::Plot {
             result,
             vars,
@@ -1123,6 +1166,89 @@ fn sweep(a: &SweepArgs) -> ExitCode {
             eprintln!("error: every point failed; the first: {m}");
         }
         return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}
+
+fn fmu(a: &FmuArgs) -> ExitCode {
+    let started = std::time::Instant::now();
+    if let Some(out) = &a.output
+        && !out
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("fmu"))
+    {
+        return fail_nospan(
+            format!("`{}`: an FMU's file name ends in .fmu", out.display()),
+            "-o Model.fmu",
+        );
+    }
+    let (mut lib, m) = match load_model(&a.file, a.model.as_deref()) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let text = match rmoc::read_source(&a.file) {
+        Ok(t) => t,
+        Err(d) => return report(&lib, &[d]),
+    };
+    let simulator = match compile_simulator(&mut lib, m, a.no_jit) {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    let name = a
+        .model
+        .clone()
+        .unwrap_or_else(|| simulator.causal().name.clone());
+    let req = rmoc::fmi::ExportRequest {
+        version: match a.version {
+            FmiVersionArg::Two => rmoc::fmi::FmiVersion::Two,
+            FmiVersionArg::Three => rmoc::fmi::FmiVersion::Three,
+        },
+        kinds: rmoc::fmi::FmuKinds {
+            model_exchange: matches!(a.kind, FmuKindArg::Me | FmuKindArg::Both),
+            co_simulation: matches!(a.kind, FmuKindArg::Cs | FmuKindArg::Both),
+        },
+        model: name.clone(),
+        file: a
+            .file
+            .file_name()
+            .map(|f| f.to_string_lossy().to_string())
+            .unwrap_or_else(|| "model.rmo".into()),
+        text,
+        interpreted: a.no_jit,
+    };
+    let exported = match rmoc::fmi::export(&simulator, &req) {
+        Ok(e) => e,
+        Err(d) => return report(&lib, &[d]),
+    };
+    let out = a
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{}.fmu", rmoc::fmi::model_identifier(&name))));
+    if let Err(e) = rmoc::output::replace_file(&out, |tmp| std::fs::write(tmp, &exported.bytes)) {
+        return fail_nospan(
+            format!("cannot write {}: {e}", out.display()),
+            "check that the folder exists and is writable",
+        );
+    }
+    if !a.quiet {
+        let kinds = match a.kind {
+            FmuKindArg::Me => "model exchange",
+            FmuKindArg::Cs => "co-simulation",
+            FmuKindArg::Both => "model exchange and co-simulation",
+        };
+        let version = match a.version {
+            FmiVersionArg::Two => "2.0",
+            FmiVersionArg::Three => "3.0",
+        };
+        eprintln!(
+            "wrote {} (FMI {version}, {kinds}; {} variables, {} states, {} event indicators; {:.1} MB, {:.2} s)",
+            out.display(),
+            exported.variables,
+            exported.states,
+            exported.event_indicators,
+            exported.bytes.len() as f64 / 1e6,
+            started.elapsed().as_secs_f64()
+        );
     }
     ExitCode::SUCCESS
 }

@@ -76,11 +76,14 @@ impl StepView<'_> {
 }
 
 /// Runs `integrator` from the initialized point to the stop time (or
-/// `terminate`).
+/// `terminate`). With `resume`, the integrator goes on from where its last
+/// call ended (at `opts.start`, with its history: an FMU's next
+/// communication step); otherwise it starts afresh there.
 pub(super) fn integrate(
     run: &mut Run,
     opts: &Options,
     integrator: &mut dyn Integrator,
+    resume: bool,
 ) -> Result<(), Diagnostic> {
     let behaviour = integrator.behaviour();
     let live = behaviour.relations == Relations::Live;
@@ -93,7 +96,9 @@ pub(super) fn integrate(
     let n = run.c.states.len();
     let mut t = opts.start;
     let mut x = run.states();
-    integrator.start(run, t, &mut x)?;
+    if !resume {
+        integrator.start(run, t, &mut x)?;
+    }
     // The start row again, with what the integrator adds (contact forces).
     integrator.evaluate(run, t, &x)?;
     run.check_asserts()?;

@@ -22,6 +22,7 @@ pub mod linearize;
 pub mod model;
 pub mod monitor;
 pub mod moreau;
+pub mod session;
 pub mod settings;
 
 use crate::diag::Diagnostic;
@@ -97,7 +98,7 @@ pub enum Solver {
 }
 
 /// Where an output column's value comes from.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Source {
     Slot(u32),
     Negated(u32),
@@ -269,6 +270,25 @@ struct Run<'a> {
     interrupted_at: Option<f64>,
 }
 
+/// A [`Run`] between two calls of a session: everything but the model.
+struct Parked {
+    frame: Frame,
+    columns: Vec<(String, Source, usize)>,
+    results: Results,
+    cond_pre: Vec<bool>,
+    discrete: Vec<u32>,
+    stats: RunStats,
+    next_sample: Vec<f64>,
+    warned: Vec<usize>,
+    initial_checked: bool,
+    step_asserts: bool,
+    computed: Vec<u32>,
+    poll: monitor::Poll,
+    sink: Option<RowSinkHandle>,
+    sink_error: Option<std::io::Error>,
+    interrupted_at: Option<f64>,
+}
+
 impl<'a> Run<'a> {
     /// A run of `c` with a zeroed frame, no output columns and no discrete
     /// variables to iterate (`simulate` sets those).
@@ -305,6 +325,52 @@ impl<'a> Run<'a> {
 
     fn l(&self) -> &Layout {
         &self.p.layout
+    }
+
+    /// The run without its model, kept between the calls of a
+    /// [`session::Session`].
+    fn park(self) -> Parked {
+        Parked {
+            frame: self.frame,
+            columns: self.columns,
+            results: self.results,
+            cond_pre: self.cond_pre,
+            discrete: self.discrete,
+            stats: self.stats,
+            next_sample: self.next_sample,
+            warned: self.warned,
+            initial_checked: self.initial_checked,
+            step_asserts: self.step_asserts,
+            computed: self.computed,
+            poll: self.poll,
+            sink: self.sink,
+            sink_error: self.sink_error,
+            interrupted_at: self.interrupted_at,
+        }
+    }
+
+    /// The parked run `s` of the model (c, p) again.
+    fn unpark(c: &'a Causal, p: &'a Program, backend: &'a dyn Backend, s: Parked) -> Run<'a> {
+        Run {
+            c,
+            p,
+            backend,
+            frame: s.frame,
+            columns: s.columns,
+            results: s.results,
+            cond_pre: s.cond_pre,
+            discrete: s.discrete,
+            stats: s.stats,
+            next_sample: s.next_sample,
+            warned: s.warned,
+            initial_checked: s.initial_checked,
+            step_asserts: s.step_asserts,
+            computed: s.computed,
+            poll: s.poll,
+            sink: s.sink,
+            sink_error: s.sink_error,
+            interrupted_at: s.interrupted_at,
+        }
     }
 
     /// Once per step of every solver: reports progress to the monitor and
@@ -1038,13 +1104,7 @@ fn simulate_inner(
             );
         }
     }
-    for &(v, val) in &opts.overrides {
-        run.frame.set_override(v, val);
-    }
-    run.frame.set_time(opts.start);
-    run.call(Entry::Parameters)?;
-    init::check_parameter_ranges(&run, &opts.overrides)?;
-    run.call(Entry::Starts)?;
+    prepare(&mut run, opts)?;
     let shown: Vec<usize> = (0..c.vars.len())
         .filter(|&v| {
             matches!(c.roles[v], Role::Parameter)
@@ -1062,7 +1122,51 @@ fn simulate_inner(
         .iter()
         .map(|&v| (c.vars[v].description.clone(), c.vars[v].unit.clone()))
         .collect();
-    init::initialize(&mut run, opts)?;
+    start(&mut run, opts)?;
+    run.record(opts.start);
+    let outcome = integrator::for_solver(&mut run, opts)
+        .and_then(|mut integrator| hybrid::integrate(&mut run, opts, integrator.as_mut(), false));
+    if let Some(e) = run.sink_error.take() {
+        return Err(
+            Diagnostic::error_nospan(format!("cannot write the result rows: {e}"))
+                .with_note(STOPPED),
+        );
+    }
+    if let Some(t) = run.interrupted_at {
+        let mut results = std::mem::take(&mut run.results);
+        results.stats = run.stats;
+        results.interrupted = Some(t);
+        return Ok(results);
+    }
+    outcome?;
+    let frame = opts.keep_frame.then(|| run.frame.clone());
+    // terminal()
+    run.frame.set_terminal(true);
+    let _ = run.event_iteration(false);
+    let mut results = std::mem::take(&mut run.results);
+    results.stats = run.stats;
+    results.frame = frame;
+    Ok(results)
+}
+
+/// The parameters (with the run's overrides) and start values of a run at
+/// its start time, before its initialization.
+fn prepare(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
+    for &(v, val) in &opts.overrides {
+        run.frame.set_override(v, val);
+    }
+    run.frame.set_time(opts.start);
+    run.call(Entry::Parameters)?;
+    init::check_parameter_ranges(run, &opts.overrides)?;
+    run.call(Entry::Starts)?;
+    Ok(())
+}
+
+/// The initialization of a prepared run ([`prepare`]): the initial system,
+/// the sample instants, the initial point's asserts.
+fn start(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
+    let l = run.p.layout.clone();
+    init::initialize(run, opts)?;
     // Sample times.
     run.next_sample = (0..l.n_samples)
         .map(|k| {
@@ -1089,29 +1193,5 @@ fn simulate_inner(
             .with_note(STOPPED));
         }
     }
-    run.check_asserts()?;
-    run.record(opts.start);
-    let outcome = integrator::for_solver(&mut run, opts)
-        .and_then(|mut integrator| hybrid::integrate(&mut run, opts, integrator.as_mut()));
-    if let Some(e) = run.sink_error.take() {
-        return Err(
-            Diagnostic::error_nospan(format!("cannot write the result rows: {e}"))
-                .with_note(STOPPED),
-        );
-    }
-    if let Some(t) = run.interrupted_at {
-        let mut results = std::mem::take(&mut run.results);
-        results.stats = run.stats;
-        results.interrupted = Some(t);
-        return Ok(results);
-    }
-    outcome?;
-    let frame = opts.keep_frame.then(|| run.frame.clone());
-    // terminal()
-    run.frame.set_terminal(true);
-    let _ = run.event_iteration(false);
-    let mut results = std::mem::take(&mut run.results);
-    results.stats = run.stats;
-    results.frame = frame;
-    Ok(results)
+    run.check_asserts()
 }

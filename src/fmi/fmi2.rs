@@ -1,0 +1,664 @@
+//! The FMI 2.0 C functions of an rmoc FMU (model exchange and
+//! co-simulation in one binary), over [`Instance`]. Signatures as in the
+//! standard's `fmi2FunctionTypes.h`: `fmi2Boolean` is a C `int`, value
+//! references `unsigned int`, statuses `fmi2OK` = 0 ... `fmi2Pending` = 5.
+//!
+//! Invariants: no function lets a panic cross into the host (it becomes
+//! `fmi2Fatal`); a null instance or a null array with a nonzero count is an
+//! `fmi2Error`, never a dereference.
+// The safety contract of every function here is the FMI standard's: the
+// host passes the instance it was given and arrays of the lengths it says.
+#![allow(clippy::missing_safety_doc)]
+
+use super::instance::{Instance, InstanceKind, Status, resource_dir};
+use crate::flat::ScalarType;
+use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_void};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+type Logger = unsafe extern "C" fn(
+    env: *mut c_void,
+    instance_name: *const c_char,
+    status: c_int,
+    category: *const c_char,
+    message: *const c_char,
+    ...
+);
+
+/// `fmi2CallbackFunctions`.
+#[repr(C)]
+pub struct CallbackFunctions {
+    logger: Option<Logger>,
+    allocate_memory: Option<unsafe extern "C" fn(usize, usize) -> *mut c_void>,
+    free_memory: Option<unsafe extern "C" fn(*mut c_void)>,
+    step_finished: Option<unsafe extern "C" fn(*mut c_void, c_int)>,
+    component_environment: *mut c_void,
+}
+
+/// `fmi2EventInfo`.
+#[repr(C)]
+pub struct EventInfo {
+    new_discrete_states_needed: c_int,
+    terminate_simulation: c_int,
+    nominals_of_continuous_states_changed: c_int,
+    values_of_continuous_states_changed: c_int,
+    next_event_time_defined: c_int,
+    next_event_time: f64,
+}
+
+/// Runs `f` on the instance behind `c`, with panics caught.
+unsafe fn with(c: *mut c_void, f: impl FnOnce(&mut Instance) -> Status) -> c_int {
+    if c.is_null() {
+        return Status::Error as c_int;
+    }
+    // SAFETY: a non-null component is the pointer fmi2Instantiate returned.
+    let inst = unsafe { &mut *(c as *mut Instance) };
+    match catch_unwind(AssertUnwindSafe(|| f(inst))) {
+        Ok(s) => s as c_int,
+        Err(_) => Status::Fatal as c_int,
+    }
+}
+
+/// The array `p` of `n` elements (empty when n is 0, whatever `p` is).
+unsafe fn slice<'a, T>(p: *const T, n: usize) -> Option<&'a [T]> {
+    if n == 0 {
+        Some(&[])
+    } else if p.is_null() {
+        None
+    } else {
+        // SAFETY: the host passes arrays of the length it states.
+        Some(unsafe { std::slice::from_raw_parts(p, n) })
+    }
+}
+
+unsafe fn slice_mut<'a, T>(p: *mut T, n: usize) -> Option<&'a mut [T]> {
+    if n == 0 {
+        Some(&mut [])
+    } else if p.is_null() {
+        None
+    } else {
+        // SAFETY: as `slice`.
+        Some(unsafe { std::slice::from_raw_parts_mut(p, n) })
+    }
+}
+
+unsafe fn text(p: *const c_char) -> Option<String> {
+    if p.is_null() {
+        None
+    } else {
+        // SAFETY: the host passes NUL-terminated strings.
+        Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+    }
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn fmi2GetTypesPlatform() -> *const c_char {
+    c"default".as_ptr()
+}
+
+#[unsafe(no_mangle)]
+pub extern "C" fn fmi2GetVersion() -> *const c_char {
+    c"2.0".as_ptr()
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2SetDebugLogging(
+    c: *mut c_void,
+    logging_on: c_int,
+    _n_categories: usize,
+    _categories: *const *const c_char,
+) -> c_int {
+    unsafe {
+        with(c, |i| {
+            i.logging = logging_on != 0;
+            Status::Ok
+        })
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2Instantiate(
+    instance_name: *const c_char,
+    fmu_type: c_int,
+    guid: *const c_char,
+    resource_location: *const c_char,
+    functions: *const CallbackFunctions,
+    _visible: c_int,
+    logging_on: c_int,
+) -> *mut c_void {
+    let made = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the host's strings and callbacks, as the standard says.
+        let name = unsafe { text(instance_name) }.unwrap_or_default();
+        let (logger, env) = if functions.is_null() {
+            (None, std::ptr::null_mut())
+        } else {
+            let f = unsafe { &*functions };
+            (f.logger, f.component_environment)
+        };
+        let c_name = CString::new(name.clone()).unwrap_or_default();
+        let log = Box::new(move |status: Status, category: &str, message: &str| {
+            let Some(logger) = logger else {
+                return;
+            };
+            let category = CString::new(category).unwrap_or_default();
+            let message = CString::new(message.replace('\0', " ")).unwrap_or_default();
+            // SAFETY: the host's logger, with a format that takes the
+            // message as one string (a `%` in it is not a directive).
+            unsafe {
+                logger(
+                    env,
+                    c_name.as_ptr(),
+                    status as c_int,
+                    category.as_ptr(),
+                    c"%s".as_ptr(),
+                    message.as_ptr(),
+                )
+            };
+        });
+        let kind = match fmu_type {
+            0 => InstanceKind::ModelExchange,
+            1 => InstanceKind::CoSimulation,
+            other => {
+                log(
+                    Status::Error,
+                    "logStatusError",
+                    &format!("unknown fmuType {other}"),
+                );
+                return None;
+            }
+        };
+        let Some(location) = (unsafe { text(resource_location) }) else {
+            log(
+                Status::Error,
+                "logStatusError",
+                "no fmuResourceLocation given",
+            );
+            return None;
+        };
+        let token = unsafe { text(guid) };
+        let mut inst = Instance::new(&name, kind, token.as_deref(), &resource_dir(&location), log)?;
+        inst.logging = logging_on != 0;
+        Some(Box::into_raw(Box::new(inst)) as *mut c_void)
+    }));
+    match made {
+        Ok(Some(p)) => p,
+        _ => std::ptr::null_mut(),
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2FreeInstance(c: *mut c_void) {
+    if !c.is_null() {
+        // SAFETY: the pointer fmi2Instantiate returned, freed once.
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            drop(unsafe { Box::from_raw(c as *mut Instance) })
+        }));
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2SetupExperiment(
+    c: *mut c_void,
+    tolerance_defined: c_int,
+    tolerance: f64,
+    start_time: f64,
+    stop_time_defined: c_int,
+    stop_time: f64,
+) -> c_int {
+    unsafe {
+        with(c, |i| {
+            i.setup(
+                (tolerance_defined != 0).then_some(tolerance),
+                start_time,
+                (stop_time_defined != 0).then_some(stop_time),
+            )
+        })
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2EnterInitializationMode(c: *mut c_void) -> c_int {
+    unsafe { with(c, |_| Status::Ok) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2ExitInitializationMode(c: *mut c_void) -> c_int {
+    unsafe { with(c, |i| i.initialize()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2Terminate(c: *mut c_void) -> c_int {
+    unsafe { with(c, |i| i.terminate()) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2Reset(c: *mut c_void) -> c_int {
+    unsafe { with(c, |i| i.reset()) }
+}
+
+/// Reads `n` variables of type `ty` into `out` through `put`.
+unsafe fn get_values<T>(
+    c: *mut c_void,
+    vr: *const c_uint,
+    n: usize,
+    out: *mut T,
+    ty: ScalarType,
+    put: impl Fn(f64) -> T,
+) -> c_int {
+    unsafe {
+        with(c, |i| {
+            let (Some(vr), Some(out)) = (slice(vr, n), slice_mut(out, n)) else {
+                return i.misuse("a null array with a nonzero length");
+            };
+            for (o, &r) in out.iter_mut().zip(vr) {
+                match i.get(r, ty) {
+                    Ok(x) => *o = put(x),
+                    Err(s) => return s,
+                }
+            }
+            Status::Ok
+        })
+    }
+}
+
+/// Sets `n` variables of type `ty` from `values` through `take`.
+unsafe fn set_values<T: Copy>(
+    c: *mut c_void,
+    vr: *const c_uint,
+    n: usize,
+    values: *const T,
+    ty: ScalarType,
+    take: impl Fn(T) -> f64,
+) -> c_int {
+    unsafe {
+        with(c, |i| {
+            let (Some(vr), Some(values)) = (slice(vr, n), slice(values, n)) else {
+                return i.misuse("a null array with a nonzero length");
+            };
+            for (&r, &x) in vr.iter().zip(values) {
+                let s = i.set(r, ty, take(x));
+                if s != Status::Ok {
+                    return s;
+                }
+            }
+            Status::Ok
+        })
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2GetReal(
+    c: *mut c_void,
+    vr: *const c_uint,
+    n: usize,
+    v: *mut f64,
+) -> c_int {
+    unsafe { get_values(c, vr, n, v, ScalarType::Real, |x| x) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2GetInteger(
+    c: *mut c_void,
+    vr: *const c_uint,
+    n: usize,
+    v: *mut c_int,
+) -> c_int {
+    unsafe { get_values(c, vr, n, v, ScalarType::Integer, |x| x as c_int) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2GetBoolean(
+    c: *mut c_void,
+    vr: *const c_uint,
+    n: usize,
+    v: *mut c_int,
+) -> c_int {
+    unsafe { get_values(c, vr, n, v, ScalarType::Boolean, |x| (x != 0.0) as c_int) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2GetString(
+    c: *mut c_void,
+    _vr: *const c_uint,
+    n: usize,
+    _v: *mut *const c_char,
+) -> c_int {
+    unsafe {
+        with(c, |i| {
+            if n == 0 {
+                Status::Ok
+            } else {
+                i.misuse("the model has no String variables")
+            }
+        })
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2SetReal(
+    c: *mut c_void,
+    vr: *const c_uint,
+    n: usize,
+    v: *const f64,
+) -> c_int {
+    unsafe { set_values(c, vr, n, v, ScalarType::Real, |x| x) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2SetInteger(
+    c: *mut c_void,
+    vr: *const c_uint,
+    n: usize,
+    v: *const c_int,
+) -> c_int {
+    unsafe { set_values(c, vr, n, v, ScalarType::Integer, |x| x as f64) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2SetBoolean(
+    c: *mut c_void,
+    vr: *const c_uint,
+    n: usize,
+    v: *const c_int,
+) -> c_int {
+    unsafe { set_values(c, vr, n, v, ScalarType::Boolean, |x| (x != 0) as u8 as f64) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2SetString(
+    c: *mut c_void,
+    _vr: *const c_uint,
+    n: usize,
+    _v: *const *const c_char,
+) -> c_int {
+    unsafe {
+        with(c, |i| {
+            if n == 0 {
+                Status::Ok
+            } else {
+                i.misuse("the model has no String variables")
+            }
+        })
+    }
+}
+
+/// The functions of capabilities the description does not claim.
+unsafe fn unsupported(c: *mut c_void, what: &str) -> c_int {
+    unsafe {
+        with(c, |i| {
+            i.misuse(&format!("{what} is not supported by rmoc's FMUs"))
+        })
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2GetFMUstate(c: *mut c_void, _s: *mut *mut c_void) -> c_int {
+    unsafe { unsupported(c, "fmi2GetFMUstate") }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2SetFMUstate(c: *mut c_void, _s: *mut c_void) -> c_int {
+    unsafe { unsupported(c, "fmi2SetFMUstate") }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2FreeFMUstate(c: *mut c_void, _s: *mut *mut c_void) -> c_int {
+    unsafe { unsupported(c, "fmi2FreeFMUstate") }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2SerializedFMUstateSize(
+    c: *mut c_void,
+    _s: *mut c_void,
+    _n: *mut usize,
+) -> c_int {
+    unsafe { unsupported(c, "fmi2SerializedFMUstateSize") }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2SerializeFMUstate(
+    c: *mut c_void,
+    _s: *mut c_void,
+    _b: *mut c_char,
+    _n: usize,
+) -> c_int {
+    unsafe { unsupported(c, "fmi2SerializeFMUstate") }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2DeSerializeFMUstate(
+    c: *mut c_void,
+    _b: *const c_char,
+    _n: usize,
+    _s: *mut *mut c_void,
+) -> c_int {
+    unsafe { unsupported(c, "fmi2DeSerializeFMUstate") }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2GetDirectionalDerivative(
+    c: *mut c_void,
+    _unknown: *const c_uint,
+    _n_unknown: usize,
+    _known: *const c_uint,
+    _n_known: usize,
+    _seed: *const f64,
+    _sensitivity: *mut f64,
+) -> c_int {
+    unsafe { unsupported(c, "fmi2GetDirectionalDerivative") }
+}
+
+// Model exchange.
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2EnterEventMode(c: *mut c_void) -> c_int {
+    unsafe { with(c, |_| Status::Ok) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2NewDiscreteStates(c: *mut c_void, info: *mut EventInfo) -> c_int {
+    unsafe {
+        with(c, |i| {
+            if info.is_null() {
+                return i.misuse("fmi2NewDiscreteStates: no event info");
+            }
+            match i.event_update() {
+                Ok(u) => {
+                    // SAFETY: checked not null; the host's struct.
+                    let info = &mut *info;
+                    info.new_discrete_states_needed = 0;
+                    info.terminate_simulation = u.terminate as c_int;
+                    info.nominals_of_continuous_states_changed = 0;
+                    info.values_of_continuous_states_changed = u.states_changed as c_int;
+                    info.next_event_time_defined = u.next_time_event.is_some() as c_int;
+                    info.next_event_time = u.next_time_event.unwrap_or(0.0);
+                    Status::Ok
+                }
+                Err(s) => s,
+            }
+        })
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2EnterContinuousTimeMode(c: *mut c_void) -> c_int {
+    unsafe { with(c, |_| Status::Ok) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2CompletedIntegratorStep(
+    c: *mut c_void,
+    _no_set_prior: c_int,
+    enter_event_mode: *mut c_int,
+    terminate: *mut c_int,
+) -> c_int {
+    unsafe {
+        with(c, |i| {
+            if enter_event_mode.is_null() || terminate.is_null() {
+                return i.misuse("fmi2CompletedIntegratorStep: null argument");
+            }
+            *enter_event_mode = 0;
+            *terminate = i.terminated as c_int;
+            Status::Ok
+        })
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2SetTime(c: *mut c_void, t: f64) -> c_int {
+    unsafe { with(c, |i| i.set_time(t)) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2SetContinuousStates(c: *mut c_void, x: *const f64, n: usize) -> c_int {
+    unsafe {
+        with(c, |i| match slice(x, n) {
+            Some(x) => i.set_states(x),
+            None => i.misuse("fmi2SetContinuousStates: null array"),
+        })
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2GetDerivatives(c: *mut c_void, dx: *mut f64, n: usize) -> c_int {
+    unsafe {
+        with(c, |i| match slice_mut(dx, n) {
+            Some(dx) => i.derivatives(dx),
+            None => i.misuse("fmi2GetDerivatives: null array"),
+        })
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2GetEventIndicators(c: *mut c_void, z: *mut f64, n: usize) -> c_int {
+    unsafe {
+        with(c, |i| match slice_mut(z, n) {
+            Some(z) => i.event_indicators(z),
+            None => i.misuse("fmi2GetEventIndicators: null array"),
+        })
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2GetContinuousStates(c: *mut c_void, x: *mut f64, n: usize) -> c_int {
+    unsafe {
+        with(c, |i| {
+            let states = i.states();
+            match slice_mut(x, n) {
+                Some(x) if x.len() == states.len() => {
+                    x.copy_from_slice(&states);
+                    Status::Ok
+                }
+                _ => i.misuse(&format!(
+                    "fmi2GetContinuousStates: {n} asked for, {} states",
+                    states.len()
+                )),
+            }
+        })
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2GetNominalsOfContinuousStates(
+    c: *mut c_void,
+    x: *mut f64,
+    n: usize,
+) -> c_int {
+    unsafe {
+        with(c, |i| match slice_mut(x, n) {
+            Some(x) if x.len() == i.iface.nominals.len() => {
+                x.copy_from_slice(&i.iface.nominals);
+                Status::Ok
+            }
+            _ => i.misuse("fmi2GetNominalsOfContinuousStates: wrong length"),
+        })
+    }
+}
+
+// Co-simulation.
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2SetRealInputDerivatives(
+    c: *mut c_void,
+    _vr: *const c_uint,
+    _n: usize,
+    _order: *const c_int,
+    _v: *const f64,
+) -> c_int {
+    unsafe { unsupported(c, "fmi2SetRealInputDerivatives") }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2GetRealOutputDerivatives(
+    c: *mut c_void,
+    _vr: *const c_uint,
+    _n: usize,
+    _order: *const c_int,
+    _v: *mut f64,
+) -> c_int {
+    unsafe { unsupported(c, "fmi2GetRealOutputDerivatives") }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2DoStep(c: *mut c_void, t: f64, h: f64, _no_set_prior: c_int) -> c_int {
+    unsafe { with(c, |i| i.do_step(t, h)) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2CancelStep(c: *mut c_void) -> c_int {
+    unsafe { unsupported(c, "fmi2CancelStep") }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2GetStatus(c: *mut c_void, _kind: c_int, _value: *mut c_int) -> c_int {
+    unsafe { unsupported(c, "fmi2GetStatus") }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2GetRealStatus(c: *mut c_void, kind: c_int, value: *mut f64) -> c_int {
+    unsafe {
+        with(c, |i| {
+            // fmi2LastSuccessfulTime.
+            if kind != 2 || value.is_null() {
+                return i.misuse("fmi2GetRealStatus: only fmi2LastSuccessfulTime is known");
+            }
+            *value = i.last_time;
+            Status::Ok
+        })
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2GetIntegerStatus(
+    c: *mut c_void,
+    _kind: c_int,
+    _value: *mut c_int,
+) -> c_int {
+    unsafe { unsupported(c, "fmi2GetIntegerStatus") }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2GetBooleanStatus(
+    c: *mut c_void,
+    kind: c_int,
+    value: *mut c_int,
+) -> c_int {
+    unsafe {
+        with(c, |i| {
+            // fmi2Terminated.
+            if kind != 3 || value.is_null() {
+                return i.misuse("fmi2GetBooleanStatus: only fmi2Terminated is known");
+            }
+            *value = i.terminated as c_int;
+            Status::Ok
+        })
+    }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi2GetStringStatus(
+    c: *mut c_void,
+    _kind: c_int,
+    _value: *mut *const c_char,
+) -> c_int {
+    unsafe { unsupported(c, "fmi2GetStringStatus") }
+}

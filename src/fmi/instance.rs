@@ -1,0 +1,483 @@
+//! One FMU instance: the carried model compiled at instantiation, its
+//! variable table, and a [`Session`] that runs it. The C functions of
+//! [`super::fmi2`] and [`super::fmi3`] are thin layers over this type; it
+//! knows no C.
+//!
+//! Invariants: an error is reported once, through the logger, with the
+//! rendered diagnostic (file, line, snippet, hint where the model has
+//! them); after an error in a run the instance refuses to go on (the
+//! standards' Error state) until it is reset; model exchange evaluates the
+//! model lazily, when a value is read after time, states or inputs were
+//! set.
+
+use super::{FmiCausality, Interface, Resources, ValueSource};
+use crate::diag::{Diagnostic, SourceMap};
+use crate::flat::ScalarType;
+use crate::solve::Options;
+use crate::solve::session::Session;
+use std::path::{Path, PathBuf};
+
+/// The status every FMI function returns (both versions share the codes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Status {
+    Ok = 0,
+    Warning = 1,
+    Discard = 2,
+    Error = 3,
+    Fatal = 4,
+}
+
+/// The interface an instance was made for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InstanceKind {
+    ModelExchange,
+    CoSimulation,
+}
+
+/// The host's logger: status, category, message.
+pub type Logger = Box<dyn Fn(Status, &str, &str)>;
+
+pub struct Instance {
+    pub name: String,
+    pub kind: InstanceKind,
+    sources: SourceMap,
+    sim: crate::Simulator,
+    pub iface: Interface,
+    base: Options,
+    session: Session,
+    logger: Logger,
+    /// Debug logging on (`SetDebugLogging`): warnings are logged too.
+    pub logging: bool,
+    start_time: f64,
+    stop_time: Option<f64>,
+    tolerance: Option<f64>,
+    /// An error ended what the instance can do (until a reset).
+    failed: bool,
+    /// `terminate` fired in the model.
+    pub terminated: bool,
+    /// The end of the last successful communication step.
+    pub last_time: f64,
+    /// Model exchange: time, states or inputs changed since the model was
+    /// last evaluated.
+    dirty: bool,
+    /// The event indicators' values (FMI 3 reads them as variables).
+    indicators: Vec<f64>,
+}
+
+/// The folder a resource location names: a `file:` URI (FMI 2) or a path
+/// (FMI 3).
+pub fn resource_dir(location: &str) -> PathBuf {
+    let rest = location
+        .strip_prefix("file://localhost")
+        .or_else(|| location.strip_prefix("file://"))
+        .or_else(|| location.strip_prefix("file:"));
+    match rest {
+        Some(r) => {
+            // Percent-decoding.
+            let b = r.as_bytes();
+            let mut out = Vec::with_capacity(b.len());
+            let mut k = 0;
+            while k < b.len() {
+                if b[k] == b'%'
+                    && let Some(v) = b
+                        .get(k + 1..k + 3)
+                        .and_then(|h| std::str::from_utf8(h).ok())
+                        .and_then(|h| u8::from_str_radix(h, 16).ok())
+                {
+                    out.push(v);
+                    k += 3;
+                    continue;
+                }
+                out.push(b[k]);
+                k += 1;
+            }
+            PathBuf::from(String::from_utf8_lossy(&out).to_string())
+        }
+        None => PathBuf::from(location),
+    }
+}
+
+/// Runs `f` on a thread with a large stack (the front end recurses on deep
+/// expressions, as `rmoc simulate` does on its worker thread).
+fn on_big_stack<T: Send>(f: impl FnOnce() -> T + Send) -> Option<T> {
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .stack_size(512 << 20)
+            .spawn_scoped(scope, f)
+            .ok()?
+            .join()
+            .ok()
+    })
+}
+
+impl Instance {
+    /// Compiles the model in `resources` (checking `token` when given);
+    /// `None` after logging why not.
+    pub fn new(
+        name: &str,
+        kind: InstanceKind,
+        token: Option<&str>,
+        resources: &Path,
+        logger: Logger,
+    ) -> Option<Instance> {
+        let fail = |message: String| {
+            logger(Status::Error, "logStatusError", &message);
+            None
+        };
+        let read = |file: &str| {
+            std::fs::read_to_string(resources.join(file))
+                .map_err(|e| format!("cannot read {}: {e}", resources.join(file).display()))
+        };
+        let settings = match read("rmoc.json") {
+            Ok(s) => s,
+            Err(e) => {
+                return fail(format!(
+                    "{e} (is the resource location the FMU's resources folder?)"
+                ));
+            }
+        };
+        let settings: Resources = match serde_json::from_str(&settings) {
+            Ok(s) => s,
+            Err(e) => return fail(format!("resources/rmoc.json is not rmoc's: {e}")),
+        };
+        let text = match read("model.rmo") {
+            Ok(s) => s,
+            Err(e) => return fail(e),
+        };
+        let expected = super::token(&settings.model, &text);
+        if token.is_some_and(|t| t != expected) {
+            return fail(format!(
+                "the instantiation token {} does not match this FMU's model ({expected}): the description and the resources come from different exports",
+                token.unwrap_or_default()
+            ));
+        }
+        // Diagnostics name the file as the user wrote it; other top-level
+        // names are looked up beside it, in the resources.
+        let path = resources.join(&settings.file);
+        let model = settings.model.clone();
+        let interpreted = settings.interpreted;
+        let compiled = on_big_stack(move || {
+            let (mut lib, loaded) = crate::load_source(&path, &text);
+            let sim = loaded
+                .and_then(|l| crate::select_model(&mut lib, &l, Some(&model)).map_err(|d| vec![d]))
+                .and_then(|m| crate::compile(&mut lib, m))
+                .and_then(|c| crate::Simulator::new(c, interpreted).map_err(|d| vec![d]));
+            (lib.sources, sim)
+        });
+        let Some((sources, sim)) = compiled else {
+            return fail("the model's compilation failed unexpectedly".into());
+        };
+        let sim = match sim {
+            Ok(s) => s,
+            Err(d) => return fail(crate::diag::render(&sources, &d, false)),
+        };
+        let base = match crate::solve::settings::RunRequest::default().resolve(sim.causal()) {
+            Ok(o) => o,
+            Err(d) => return fail(crate::diag::render(&sources, &[d], false)),
+        };
+        if kind == InstanceKind::ModelExchange {
+            let c = sim.causal();
+            if !(c.contacts.is_empty() && c.frictions.is_empty()) {
+                return fail(format!(
+                    "model `{}` has set-valued contacts, which only rmoc's own integrators solve: use its co-simulation interface",
+                    c.name
+                ));
+            }
+        }
+        let iface = starts_and_interface(&sim, &base);
+        let session = sim.with_model(|m| Session::new(m, base.clone()));
+        let n_indicators = iface.indicators.len();
+        Some(Instance {
+            name: name.to_string(),
+            kind,
+            sources,
+            start_time: base.start,
+            stop_time: None,
+            tolerance: None,
+            sim,
+            iface,
+            base,
+            session,
+            logger,
+            logging: false,
+            failed: false,
+            terminated: false,
+            last_time: 0.0,
+            dirty: true,
+            indicators: vec![0.0; n_indicators],
+        })
+    }
+
+    /// Logs `d` as an error and refuses further runs.
+    fn error(&mut self, d: Diagnostic) -> Status {
+        self.failed = true;
+        let text = crate::diag::render(&self.sources, &[d], false);
+        (self.logger)(Status::Error, "logStatusError", text.trim_end());
+        Status::Error
+    }
+
+    /// Logs a misuse of the interface (the instance stays usable).
+    pub fn misuse(&self, message: &str) -> Status {
+        (self.logger)(Status::Error, "logStatusError", message);
+        Status::Error
+    }
+
+    /// Logs the session's warnings (asserts, terminate) when logging is on.
+    fn flush_warnings(&mut self) {
+        let warnings = self.session.take_warnings();
+        if self.logging && !warnings.is_empty() {
+            let text = crate::diag::render(&self.sources, &warnings, false);
+            (self.logger)(Status::Warning, "logStatusWarning", text.trim_end());
+        }
+    }
+
+    fn refuse_if_failed(&self) -> Option<Status> {
+        self.failed
+            .then(|| self.misuse("an earlier error stopped this instance; reset or free it"))
+    }
+
+    /// Starts initialization with the host's experiment.
+    pub fn setup(&mut self, tolerance: Option<f64>, start: f64, stop: Option<f64>) -> Status {
+        if let Some(t) = tolerance.filter(|t| *t > 0.0) {
+            self.tolerance = Some(t);
+            self.session.set_tolerance(t);
+        }
+        self.start_time = start;
+        self.stop_time = stop;
+        Status::Ok
+    }
+
+    /// Ends initialization: parameters, starts and the initial system.
+    pub fn initialize(&mut self) -> Status {
+        if let Some(s) = self.refuse_if_failed() {
+            return s;
+        }
+        let (start, stop) = (self.start_time, self.stop_time);
+        let session = &mut self.session;
+        let done = self.sim.with_model(|m| session.initialize(m, start, stop));
+        self.last_time = start;
+        self.dirty = true;
+        match done {
+            Ok(()) => {
+                self.flush_warnings();
+                Status::Ok
+            }
+            Err(d) => self.error(d),
+        }
+    }
+
+    /// Co-simulation: one communication step.
+    pub fn do_step(&mut self, t: f64, h: f64) -> Status {
+        if let Some(s) = self.refuse_if_failed() {
+            return s;
+        }
+        if self.terminated {
+            return self.misuse("the model terminated; no more steps");
+        }
+        if !(h > 0.0 && h.is_finite() && t.is_finite()) {
+            return self.misuse(&format!("doStep: invalid step {h} at {t}"));
+        }
+        let session = &mut self.session;
+        let done = self.sim.with_model(|m| session.do_step(m, t, h));
+        match done {
+            Ok(terminated) => {
+                self.flush_warnings();
+                self.last_time = t + h;
+                if terminated {
+                    self.terminated = true;
+                    return Status::Discard;
+                }
+                Status::Ok
+            }
+            Err(d) => self.error(d),
+        }
+    }
+
+    /// Evaluates the model where time, states or inputs changed since
+    /// (model exchange, after initialization).
+    fn refresh(&mut self) -> Result<(), Status> {
+        if self.dirty && self.kind == InstanceKind::ModelExchange && self.session.initialized() {
+            let session = &mut self.session;
+            let indicators = &mut self.indicators;
+            let done = self
+                .sim
+                .with_model(|m| session.event_indicators(m, indicators));
+            if let Err(d) = done {
+                return Err(self.error(d));
+            }
+            self.dirty = false;
+        }
+        Ok(())
+    }
+
+    fn variable(&self, vr: u32, ty: ScalarType) -> Result<&super::FmiVariable, Status> {
+        match self.iface.variable(vr) {
+            Some(v) if v.ty == ty => Ok(v),
+            Some(v) => Err(self.misuse(&format!(
+                "value reference {vr} is `{}`, a {}, not a {}",
+                v.name,
+                v.ty.name(),
+                ty.name()
+            ))),
+            None => Err(self.misuse(&format!("no variable has value reference {vr}"))),
+        }
+    }
+
+    /// The value of variable `vr` of type `ty` (Integers and Booleans as
+    /// whole numbers).
+    pub fn get(&mut self, vr: u32, ty: ScalarType) -> Result<f64, Status> {
+        self.refresh()?;
+        let source = self.variable(vr, ty)?.source;
+        Ok(match source {
+            ValueSource::Frame(s) => self.session.value(s),
+            ValueSource::Indicator(j) => self.indicators.get(j).copied().unwrap_or(0.0),
+            ValueSource::Time => self.session.time(),
+        })
+    }
+
+    /// Sets variable `vr`: a parameter before initialization ends, an input
+    /// at any time.
+    pub fn set(&mut self, vr: u32, ty: ScalarType, x: f64) -> Status {
+        let v = match self.variable(vr, ty) {
+            Ok(v) => v,
+            Err(s) => return s,
+        };
+        let (Some(target), causality) = (v.settable, v.causality) else {
+            let name = v.name.clone();
+            return self.misuse(&format!(
+                "`{name}` is computed by the model and cannot be set (only parameters and inputs can)"
+            ));
+        };
+        if causality == FmiCausality::Parameter && self.session.initialized() {
+            let name = v.name.clone();
+            return self.misuse(&format!(
+                "parameter `{name}` is fixed: set it before initialization ends"
+            ));
+        }
+        let x = match ty {
+            ScalarType::Real => x,
+            _ => x.round(),
+        };
+        self.session.set_var(target, x);
+        self.dirty = true;
+        Status::Ok
+    }
+
+    /// Model exchange: the time of the next evaluation.
+    pub fn set_time(&mut self, t: f64) -> Status {
+        self.session.set_time(t);
+        self.dirty = true;
+        Status::Ok
+    }
+
+    pub fn states(&self) -> Vec<f64> {
+        self.session.states(self.sim.causal())
+    }
+
+    pub fn set_states(&mut self, x: &[f64]) -> Status {
+        if x.len() != self.iface.states.len() {
+            return self.misuse(&format!(
+                "{} states given, the model has {}",
+                x.len(),
+                self.iface.states.len()
+            ));
+        }
+        self.session.set_states(self.sim.causal(), x);
+        self.dirty = true;
+        Status::Ok
+    }
+
+    pub fn derivatives(&mut self, out: &mut [f64]) -> Status {
+        if let Some(s) = self.refuse_if_failed() {
+            return s;
+        }
+        if out.len() != self.iface.states.len() {
+            return self.misuse(&format!(
+                "{} derivatives asked for, the model has {} states",
+                out.len(),
+                self.iface.states.len()
+            ));
+        }
+        if let Err(s) = self.refresh() {
+            return s;
+        }
+        let c = self.sim.causal();
+        for (o, &d) in out.iter_mut().zip(&c.state_ders) {
+            *o = self.session.var(d);
+        }
+        Status::Ok
+    }
+
+    pub fn event_indicators(&mut self, out: &mut [f64]) -> Status {
+        if let Some(s) = self.refuse_if_failed() {
+            return s;
+        }
+        if out.len() != self.indicators.len() {
+            return self.misuse(&format!(
+                "{} event indicators asked for, the model has {}",
+                out.len(),
+                self.indicators.len()
+            ));
+        }
+        if let Err(s) = self.refresh() {
+            return s;
+        }
+        out.copy_from_slice(&self.indicators);
+        Status::Ok
+    }
+
+    /// Model exchange: the event at the current point.
+    pub fn event_update(&mut self) -> Result<crate::solve::session::EventUpdate, Status> {
+        if let Some(s) = self.refuse_if_failed() {
+            return Err(s);
+        }
+        let session = &mut self.session;
+        let done = self.sim.with_model(|m| session.event_update(m));
+        self.dirty = true;
+        match done {
+            Ok(u) => {
+                self.flush_warnings();
+                self.terminated |= u.terminate;
+                Ok(u)
+            }
+            Err(d) => Err(self.error(d)),
+        }
+    }
+
+    /// The end of the run (`terminal()` fires).
+    pub fn terminate(&mut self) -> Status {
+        if self.failed {
+            return Status::Ok;
+        }
+        let session = &mut self.session;
+        let done = self.sim.with_model(|m| session.finish(m));
+        match done {
+            Ok(()) => Status::Ok,
+            Err(d) => self.error(d),
+        }
+    }
+
+    /// Back to the state after instantiation (parameters at their defaults).
+    pub fn reset(&mut self) -> Status {
+        let base = self.base.clone();
+        self.session = self.sim.with_model(|m| Session::new(m, base));
+        self.failed = false;
+        self.terminated = false;
+        self.dirty = true;
+        self.tolerance = None;
+        self.start_time = self.base.start;
+        self.stop_time = None;
+        Status::Ok
+    }
+}
+
+/// The variable table of `sim`'s model (run with `opts`), with the start
+/// values its parameters and starts give.
+pub fn starts_and_interface(sim: &crate::Simulator, opts: &Options) -> Interface {
+    let c = sim.causal();
+    let p = &sim.compiled.program;
+    let mut session = sim.with_model(|m| Session::new(m, opts.clone()));
+    // (Start values that cannot be computed stay 0; the run reports why.)
+    let _ = sim.with_model(|m| session.prepare(m));
+    super::interface(c, p, &|v| session.var(v))
+}
