@@ -9,8 +9,7 @@ pub fn zip(files: &[(String, &[u8])]) -> Vec<u8> {
     let mut out = Vec::new();
     let mut central = Vec::new();
     for (name, data) in files {
-        let mut enc =
-            flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+        let mut enc = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
         // (Writing to a Vec cannot fail.)
         let _ = enc.write_all(data);
         let packed = enc.finish().unwrap_or_default();

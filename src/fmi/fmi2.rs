@@ -140,16 +140,17 @@ pub unsafe extern "C" fn fmi2Instantiate(
                 return;
             };
             let category = CString::new(category).unwrap_or_default();
-            let message = CString::new(message.replace('\0', " ")).unwrap_or_default();
-            // SAFETY: the host's logger, with a format that takes the
-            // message as one string (a `%` in it is not a directive).
+            // The message is a printf format to the host: a `%` in it is
+            // written `%%`, and no arguments follow.
+            let message =
+                CString::new(message.replace('\0', " ").replace('%', "%%")).unwrap_or_default();
+            // SAFETY: the host's logger.
             unsafe {
                 logger(
                     env,
                     c_name.as_ptr(),
                     status as c_int,
                     category.as_ptr(),
-                    c"%s".as_ptr(),
                     message.as_ptr(),
                 )
             };

@@ -337,23 +337,32 @@ pub struct Resources {
 /// `rmoc` executable by `cargo build --release`.
 pub const RUNTIME_LIBRARY: &str = "librmoc.so";
 
-/// Where the runtime library is: `RMOC_FMU_RUNTIME`, else beside the
-/// running executable (or one folder up, for test binaries in `deps/`).
+/// Where the runtime library is: `RMOC_FMU_RUNTIME`, else the newest of
+/// the copies beside the running executable and in its `deps/` folder
+/// (cargo puts the library it built last there; a test binary runs from
+/// `deps/` itself), so that `rmoc` packs the library of its own build.
 pub fn runtime_library() -> Result<std::path::PathBuf, Diagnostic> {
     if let Some(p) = std::env::var_os("RMOC_FMU_RUNTIME") {
         return Ok(p.into());
     }
     let exe = std::env::current_exe().ok();
-    let dirs = exe
-        .iter()
-        .flat_map(|e| e.parent())
-        .flat_map(|d| [Some(d.to_path_buf()), d.parent().map(|p| p.to_path_buf())])
-        .flatten();
-    for d in dirs {
-        let p = d.join(RUNTIME_LIBRARY);
-        if p.is_file() {
-            return Ok(p);
-        }
+    let dir = exe.as_deref().and_then(|e| e.parent());
+    let candidates = dir
+        .into_iter()
+        .flat_map(|d| {
+            [
+                Some(d.to_path_buf()),
+                Some(d.join("deps")),
+                d.parent().map(|p| p.to_path_buf()),
+            ]
+        })
+        .flatten()
+        .map(|d| d.join(RUNTIME_LIBRARY));
+    let newest = candidates
+        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+        .max_by_key(|(t, _)| *t);
+    if let Some((_, p)) = newest {
+        return Ok(p);
     }
     Err(Diagnostic::error_nospan(format!(
         "cannot find rmoc's FMU runtime `{RUNTIME_LIBRARY}` beside the rmoc executable"

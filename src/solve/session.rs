@@ -237,7 +237,21 @@ impl Session {
         self.with(m, |run, _| run.call(Entry::ZeroCrossings))?;
         let frame = &self.parked().frame;
         for (o, k) in out.iter_mut().zip(event_indicators(m.program)) {
-            *o = frame.zero_crossing(k);
+            let g = frame.zero_crossing(k);
+            *o = if g != 0.0 {
+                g
+            } else {
+                // A host sees an event where an indicator changes sign; at
+                // zero the sign is the side the relation's value there
+                // belongs to (`g > 0` is false at 0: the negative side),
+                // so that leaving zero for the other side is an event.
+                let op = m.program.relations[k].op;
+                if op.apply(0.0, 0.0) == op.apply(1.0, 0.0) {
+                    f64::MIN_POSITIVE
+                } else {
+                    -f64::MIN_POSITIVE
+                }
+            };
         }
         Ok(())
     }

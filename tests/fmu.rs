@@ -1,0 +1,739 @@
+//! `rmoc fmu`: the FMUs' archives and descriptions, and their binaries
+//! driven through the FMI 2.0 and 3.0 C functions as a host drives them
+//! (loaded with dlopen from the unpacked FMU), against `rmoc simulate`
+//! and closed forms. FMPy's runs and validation of the same FMUs are in
+//! `tests/fmu/fmpy_check.py` (CI's virtual environment).
+
+mod common;
+
+use common::{Run, exit_and_text, last, project, rmoc_cli, scratch_dir, value_at};
+use std::ffi::{CStr, CString, c_char, c_int, c_uint, c_void};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// `rmoc fmu FILE ARGS -o NAME`: the FMU's path.
+fn export(file: &str, name: &str, args: &[&str]) -> PathBuf {
+    let out = scratch_dir("fmu").join(name);
+    let path = project(file);
+    let mut all = vec!["fmu", path.to_str().expect("path")];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["-o", out.to_str().expect("path")]);
+    let (code, text) = exit_and_text(&rmoc_cli(&all));
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.starts_with("wrote "), "{text}");
+    out
+}
+
+/// The FMU's files, unpacked into a folder of their own.
+fn unpack(fmu: &Path) -> (PathBuf, Vec<(String, Vec<u8>)>) {
+    let bytes = std::fs::read(fmu).expect("fmu");
+    let files = rmoc::fmi::archive::unzip(&bytes).expect("a zip archive");
+    let dir = fmu.with_extension("unpacked");
+    let _ = std::fs::remove_dir_all(&dir);
+    for (name, data) in &files {
+        let p = dir.join(name);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("dir");
+        std::fs::write(&p, data).expect("write");
+    }
+    (dir, files)
+}
+
+fn description(files: &[(String, Vec<u8>)]) -> String {
+    let (_, xml) = files
+        .iter()
+        .find(|(n, _)| n == "modelDescription.xml")
+        .expect("modelDescription.xml");
+    String::from_utf8(xml.clone()).expect("utf-8")
+}
+
+/// The value reference of variable `name` in a description.
+fn vr(xml: &str, name: &str) -> c_uint {
+    let key = format!(" name=\"{name}\" valueReference=\"");
+    let at = xml
+        .find(&key)
+        .unwrap_or_else(|| panic!("no variable {name}"))
+        + key.len();
+    xml[at..]
+        .split('"')
+        .next()
+        .expect("number")
+        .parse()
+        .expect("vr")
+}
+
+/// An attribute of the root element.
+fn root_attribute(xml: &str, attr: &str) -> String {
+    let key = format!(" {attr}=\"");
+    let at = xml.find(&key).expect("attribute") + key.len();
+    xml[at..].split('"').next().expect("value").to_string()
+}
+
+/// Messages the FMUs logged, in every test (filtered by instance name).
+static LOG: Mutex<Vec<(String, c_int, String)>> = Mutex::new(Vec::new());
+
+extern "C" fn logger2(
+    _env: *mut c_void,
+    name: *const c_char,
+    status: c_int,
+    _category: *const c_char,
+    message: *const c_char,
+) {
+    // SAFETY: strings from the FMU.
+    let (name, message) = unsafe {
+        (
+            CStr::from_ptr(name).to_string_lossy().to_string(),
+            CStr::from_ptr(message).to_string_lossy().to_string(),
+        )
+    };
+    LOG.lock()
+        .expect("log")
+        .push((name, status, message.replace("%%", "%")));
+}
+
+fn logged(instance: &str) -> String {
+    LOG.lock()
+        .expect("log")
+        .iter()
+        .filter(|(n, _, _)| n == instance)
+        .map(|(_, s, m)| format!("[{s}] {m}\n"))
+        .collect()
+}
+
+/// `fmi2CallbackFunctions` (the logger declared without its variadic
+/// part: the FMU passes no arguments after the message).
+#[repr(C)]
+struct Callbacks {
+    logger: extern "C" fn(*mut c_void, *const c_char, c_int, *const c_char, *const c_char),
+    allocate: *const c_void,
+    free: *const c_void,
+    step_finished: *const c_void,
+    env: *mut c_void,
+}
+
+#[repr(C)]
+#[derive(Default, Debug)]
+struct EventInfo {
+    new_discrete_states_needed: c_int,
+    terminate: c_int,
+    nominals_changed: c_int,
+    values_changed: c_int,
+    next_event_time_defined: c_int,
+    next_event_time: f64,
+}
+
+/// The binary of an unpacked FMU, opened.
+struct Binary(*mut c_void);
+
+impl Binary {
+    fn open(dir: &Path, platform: &str, xml: &str) -> Binary {
+        let id = root_attribute(xml, "modelIdentifier");
+        let path = dir.join(format!("binaries/{platform}/{id}.so"));
+        let c = CString::new(path.to_str().expect("path")).expect("c path");
+        // SAFETY: loading the FMU's shared library.
+        let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        assert!(!h.is_null(), "dlopen {}", path.display());
+        Binary(h)
+    }
+
+    /// Function `name` as the type `F`.
+    fn f<F: Copy>(&self, name: &str) -> F {
+        let c = CString::new(name).expect("name");
+        // SAFETY: the symbol exists (asserted) and has the standard's type.
+        let p = unsafe { libc::dlsym(self.0, c.as_ptr()) };
+        assert!(!p.is_null(), "no symbol {name}");
+        assert_eq!(std::mem::size_of::<F>(), std::mem::size_of::<*mut c_void>());
+        unsafe { std::mem::transmute_copy(&p) }
+    }
+}
+
+type Instantiate2 = unsafe extern "C" fn(
+    *const c_char,
+    c_int,
+    *const c_char,
+    *const c_char,
+    *const Callbacks,
+    c_int,
+    c_int,
+) -> *mut c_void;
+type Setup2 = unsafe extern "C" fn(*mut c_void, c_int, f64, f64, c_int, f64) -> c_int;
+type Call = unsafe extern "C" fn(*mut c_void) -> c_int;
+type Values2 = unsafe extern "C" fn(*mut c_void, *const c_uint, usize, *mut f64) -> c_int;
+type Ints2 = unsafe extern "C" fn(*mut c_void, *const c_uint, usize, *mut c_int) -> c_int;
+type SetValues2 = unsafe extern "C" fn(*mut c_void, *const c_uint, usize, *const f64) -> c_int;
+type DoStep2 = unsafe extern "C" fn(*mut c_void, f64, f64, c_int) -> c_int;
+type Array = unsafe extern "C" fn(*mut c_void, *mut f64, usize) -> c_int;
+type SetArray = unsafe extern "C" fn(*mut c_void, *const f64, usize) -> c_int;
+type NewDiscrete = unsafe extern "C" fn(*mut c_void, *mut EventInfo) -> c_int;
+type SetTime = unsafe extern "C" fn(*mut c_void, f64) -> c_int;
+type Free = unsafe extern "C" fn(*mut c_void);
+
+/// One FMI 2.0 instance of an unpacked FMU.
+struct Fmu2 {
+    bin: Binary,
+    c: *mut c_void,
+    xml: String,
+    _callbacks: Box<Callbacks>,
+}
+
+impl Fmu2 {
+    /// Instantiates (kind 0: model exchange, 1: co-simulation) with the
+    /// description's GUID, or `guid` when given.
+    fn new(fmu: &Path, kind: c_int, instance: &str, guid: Option<&str>) -> Option<Fmu2> {
+        let (dir, files) = unpack(fmu);
+        let xml = description(&files);
+        let bin = Binary::open(&dir, "linux64", &xml);
+        let callbacks = Box::new(Callbacks {
+            logger: logger2,
+            allocate: std::ptr::null(),
+            free: std::ptr::null(),
+            step_finished: std::ptr::null(),
+            env: std::ptr::null_mut(),
+        });
+        let guid = CString::new(
+            guid.map(str::to_string)
+                .unwrap_or_else(|| root_attribute(&xml, "guid")),
+        )
+        .expect("guid");
+        let uri = CString::new(format!("file://{}", dir.join("resources").display())).expect("uri");
+        let name = CString::new(instance).expect("name");
+        let instantiate: Instantiate2 = bin.f("fmi2Instantiate");
+        // SAFETY: the standard's call.
+        let c = unsafe {
+            instantiate(
+                name.as_ptr(),
+                kind,
+                guid.as_ptr(),
+                uri.as_ptr(),
+                &*callbacks,
+                0,
+                0,
+            )
+        };
+        (!c.is_null()).then_some(Fmu2 {
+            bin,
+            c,
+            xml,
+            _callbacks: callbacks,
+        })
+    }
+
+    fn call(&self, name: &str) -> c_int {
+        let f: Call = self.bin.f(name);
+        unsafe { f(self.c) }
+    }
+
+    fn initialize(&self, start: f64, stop: f64, tolerance: Option<f64>) {
+        let setup: Setup2 = self.bin.f("fmi2SetupExperiment");
+        let t = unsafe {
+            setup(
+                self.c,
+                tolerance.is_some() as c_int,
+                tolerance.unwrap_or(0.0),
+                start,
+                1,
+                stop,
+            )
+        };
+        assert_eq!(t, 0);
+        assert_eq!(self.call("fmi2EnterInitializationMode"), 0);
+        assert_eq!(self.call("fmi2ExitInitializationMode"), 0);
+    }
+
+    fn get(&self, name: &str) -> f64 {
+        let f: Values2 = self.bin.f("fmi2GetReal");
+        let r = vr(&self.xml, name);
+        let mut x = 0.0;
+        assert_eq!(unsafe { f(self.c, &r, 1, &mut x) }, 0, "get {name}");
+        x
+    }
+
+    fn get_integer(&self, name: &str) -> c_int {
+        let f: Ints2 = self.bin.f("fmi2GetInteger");
+        let r = vr(&self.xml, name);
+        let mut x = 0;
+        assert_eq!(unsafe { f(self.c, &r, 1, &mut x) }, 0, "get {name}");
+        x
+    }
+
+    fn set(&self, name: &str, x: f64) -> c_int {
+        let f: SetValues2 = self.bin.f("fmi2SetReal");
+        let r = vr(&self.xml, name);
+        unsafe { f(self.c, &r, 1, &x) }
+    }
+
+    fn do_step(&self, t: f64, h: f64) -> c_int {
+        let f: DoStep2 = self.bin.f("fmi2DoStep");
+        unsafe { f(self.c, t, h, 1) }
+    }
+
+    fn array(&self, name: &str, n: usize) -> Vec<f64> {
+        let f: Array = self.bin.f(name);
+        let mut x = vec![0.0; n];
+        assert_eq!(unsafe { f(self.c, x.as_mut_ptr(), n) }, 0, "{name}");
+        x
+    }
+
+    fn set_states(&self, x: &[f64]) {
+        let f: SetArray = self.bin.f("fmi2SetContinuousStates");
+        assert_eq!(unsafe { f(self.c, x.as_ptr(), x.len()) }, 0);
+    }
+
+    fn set_time(&self, t: f64) {
+        let f: SetTime = self.bin.f("fmi2SetTime");
+        assert_eq!(unsafe { f(self.c, t) }, 0);
+    }
+
+    fn new_discrete_states(&self) -> EventInfo {
+        let f: NewDiscrete = self.bin.f("fmi2NewDiscreteStates");
+        let mut info = EventInfo::default();
+        assert_eq!(unsafe { f(self.c, &mut info) }, 0);
+        info
+    }
+
+    /// Co-simulation from 0 to `stop` in steps of `h`: `name` at each
+    /// communication point.
+    fn co_simulate(&self, stop: f64, h: f64, name: &str) -> Vec<(f64, f64)> {
+        let n = (stop / h).round() as usize;
+        let mut out = vec![(0.0, self.get(name))];
+        for k in 0..n {
+            let t = k as f64 * h;
+            assert_eq!(self.do_step(t, h), 0, "doStep at {t}: {}", logged("cs"));
+            out.push((t + h, self.get(name)));
+        }
+        out
+    }
+}
+
+impl Drop for Fmu2 {
+    fn drop(&mut self) {
+        let free: Free = self.bin.f("fmi2FreeInstance");
+        unsafe { free(self.c) };
+    }
+}
+
+fn pendulum_run(stop: f64) -> Run {
+    Run {
+        stop: Some(stop),
+        interval: Some(0.01),
+        ..Run::default()
+    }
+}
+
+#[test]
+fn the_archive_holds_the_description_the_binary_and_the_model() {
+    let fmu = export("tests/models/pendulum.rmo", "pendulum_files.fmu", &[]);
+    let (_, files) = unpack(&fmu);
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "modelDescription.xml",
+            "binaries/linux64/Pendulum.so",
+            "resources/model.rmo",
+            "resources/rmoc.json"
+        ]
+    );
+    let text = std::fs::read_to_string(project("tests/models/pendulum.rmo")).expect("model");
+    assert_eq!(files[2].1, text.as_bytes());
+    // The binary is the runtime library beside rmoc, byte for byte.
+    let runtime = rmoc::fmi::runtime_library().expect("the runtime library");
+    assert!(files[1].1 == std::fs::read(runtime).expect("runtime"));
+    let fmu3 = export(
+        "tests/models/pendulum.rmo",
+        "pendulum_files3.fmu",
+        &["--fmi", "3"],
+    );
+    let (_, files) = unpack(&fmu3);
+    assert_eq!(files[1].0, "binaries/x86_64-linux/Pendulum.so");
+}
+
+#[test]
+fn descriptions_of_the_bouncing_ball() {
+    for (version, name) in [("2", "ball2.fmu"), ("3", "ball3.fmu")] {
+        let fmu = export("tests/models/ball.rmo", name, &["--fmi", version]);
+        let (_, files) = unpack(&fmu);
+        let xml = description(&files);
+        // The token hashes rmoc's version: masked.
+        let token = root_attribute(
+            &xml,
+            if version == "2" {
+                "guid"
+            } else {
+                "instantiationToken"
+            },
+        );
+        let xml = xml
+            .replace(&token, "{TOKEN}")
+            .replace(env!("CARGO_PKG_VERSION"), "VERSION");
+        insta::assert_snapshot!(format!("ball_fmi{version}"), xml);
+    }
+}
+
+#[test]
+fn fmi2_co_simulation_of_the_pendulum_follows_simulate() {
+    let fmu = export("tests/models/pendulum.rmo", "pendulum_cs.fmu", &[]);
+    let f = Fmu2::new(&fmu, 1, "cs", None).expect("instance");
+    f.initialize(0.0, 5.0, None);
+    let got = f.co_simulate(5.0, 0.01, "x");
+    let r = common::simulate(
+        &std::fs::read_to_string(project("tests/models/pendulum.rmo")).expect("model"),
+        None,
+        &pendulum_run(5.0),
+    );
+    let worst = got
+        .iter()
+        .map(|&(t, x)| (x - value_at(&r, "x", t)).abs())
+        .fold(0.0, f64::max);
+    // The model's tolerance is 1e-8; the FMU's steps end at each
+    // communication point.
+    assert!(worst < 1e-6, "largest difference {worst:e}");
+    assert_eq!(f.call("fmi2Terminate"), 0);
+}
+
+#[test]
+fn a_parameter_set_before_initialization_changes_the_run_as_p_does() {
+    let fmu = export("tests/models/pendulum.rmo", "pendulum_p.fmu", &[]);
+    let f = Fmu2::new(&fmu, 1, "param", None).expect("instance");
+    assert_eq!(f.set("g", 3.71), 0);
+    assert_eq!(f.set("L", 2.0), 0);
+    f.initialize(0.0, 2.0, None);
+    let got = f.co_simulate(2.0, 0.01, "y");
+    let src = std::fs::read_to_string(project("tests/models/pendulum.rmo")).expect("model");
+    let r = common::simulate(
+        &src,
+        None,
+        &Run {
+            params: vec![("g", 3.71), ("L", 2.0)],
+            ..pendulum_run(2.0)
+        },
+    );
+    assert!((f.get("g") - 3.71).abs() == 0.0);
+    let (t, y) = *got.last().expect("rows");
+    common::assert_close(y, value_at(&r, "y", t), 1e-6, 1e-8);
+    // Not the default run's.
+    assert!((y - (-0.5)).abs() > 1e-3);
+    // A parameter is fixed after initialization.
+    assert_eq!(f.set("g", 1.0), 3);
+    assert!(
+        logged("param").contains("parameter `g` is fixed"),
+        "{}",
+        logged("param")
+    );
+}
+
+#[test]
+fn fmi2_model_exchange_gives_derivatives_indicators_and_the_bounce() {
+    let fmu = export("tests/models/ball.rmo", "ball_me.fmu", &[]);
+    let f = Fmu2::new(&fmu, 0, "me", None).expect("instance");
+    f.initialize(0.0, 3.0, None);
+    let info = f.new_discrete_states();
+    assert_eq!(info.next_event_time_defined, 0);
+    assert_eq!(f.call("fmi2EnterContinuousTimeMode"), 0);
+    assert_eq!(f.array("fmi2GetContinuousStates", 2), [1.0, 0.0]);
+    assert_eq!(f.array("fmi2GetDerivatives", 2), [0.0, -9.81]);
+    let z0 = f.array("fmi2GetEventIndicators", 1);
+    // Free fall to the floor in closed form, then just past it.
+    let t_hit = (2.0f64 / 9.81).sqrt();
+    f.set_time(t_hit + 1e-9);
+    let v = -9.81 * (t_hit + 1e-9);
+    f.set_states(&[-1e-9 * v.abs(), v]);
+    let z1 = f.array("fmi2GetEventIndicators", 1);
+    assert!(z0[0] * z1[0] < 0.0, "indicator {z0:?} -> {z1:?}");
+    assert_eq!(f.call("fmi2EnterEventMode"), 0);
+    let info = f.new_discrete_states();
+    assert_eq!(info.values_changed, 1, "{info:?}");
+    assert_eq!(info.terminate, 0);
+    let x = f.array("fmi2GetContinuousStates", 2);
+    common::assert_close(x[1], -0.8 * v, 1e-12, 0.0);
+    assert_eq!(f.get_integer("bounces"), 1);
+    assert_eq!(f.call("fmi2EnterContinuousTimeMode"), 0);
+    // After the event the indicator is the reference: on the floor, rising.
+    assert_eq!(f.array("fmi2GetDerivatives", 2)[0], x[1]);
+}
+
+#[test]
+fn an_input_drives_the_chain_as_its_value_in_simulate() {
+    let fmu = export("tests/models/linearize/chain4.rmo", "chain4.fmu", &[]);
+    let f = Fmu2::new(&fmu, 1, "input", None).expect("instance");
+    f.initialize(0.0, 1.0, Some(1e-10));
+    let mut got = Vec::new();
+    let h = 0.01;
+    for k in 0..100 {
+        let t = k as f64 * h;
+        // A step of the torque at t = 0.5: piecewise constant between
+        // communication points.
+        assert_eq!(f.set("tau", if t < 0.5 { 2.0 } else { -1.0 }), 0);
+        assert_eq!(f.do_step(t, h), 0, "{}", logged("input"));
+        got.push((t + h, f.get("w4")));
+    }
+    // The same input as a model: tau from time.
+    let src = std::fs::read_to_string(project("tests/models/linearize/chain4.rmo")).expect("model");
+    let src = src.replace(
+        "input Real tau \"torque on the last inertia, N m\";",
+        "Real tau = if time < 0.5 then 2 else -1;",
+    );
+    let r = common::simulate(
+        &src,
+        None,
+        &Run {
+            stop: Some(1.0),
+            interval: Some(0.01),
+            tolerance: Some(1e-10),
+            ..Run::default()
+        },
+    );
+    let worst = got
+        .iter()
+        .map(|&(t, w)| (w - value_at(&r, "w4", t)).abs())
+        .fold(0.0, f64::max);
+    assert!(worst < 1e-7, "largest difference {worst:e}");
+    assert!(last(&r, "w4").abs() > 1e-3);
+}
+
+type Instantiate3Cs = unsafe extern "C" fn(
+    *const c_char,
+    *const c_char,
+    *const c_char,
+    bool,
+    bool,
+    bool,
+    bool,
+    *const c_uint,
+    usize,
+    *mut c_void,
+    Option<extern "C" fn(*mut c_void, c_int, *const c_char, *const c_char)>,
+    *mut c_void,
+) -> *mut c_void;
+type EnterInit3 = unsafe extern "C" fn(*mut c_void, bool, f64, f64, bool, f64) -> c_int;
+type DoStep3 = unsafe extern "C" fn(
+    *mut c_void,
+    f64,
+    f64,
+    bool,
+    *mut bool,
+    *mut bool,
+    *mut bool,
+    *mut f64,
+) -> c_int;
+type GetF64 = unsafe extern "C" fn(*mut c_void, *const c_uint, usize, *mut f64, usize) -> c_int;
+type GetI32 = unsafe extern "C" fn(*mut c_void, *const c_uint, usize, *mut i32, usize) -> c_int;
+
+extern "C" fn logger3(
+    _env: *mut c_void,
+    status: c_int,
+    _category: *const c_char,
+    message: *const c_char,
+) {
+    let message = unsafe { CStr::from_ptr(message) }
+        .to_string_lossy()
+        .to_string();
+    LOG.lock()
+        .expect("log")
+        .push(("fmi3".into(), status, message));
+}
+
+#[test]
+fn fmi3_co_simulation_of_the_ball_bounces_as_simulate_does() {
+    let fmu = export(
+        "tests/models/ball.rmo",
+        "ball_cs3.fmu",
+        &["--fmi", "3", "--kind", "cs"],
+    );
+    let (dir, files) = unpack(&fmu);
+    let xml = description(&files);
+    assert!(!xml.contains("<ModelExchange"));
+    let bin = Binary::open(&dir, "x86_64-linux", &xml);
+    let instantiate: Instantiate3Cs = bin.f("fmi3InstantiateCoSimulation");
+    let token = CString::new(root_attribute(&xml, "instantiationToken")).expect("token");
+    let res = CString::new(format!("{}/", dir.join("resources").display())).expect("path");
+    let c = unsafe {
+        instantiate(
+            c"ball".as_ptr(),
+            token.as_ptr(),
+            res.as_ptr(),
+            false,
+            false,
+            false,
+            false,
+            std::ptr::null(),
+            0,
+            std::ptr::null_mut(),
+            Some(logger3),
+            std::ptr::null_mut(),
+        )
+    };
+    assert!(!c.is_null());
+    let enter: EnterInit3 = bin.f("fmi3EnterInitializationMode");
+    assert_eq!(unsafe { enter(c, false, 0.0, 0.0, true, 3.0) }, 0);
+    let exit: Call = bin.f("fmi3ExitInitializationMode");
+    assert_eq!(unsafe { exit(c) }, 0);
+    let step: DoStep3 = bin.f("fmi3DoStep");
+    let get: GetF64 = bin.f("fmi3GetFloat64");
+    let get_i: GetI32 = bin.f("fmi3GetInt32");
+    let (h_ref, bounces_ref) = (vr(&xml, "h"), vr(&xml, "bounces"));
+    let src = std::fs::read_to_string(project("tests/models/ball.rmo")).expect("model");
+    let r = common::simulate(
+        &src,
+        None,
+        &Run {
+            stop: Some(3.0),
+            interval: Some(0.01),
+            ..Run::default()
+        },
+    );
+    let mut worst = 0.0f64;
+    for k in 0..300 {
+        let t = k as f64 * 0.01;
+        let (mut event, mut terminate, mut early, mut last) = (false, false, false, 0.0);
+        let s = unsafe {
+            step(
+                c,
+                t,
+                0.01,
+                true,
+                &mut event,
+                &mut terminate,
+                &mut early,
+                &mut last,
+            )
+        };
+        assert_eq!(s, 0);
+        assert!(!terminate && !early && !event);
+        assert_eq!(last, t + 0.01);
+        let mut h = 0.0;
+        assert_eq!(unsafe { get(c, &h_ref, 1, &mut h, 1) }, 0);
+        worst = worst.max((h - value_at(&r, "h", t + 0.01)).abs());
+    }
+    assert!(worst < 1e-8, "largest difference in h {worst:e}");
+    let mut bounces = 0;
+    assert_eq!(unsafe { get_i(c, &bounces_ref, 1, &mut bounces, 1) }, 0);
+    assert_eq!(bounces as f64, last(&r, "bounces"));
+    assert_eq!(bounces, 6);
+    let free: Free = bin.f("fmi3FreeInstance");
+    unsafe { free(c) };
+}
+
+#[test]
+fn a_wrong_token_is_refused_through_the_logger() {
+    let fmu = export("tests/models/pendulum.rmo", "pendulum_token.fmu", &[]);
+    assert!(
+        Fmu2::new(
+            &fmu,
+            1,
+            "token",
+            Some("{00000000-0000-0000-0000-000000000000}")
+        )
+        .is_none()
+    );
+    let log = logged("token");
+    assert!(log.contains("[3] the instantiation token"), "{log}");
+}
+
+#[test]
+fn misuse_is_an_error_status_with_a_message_not_a_crash() {
+    let fmu = export("tests/models/pendulum.rmo", "pendulum_misuse.fmu", &[]);
+    let f = Fmu2::new(&fmu, 1, "misuse", None).expect("instance");
+    // A computed variable cannot be set.
+    assert_eq!(f.set("F", 1.0), 3);
+    // No such value reference.
+    let get: Values2 = f.bin.f("fmi2GetReal");
+    let mut x = 0.0;
+    assert_eq!(unsafe { get(f.c, &9999, 1, &mut x) }, 3);
+    // A null array with a nonzero length.
+    assert_eq!(unsafe { get(f.c, std::ptr::null(), 2, &mut x) }, 3);
+    // A state-only function is refused for what the FMU does not claim.
+    assert_eq!(f.call("fmi2CancelStep"), 3);
+    // A null instance.
+    let exit: Call = f.bin.f("fmi2ExitInitializationMode");
+    assert_eq!(unsafe { exit(std::ptr::null_mut()) }, 3);
+    f.initialize(0.0, 1.0, None);
+    assert_eq!(f.do_step(0.0, -1.0), 3);
+    assert_eq!(f.do_step(0.0, 0.1), 0);
+    let log = logged("misuse");
+    for needle in [
+        "`F` is computed by the model and cannot be set",
+        "no variable has value reference 9999",
+        "a null array with a nonzero length",
+        "fmi2CancelStep is not supported",
+        "doStep: invalid step -1",
+    ] {
+        assert!(log.contains(needle), "{needle} not in\n{log}");
+    }
+}
+
+#[test]
+fn a_run_that_fails_inside_the_fmu_is_reported_with_the_models_diagnostic() {
+    let src = "model Blowup\n  Real x(start = 1, fixed = true);\n  Real y;\nequation\n  der(x) = -1;\n  y = sqrt(x);\nend Blowup;\n";
+    let file = common::model_file("fmu_blowup", src);
+    let out = scratch_dir("fmu").join("blowup.fmu");
+    let (code, text) = exit_and_text(&rmoc_cli(&[
+        "fmu",
+        file.to_str().expect("path"),
+        "-o",
+        out.to_str().expect("path"),
+    ]));
+    assert_eq!(code, Some(0), "{text}");
+    let f = Fmu2::new(&out, 1, "blowup", None).expect("instance");
+    f.initialize(0.0, 2.0, None);
+    assert_eq!(f.do_step(0.0, 0.5), 0);
+    assert_eq!(f.do_step(0.5, 1.0), 3);
+    let log = logged("blowup");
+    assert!(log.contains("`y` became NaN at t = 1"), "{log}");
+    assert!(log.contains("fmu_blowup.rmo:6:3"), "{log}");
+    // The instance refuses to go on.
+    assert_eq!(f.do_step(1.5, 0.5), 3);
+}
+
+#[test]
+fn bad_requests_exit_1_with_a_diagnostic() {
+    let pendulum = project("tests/models/pendulum.rmo");
+    let p = pendulum.to_str().expect("path");
+    let contacts = project("examples/ujoint_clearance.rmo");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["fmu", p, "-o", "x.zip"],
+            "an FMU's file name ends in .fmu",
+        ),
+        (vec!["fmu", p, "--fmi", "4"], "invalid value '4'"),
+        (
+            vec!["fmu", p, "--kind", "scheduled"],
+            "invalid value 'scheduled'",
+        ),
+        (
+            vec![
+                "fmu",
+                contacts.to_str().expect("path"),
+                "--kind",
+                "me",
+                "-o",
+                "/nonexistent/u.fmu",
+            ],
+            "cannot be a model-exchange FMU",
+        ),
+    ];
+    for (args, needle) in cases {
+        let (code, text) = exit_and_text(&rmoc_cli(&args));
+        assert_eq!(code, Some(1), "{args:?}: {text}");
+        assert!(text.contains(needle), "{args:?}: {text}");
+    }
+    // Without the runtime library.
+    let out = rmoc_cli_env(
+        &["fmu", p, "-o", "/tmp/never.fmu"],
+        "RMOC_FMU_RUNTIME",
+        "/nonexistent/librmoc.so",
+    );
+    let (code, text) = exit_and_text(&out);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("cannot read /nonexistent/librmoc.so"),
+        "{text}"
+    );
+}
+
+fn rmoc_cli_env(args: &[&str], key: &str, value: &str) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_rmoc"))
+        .args(args)
+        .env(key, value)
+        .output()
+        .expect("rmoc runs")
+}
