@@ -737,3 +737,39 @@ fn rmoc_cli_env(args: &[&str], key: &str, value: &str) -> std::process::Output {
         .output()
         .expect("rmoc runs")
 }
+
+type BoolStatus2 = unsafe extern "C" fn(*mut c_void, c_int, *mut c_int) -> c_int;
+type RealStatus2 = unsafe extern "C" fn(*mut c_void, c_int, *mut f64) -> c_int;
+
+#[test]
+fn terminate_in_the_model_ends_co_simulation_as_fmi2_says() {
+    let fmu = export("tests/models/events/terminate.rmo", "terminate.fmu", &[]);
+    let f = Fmu2::new(&fmu, 1, "terminate", None).expect("instance");
+    let logging: unsafe extern "C" fn(*mut c_void, c_int, usize, *const *const c_char) -> c_int =
+        f.bin.f("fmi2SetDebugLogging");
+    assert_eq!(unsafe { logging(f.c, 1, 0, std::ptr::null()) }, 0);
+    f.initialize(0.0, 1.0, None);
+    // fmi2Discard at the step that reaches x = 0.3, then fmi2Terminated.
+    let mut last = 0;
+    for k in 0..10 {
+        last = f.do_step(k as f64 * 0.1, 0.1);
+        if last != 0 {
+            break;
+        }
+    }
+    assert_eq!(last, 2);
+    let status: BoolStatus2 = f.bin.f("fmi2GetBooleanStatus");
+    let mut terminated = 0;
+    assert_eq!(unsafe { status(f.c, 3, &mut terminated) }, 0);
+    assert_eq!(terminated, 1);
+    let time: RealStatus2 = f.bin.f("fmi2GetRealStatus");
+    let mut t = 0.0;
+    assert_eq!(unsafe { time(f.c, 2, &mut t) }, 0);
+    common::assert_close(t, 0.3, 1e-9, 1e-12);
+    common::assert_close(f.get("x"), 0.3, 1e-9, 1e-12);
+    common::assert_close(f.get("time"), 0.3, 1e-9, 1e-12);
+    // A further step is refused.
+    assert_eq!(f.do_step(0.4, 0.1), 3);
+    let log = logged("terminate");
+    assert!(log.contains("terminate at t = 0.3"), "{log}");
+}

@@ -12,9 +12,10 @@
 // host passes the instance it was given and arrays of the lengths it says.
 #![allow(clippy::missing_safety_doc)]
 
+use super::ffi::{slice, slice_mut, text, unsupported, with};
 use super::instance::{Instance, InstanceKind, Status};
 use crate::flat::ScalarType;
-use std::ffi::{CStr, CString, c_char, c_int, c_void};
+use std::ffi::{CString, c_char, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 type Logger = unsafe extern "C" fn(
@@ -23,49 +24,6 @@ type Logger = unsafe extern "C" fn(
     category: *const c_char,
     message: *const c_char,
 );
-
-unsafe fn with(c: *mut c_void, f: impl FnOnce(&mut Instance) -> Status) -> c_int {
-    if c.is_null() {
-        return Status::Error as c_int;
-    }
-    // SAFETY: a non-null instance is the pointer an fmi3Instantiate* returned.
-    let inst = unsafe { &mut *(c as *mut Instance) };
-    match catch_unwind(AssertUnwindSafe(|| f(inst))) {
-        Ok(s) => s as c_int,
-        Err(_) => Status::Fatal as c_int,
-    }
-}
-
-unsafe fn slice<'a, T>(p: *const T, n: usize) -> Option<&'a [T]> {
-    if n == 0 {
-        Some(&[])
-    } else if p.is_null() {
-        None
-    } else {
-        // SAFETY: the host passes arrays of the length it states.
-        Some(unsafe { std::slice::from_raw_parts(p, n) })
-    }
-}
-
-unsafe fn slice_mut<'a, T>(p: *mut T, n: usize) -> Option<&'a mut [T]> {
-    if n == 0 {
-        Some(&mut [])
-    } else if p.is_null() {
-        None
-    } else {
-        // SAFETY: as `slice`.
-        Some(unsafe { std::slice::from_raw_parts_mut(p, n) })
-    }
-}
-
-unsafe fn text(p: *const c_char) -> Option<String> {
-    if p.is_null() {
-        None
-    } else {
-        // SAFETY: the host passes NUL-terminated strings.
-        Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
-    }
-}
 
 #[unsafe(no_mangle)]
 pub extern "C" fn fmi3GetVersion() -> *const c_char {
@@ -390,14 +348,6 @@ pub unsafe extern "C" fn fmi3SetBoolean(
     nv: usize,
 ) -> c_int {
     unsafe { set_values(c, vr, n, v, nv, ScalarType::Boolean, |x| x as u8 as f64) }
-}
-
-unsafe fn unsupported(c: *mut c_void, what: &str) -> c_int {
-    unsafe {
-        with(c, |i| {
-            i.misuse(&format!("{what} is not supported by rmoc's FMUs"))
-        })
-    }
 }
 
 /// Getters and setters of types rmoc has no variables of: fine for no

@@ -282,11 +282,13 @@ impl Instance {
         match done {
             Ok(terminated) => {
                 self.flush_warnings();
-                self.last_time = t + h;
                 if terminated {
+                    // (The run ended inside the step, at the model's time.)
+                    self.last_time = self.session.time();
                     self.terminated = true;
                     return Status::Discard;
                 }
+                self.last_time = t + h;
                 Status::Ok
             }
             Err(d) => self.error(d),

@@ -17,6 +17,7 @@
 
 pub mod archive;
 pub mod description;
+mod ffi;
 pub mod fmi2;
 pub mod fmi3;
 pub mod instance;

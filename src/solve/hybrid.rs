@@ -252,6 +252,19 @@ pub(super) fn integrate(
     Ok(())
 }
 
+/// An event a host located (an FMU's model exchange) at the frame's point:
+/// the samples due, or the event iteration after a crossing. Returns the
+/// next sample instant (infinite when none).
+pub(super) fn host_event(run: &mut Run) -> Result<f64, Diagnostic> {
+    let t = run.frame.time();
+    if run.sample_due(t) {
+        run.sample_event(t)?;
+    } else {
+        run.event_iteration(false)?;
+    }
+    Ok(run.next_time_event(f64::INFINITY))
+}
+
 /// An event at (t, x): the left limit, the integrator's own event, the
 /// event iteration (or the samples' one), the integrator's restart and the
 /// right limit. `x` is the point after it.

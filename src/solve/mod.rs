@@ -1140,9 +1140,7 @@ fn simulate_inner(
     }
     outcome?;
     let frame = opts.keep_frame.then(|| run.frame.clone());
-    // terminal()
-    run.frame.set_terminal(true);
-    let _ = run.event_iteration(false);
+    let _ = terminal(&mut run);
     let mut results = std::mem::take(&mut run.results);
     results.stats = run.stats;
     results.frame = frame;
@@ -1194,4 +1192,10 @@ fn start(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
         }
     }
     run.check_asserts()
+}
+
+/// The end of a run: `terminal()` is true for one event iteration.
+fn terminal(run: &mut Run) -> Result<(), Diagnostic> {
+    run.frame.set_terminal(true);
+    run.event_iteration(false).map(|_| ())
 }

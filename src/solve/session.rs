@@ -13,7 +13,7 @@
 
 use super::integrator::{self, Integrator};
 use super::model::{Backend, Entry};
-use super::{Options, Parked, Run, Source, hybrid, prepare, start};
+use super::{Options, Parked, Run, Source, hybrid, prepare, start, terminal};
 use crate::diag::Diagnostic;
 use crate::jit::lower::Program;
 use crate::structure::Causal;
@@ -261,20 +261,11 @@ impl Session {
     /// discrete variables, with `reinit`.
     pub fn event_update(&mut self, m: ModelRef) -> Result<EventUpdate, Diagnostic> {
         let before = self.states(m.causal);
-        self.with(m, |run, _| {
-            let t = run.frame.time();
-            if run.sample_due(t) {
-                run.sample_event(t)?;
-            } else {
-                run.event_iteration(false)?;
-            }
-            Ok(())
-        })?;
+        let next = self.with(m, |run, _| hybrid::host_event(run))?;
         self.resume = false;
         let after = self.states(m.causal);
         let terminate =
             self.parked().frame.terminate() != 0 && self.with(m, |run, _| Ok(run.terminated()))?;
-        let next = self.with(m, |run, _| Ok(run.next_time_event(f64::INFINITY)))?;
         Ok(EventUpdate {
             states_changed: before != after,
             next_time_event: next.is_finite().then_some(next),
@@ -287,10 +278,7 @@ impl Session {
         if !self.initialized {
             return Ok(());
         }
-        self.with(m, |run, _| {
-            run.frame.set_terminal(true);
-            run.event_iteration(false).map(|_| ())
-        })
+        self.with(m, |run, _| terminal(run))
     }
 
     /// Warnings (failed warning-level asserts, `terminate`) since the last
