@@ -24,6 +24,20 @@ fn export(file: &str, name: &str, args: &[&str]) -> PathBuf {
     out
 }
 
+/// `rmoc fmu` of a model text (in a file `NAME.rmo`): the FMU's path.
+fn export_source(name: &str, src: &str) -> PathBuf {
+    let file = common::model_file(name, src);
+    let out = scratch_dir("fmu").join(format!("{name}.fmu"));
+    let (code, text) = exit_and_text(&rmoc_cli(&[
+        "fmu",
+        file.to_str().expect("path"),
+        "-o",
+        out.to_str().expect("path"),
+    ]));
+    assert_eq!(code, Some(0), "{text}");
+    out
+}
+
 /// The FMU's files, unpacked into a folder of their own.
 fn unpack(fmu: &Path) -> (PathBuf, Vec<(String, Vec<u8>)>) {
     let bytes = std::fs::read(fmu).expect("fmu");
@@ -664,15 +678,7 @@ fn misuse_is_an_error_status_with_a_message_not_a_crash() {
 #[test]
 fn a_run_that_fails_inside_the_fmu_is_reported_with_the_models_diagnostic() {
     let src = "model Blowup\n  Real x(start = 1, fixed = true);\n  Real y;\nequation\n  der(x) = -1;\n  y = sqrt(x);\nend Blowup;\n";
-    let file = common::model_file("fmu_blowup", src);
-    let out = scratch_dir("fmu").join("blowup.fmu");
-    let (code, text) = exit_and_text(&rmoc_cli(&[
-        "fmu",
-        file.to_str().expect("path"),
-        "-o",
-        out.to_str().expect("path"),
-    ]));
-    assert_eq!(code, Some(0), "{text}");
+    let out = export_source("fmu_blowup", src);
     let f = Fmu2::new(&out, 1, "blowup", None).expect("instance");
     f.initialize(0.0, 2.0, None);
     assert_eq!(f.do_step(0.0, 0.5), 0);
@@ -772,4 +778,40 @@ fn terminate_in_the_model_ends_co_simulation_as_fmi2_says() {
     assert_eq!(f.do_step(0.4, 0.1), 3);
     let log = logged("terminate");
     assert!(log.contains("terminate at t = 0.3"), "{log}");
+}
+
+#[test]
+fn an_input_switches_a_relation_and_feeds_an_output_through_at_once() {
+    let src = "model Switch\n  parameter Real k = 2;\n  input Real u;\n  output Real y;\n  Real x(start = 0, fixed = true);\nequation\n  y = k*u;\n  der(x) = if u > 0.5 then 1 else 0;\nend Switch;\n";
+    let out = export_source("fmu_switch", src);
+    let f = Fmu2::new(&out, 1, "switch", None).expect("instance");
+    // Before initialization: the parameters' values, not zeros.
+    assert_eq!(f.get("k"), 2.0);
+    f.initialize(0.0, 2.0, None);
+    assert_eq!(f.do_step(0.0, 0.5), 0);
+    assert_eq!(f.get("x"), 0.0);
+    // The output follows the input before the next step.
+    assert_eq!(f.set("u", 1.0), 0);
+    assert_eq!(f.get("y"), 2.0);
+    // The relation sees the new input: x grows from t = 0.5.
+    assert_eq!(f.do_step(0.5, 0.5), 0);
+    common::assert_close(f.get("x"), 0.5, 1e-9, 1e-12);
+    assert_eq!(f.set("u", 0.0), 0);
+    assert_eq!(f.do_step(1.0, 1.0), 0);
+    common::assert_close(f.get("x"), 0.5, 1e-9, 1e-12);
+}
+
+#[test]
+fn a_model_with_an_internal_state_exports_it() {
+    // der(x + y) makes the state `$der0`: the state vector has it.
+    let src = "model Internal\n  Real x(start = 1, fixed = true);\n  Real y(start = 0, fixed = true);\nequation\n  der(x + y) = -x;\n  der(y) = x;\nend Internal;\n";
+    let out = export_source("fmu_internal", src);
+    let f = Fmu2::new(&out, 0, "internal", None).expect("instance");
+    assert!(f.xml.contains("name=\"der($der0)\""), "{}", f.xml);
+    f.initialize(0.0, 1.0, None);
+    let _ = f.new_discrete_states();
+    // d(x + y)/dt = -x and dy/dt = x at x = 1, y = 0.
+    let mut dx = f.array("fmi2GetDerivatives", 2);
+    dx.sort_by(f64::total_cmp);
+    assert_eq!(dx, [-1.0, 1.0]);
 }

@@ -19,7 +19,7 @@ pub fn zip(files: &[(String, &[u8])]) -> Vec<u8> {
             let mut h = Vec::new();
             h.extend(sig.to_le_bytes());
             if central {
-                h.extend(20u16.to_le_bytes()); // made by: version 2.0
+                h.extend(((3u16 << 8) | 20).to_le_bytes()); // made by: Unix, 2.0
             }
             h.extend(20u16.to_le_bytes()); // needed to extract: 2.0
             h.extend(0x0800u16.to_le_bytes()); // flags: UTF-8 names
@@ -81,6 +81,7 @@ pub fn unzip(bytes: &[u8]) -> Option<Vec<(String, Vec<u8>)>> {
             return None;
         }
         let method = u16_at(p + 10)?;
+        let p_crc = p + 16;
         let packed_len = u32_at(p + 20)?;
         let len = u32_at(p + 24)?;
         let name_len = u16_at(p + 28)?;
@@ -94,12 +95,15 @@ pub fn unzip(bytes: &[u8]) -> Option<Vec<(String, Vec<u8>)>> {
         let data = match method {
             0 => packed.to_vec(),
             8 => {
-                let mut dec = flate2::write::DeflateDecoder::new(Vec::with_capacity(len));
+                let mut dec = flate2::write::DeflateDecoder::new(Vec::new());
                 dec.write_all(packed).ok()?;
                 dec.finish().ok()?
             }
             _ => return None,
         };
+        if data.len() != len || crc32fast::hash(&data) as usize != u32_at(p_crc)? {
+            return None;
+        }
         out.push((name, data));
     }
     Some(out)

@@ -185,7 +185,10 @@ impl Instance {
             }
         }
         let iface = starts_and_interface(&sim, &base);
-        let session = sim.with_model(|m| Session::new(m, base.clone()));
+        let mut session = sim.with_model(|m| Session::new(m, base.clone()));
+        // Values read before initialization are the parameters' and the
+        // start values (a failure here is reported by the initialization).
+        let _ = sim.with_model(|m| session.prepare(m));
         let n_indicators = iface.indicators.len();
         Some(Instance {
             name: name.to_string(),
@@ -297,19 +300,35 @@ impl Instance {
 
     /// Evaluates the model where time, states or inputs changed since
     /// (model exchange, after initialization).
+    ///
+    /// In co-simulation that is after an input was set between steps (an
+    /// output that depends on it directly changes at once). An evaluation
+    /// that fails in model exchange is `Discard` (the host's solver may try
+    /// a shorter step), not the end of the instance.
     fn refresh(&mut self) -> Result<(), Status> {
-        if self.dirty && self.kind == InstanceKind::ModelExchange && self.session.initialized() {
-            let session = &mut self.session;
-            let indicators = &mut self.indicators;
-            let done = self
-                .sim
-                .with_model(|m| session.event_indicators(m, indicators));
-            if let Err(d) = done {
-                return Err(self.error(d));
-            }
-            self.dirty = false;
+        if !(self.dirty && self.session.initialized()) {
+            return Ok(());
         }
-        Ok(())
+        let session = &mut self.session;
+        let done = match self.kind {
+            InstanceKind::ModelExchange => {
+                let indicators = &mut self.indicators;
+                self.sim
+                    .with_model(|m| session.event_indicators(m, indicators))
+            }
+            InstanceKind::CoSimulation => self.sim.with_model(|m| session.evaluate(m)),
+        };
+        self.dirty = false;
+        match done {
+            Ok(()) => Ok(()),
+            Err(d) if self.kind == InstanceKind::ModelExchange => {
+                self.dirty = true;
+                let text = crate::diag::render(&self.sources, &[d], false);
+                (self.logger)(Status::Discard, "logStatusDiscard", text.trim_end());
+                Err(Status::Discard)
+            }
+            Err(d) => Err(self.error(d)),
+        }
     }
 
     fn variable(&self, vr: u32, ty: ScalarType) -> Result<&super::FmiVariable, Status> {

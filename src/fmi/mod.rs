@@ -201,8 +201,24 @@ pub fn interface(
     // Everything a result file has, in its order.
     let mut table_of_var = vec![None; c.vars.len()];
     let mut out_rows = Vec::new();
-    for (name, source, v) in crate::solve::output_columns(c, l) {
-        if name.contains('$') {
+    let columns = crate::solve::output_columns(c, l);
+    // Internal states (`der(expr)` makes one) are the state vector's too.
+    let internal = c
+        .states
+        .iter()
+        .chain(&c.state_ders)
+        .filter(|&&v| !columns.iter().any(|col| col.2 == v as usize))
+        .map(|&v| {
+            (
+                c.vars[v as usize].name.clone(),
+                Source::Slot(l.var(v)),
+                v as usize,
+            )
+        })
+        .collect::<Vec<_>>();
+    for (name, source, v) in columns.into_iter().chain(internal) {
+        let state_like = c.states.contains(&(v as u32)) || c.state_ders.contains(&(v as u32));
+        if name.contains('$') && !state_like {
             continue;
         }
         let var = &c.vars[v];
@@ -444,6 +460,11 @@ pub struct Exported {
 /// it, and packs it with the runtime library.
 pub fn export(sim: &crate::Simulator, req: &ExportRequest) -> Result<Exported, Diagnostic> {
     let c = sim.causal();
+    if !cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+        return Err(Diagnostic::error_nospan(
+            "rmoc writes FMUs for Linux x86-64 only, and this rmoc was built for another platform",
+        ));
+    }
     if req.kinds.model_exchange && !(c.contacts.is_empty() && c.frictions.is_empty()) {
         return Err(Diagnostic::error_nospan(format!(
             "model `{}` has set-valued contacts, which only rmoc's own integrators solve: it cannot be a model-exchange FMU",

@@ -490,8 +490,9 @@ fn model_roots(c: &Causal) -> Vec<ExprId> {
     roots
 }
 
-/// Whether an expression can change continuously (mentions time, a state or
-/// another continuous unknown).
+/// Whether an expression can change continuously (mentions time, a state,
+/// another continuous unknown, or a top-level input, which an FMU's host
+/// drives).
 fn depends_on_time(c: &Causal, e: ExprId) -> bool {
     c.arena
         .reachable(&[e])
@@ -499,7 +500,8 @@ fn depends_on_time(c: &Causal, e: ExprId) -> bool {
         .any(|id| match c.arena.node(id) {
             Node::Time => true,
             Node::Var(v) => {
-                matches!(c.roles[v as usize], Role::State | Role::Algebraic)
+                (matches!(c.roles[v as usize], Role::State | Role::Algebraic)
+                    || c.is_top_level_input(v))
                     && c.vars[v as usize].ty == flat::ScalarType::Real
             }
             _ => false,

@@ -71,32 +71,18 @@ fn source(c: &Causal, v: VarId) -> Option<(VarId, f64)> {
     }
 }
 
-/// A top-level name: no dot outside brackets (`u`, `u[2]`, not `pi.u`).
-fn top_level(name: &str) -> bool {
-    let mut depth = 0i32;
-    for ch in name.chars() {
-        match ch {
-            '[' | '(' => depth += 1,
-            ']' | ')' => depth -= 1,
-            '.' if depth == 0 => return false,
-            _ => {}
-        }
-    }
-    true
-}
-
 /// The top-level inputs (parameters of the run) and outputs of `c`.
 pub fn inputs_and_outputs(c: &Causal) -> (Vec<VarId>, Vec<VarId>) {
     let mut inputs = Vec::new();
     let mut outputs = Vec::new();
     for (v, var) in c.vars.iter().enumerate() {
-        if !top_level(&var.name) || var.name.contains('$') {
-            continue;
-        }
-        match var.causality {
-            Causality::Input if c.roles[v] == Role::Parameter => inputs.push(v as VarId),
-            Causality::Output => outputs.push(v as VarId),
-            _ => {}
+        if c.is_top_level_input(v as VarId) {
+            inputs.push(v as VarId);
+        } else if var.causality == Causality::Output
+            && crate::structure::top_level(&var.name)
+            && !var.name.contains('$')
+        {
+            outputs.push(v as VarId);
         }
     }
     (inputs, outputs)
@@ -308,16 +294,6 @@ pub fn report(l: &Linearization, modes: &[Mode], shapes: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_with_dots_inside_brackets_are_top_level() {
-        assert!(top_level("u"));
-        assert!(top_level("u[2]"));
-        assert!(top_level("der(x)"));
-        assert!(!top_level("pi.u"));
-        // Dots inside brackets or parentheses do not count.
-        assert!(top_level("der(gear.w)"));
-    }
 
     #[test]
     fn an_oscillator_has_its_frequency_and_damping() {

@@ -45,6 +45,9 @@ pub struct Session {
     integrator: Option<Box<dyn Integrator>>,
     /// Whether the integrator may go on with its history.
     resume: bool,
+    /// An input changed since the last step: its relations are evaluated
+    /// anew (an event iteration) before the next.
+    inputs_changed: bool,
     initialized: bool,
 }
 
@@ -61,6 +64,7 @@ impl Session {
             run: Some(run.park()),
             integrator: None,
             resume: false,
+            inputs_changed: false,
             initialized: false,
         }
     }
@@ -126,6 +130,7 @@ impl Session {
             self.opts.overrides.push((v, x));
         } else if self.parked().frame.var(v) != x {
             self.resume = false;
+            self.inputs_changed = true;
         }
         self.parked_mut().frame.set_var(v, x);
     }
@@ -172,13 +177,23 @@ impl Session {
         o.start = t;
         o.stop = t + h;
         o.interval = h;
+        // The integrator's own settings (its largest step, say) come from
+        // the whole run, not from the first communication step.
+        let mut whole = self.opts.clone();
+        whole.start = t;
+        whole.stop = self.opts.stop.max(t + h);
         self.with(m, |run, s| {
             run.frame.set_time(t);
+            if s.inputs_changed {
+                // Relations on an input see its new value: an event.
+                s.inputs_changed = false;
+                hybrid::host_event(run)?;
+            }
             let mut integrator = match s.integrator.take() {
                 Some(i) => i,
                 None => {
                     s.resume = false;
-                    integrator::for_solver(run, &o)?
+                    integrator::for_solver(run, &whole)?
                 }
             };
             let done = hybrid::integrate(run, &o, integrator.as_mut(), s.resume);
@@ -187,7 +202,8 @@ impl Session {
             run.results.rows.clear();
             s.resume = done.is_ok();
             done?;
-            Ok(run.frame.terminate() != 0 && run.terminated())
+            // (The hybrid loop reported `terminate`, once.)
+            Ok(run.frame.terminate() != 0)
         })
     }
 

@@ -101,6 +101,16 @@ impl Causal {
     pub fn name_of(&self, v: VarId) -> &str {
         &self.vars[v as usize].name
     }
+
+    /// Whether `v` is a top-level `input` without a binding: a parameter of
+    /// a run (0 unless set), the value a host drives in an FMU.
+    pub fn is_top_level_input(&self, v: VarId) -> bool {
+        let var = &self.vars[v as usize];
+        var.causality == flat::Causality::Input
+            && self.roles[v as usize] == Role::Parameter
+            && top_level(&var.name)
+            && !var.name.contains('$')
+    }
     pub fn show(&self, e: ExprId) -> String {
         let names = |v: VarId| self.vars[v as usize].name.clone();
         let mut s = self.arena.display(e, &names);
@@ -804,5 +814,34 @@ impl Causal {
             }
         }
         s
+    }
+}
+
+/// A top-level name: no dot outside brackets (`u`, `u[2]`, not `pi.u`).
+pub fn top_level(name: &str) -> bool {
+    let mut depth = 0i32;
+    for ch in name.chars() {
+        match ch {
+            '[' | '(' => depth += 1,
+            ']' | ')' => depth -= 1,
+            '.' if depth == 0 => return false,
+            _ => {}
+        }
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::top_level;
+
+    #[test]
+    fn names_with_dots_inside_brackets_are_top_level() {
+        assert!(top_level("u"));
+        assert!(top_level("u[2]"));
+        assert!(top_level("der(x)"));
+        assert!(!top_level("pi.u"));
+        // Dots inside brackets or parentheses do not count.
+        assert!(top_level("der(gear.w)"));
     }
 }
