@@ -439,7 +439,17 @@ fn a_parameter_set_before_initialization_changes_the_run_as_p_does() {
 fn fmi2_model_exchange_gives_derivatives_indicators_and_the_bounce() {
     let fmu = export("tests/models/ball.rmo", "ball_me.fmu", &[]);
     let f = Fmu2::new(&fmu, 0, "me", None).expect("instance");
+    // h has fixed = true: its start is exact and settable before
+    // initialization (and back to the model's).
+    assert_eq!(f.get("h"), 1.0);
+    assert_eq!(f.set("h", 2.0), 0);
+    assert_eq!(f.get("h"), 2.0);
+    assert_eq!(f.set("h", 1.0), 0);
     f.initialize(0.0, 3.0, None);
+    assert_eq!(f.set("h", 2.0), 3);
+    assert!(
+        logged("me").contains("the start value of `h` is used: set it before initialization ends")
+    );
     let info = f.new_discrete_states();
     assert_eq!(info.next_event_time_defined, 0);
     assert_eq!(f.call("fmi2EnterContinuousTimeMode"), 0);

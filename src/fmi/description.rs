@@ -67,7 +67,8 @@ fn variability(v: FmiVariability) -> &'static str {
 fn initial(v: &FmiVariable) -> Option<&'static str> {
     match v.causality {
         FmiCausality::Independent | FmiCausality::Input => None,
-        FmiCausality::Parameter => Some("exact"),
+        // A parameter, or a state with `fixed = true`: its start value.
+        _ if v.start.is_some() => Some("exact"),
         _ => Some("calculated"),
     }
 }
@@ -103,7 +104,8 @@ fn units(iface: &Interface) -> Vec<&str> {
 }
 
 /// The initial unknowns: outputs, calculated parameters, states and
-/// derivatives (all calculated by the FMU), by table index, ascending.
+/// derivatives, except the states that start at their exact start values
+/// (`fixed = true`), by table index, ascending.
 fn initial_unknowns(iface: &Interface) -> Vec<usize> {
     let mut k: Vec<usize> = iface
         .variables
@@ -118,6 +120,7 @@ fn initial_unknowns(iface: &Interface) -> Vec<usize> {
         .map(|(k, _)| k)
         .chain(iface.states.iter().copied())
         .chain(iface.derivatives.iter().copied())
+        .filter(|&k| iface.variables[k].start.is_none())
         .collect();
     k.sort_unstable();
     k.dedup();

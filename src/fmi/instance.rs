@@ -356,8 +356,8 @@ impl Instance {
         })
     }
 
-    /// Sets variable `vr`: a parameter before initialization ends, an input
-    /// at any time.
+    /// Sets variable `vr`: a parameter or a state's start value before
+    /// initialization ends, an input at any time.
     pub fn set(&mut self, vr: u32, ty: ScalarType, x: f64) -> Status {
         let v = match self.variable(vr, ty) {
             Ok(v) => v,
@@ -366,20 +366,27 @@ impl Instance {
         let (Some(target), causality) = (v.settable, v.causality) else {
             let name = v.name.clone();
             return self.misuse(&format!(
-                "`{name}` is computed by the model and cannot be set (only parameters and inputs can)"
+                "`{name}` is computed by the model and cannot be set (only parameters, inputs and the start values of states with fixed = true can)"
             ));
         };
-        if causality == FmiCausality::Parameter && self.session.initialized() {
+        if causality != FmiCausality::Input && self.session.initialized() {
             let name = v.name.clone();
-            return self.misuse(&format!(
-                "parameter `{name}` is fixed: set it before initialization ends"
-            ));
+            let what = if causality == FmiCausality::Parameter {
+                format!("parameter `{name}` is fixed")
+            } else {
+                format!("the start value of `{name}` is used")
+            };
+            return self.misuse(&format!("{what}: set it before initialization ends"));
         }
         let x = match ty {
             ScalarType::Real => x,
             _ => x.round(),
         };
-        self.session.set_var(target, x);
+        if causality == FmiCausality::Local {
+            self.session.set_start(target, x);
+        } else {
+            self.session.set_var(target, x);
+        }
         self.dirty = true;
         Status::Ok
     }

@@ -80,10 +80,13 @@ pub struct FmiVariable {
     pub ty: ScalarType,
     pub causality: FmiCausality,
     pub variability: FmiVariability,
-    /// The start value written to the description (parameters, inputs).
+    /// The start value written to the description (parameters, inputs,
+    /// states with `fixed = true`); with it the variable's `initial` is
+    /// `exact`.
     pub start: Option<f64>,
     pub source: ValueSource,
-    /// The model variable a set writes (parameters and inputs).
+    /// The model variable a set writes (parameters, inputs, the start
+    /// values of states with `fixed = true`).
     pub settable: Option<u32>,
     /// For a derivative: the index (in the table) of its state.
     pub derivative_of: Option<usize>,
@@ -266,6 +269,15 @@ pub fn interface(
         .unwrap_or_default();
     for (&s, &d) in states.iter().zip(&derivatives) {
         variables[d].derivative_of = Some(s);
+    }
+    // A state with `fixed = true` starts at its start value: exact, and
+    // settable before initialization.
+    for (&s, &v) in states.iter().zip(&c.states) {
+        let var = &c.vars[v as usize];
+        if var.fixed == Some(true) && var.start.is_some() && !variables[s].name.contains('$') {
+            variables[s].start = Some(starts(v));
+            variables[s].settable = Some(v);
+        }
     }
     let mut indicators = Vec::new();
     for (j, _) in crate::solve::session::event_indicators(p).enumerate() {

@@ -48,6 +48,9 @@ pub struct Session {
     /// An input changed since the last step: its relations are evaluated
     /// anew (an event iteration) before the next.
     inputs_changed: bool,
+    /// Start values set before initialization (states with `fixed =
+    /// true`): they replace the model's after its starts are computed.
+    starts: Vec<(u32, f64)>,
     initialized: bool,
 }
 
@@ -65,6 +68,7 @@ impl Session {
             integrator: None,
             resume: false,
             inputs_changed: false,
+            starts: Vec::new(),
             initialized: false,
         }
     }
@@ -135,6 +139,14 @@ impl Session {
         self.parked_mut().frame.set_var(v, x);
     }
 
+    /// Sets the start value of state `v` (before initialization; a state
+    /// with `fixed = true` starts there).
+    pub fn set_start(&mut self, v: u32, x: f64) {
+        self.starts.retain(|o| o.0 != v);
+        self.starts.push((v, x));
+        self.parked_mut().frame.set_var(v, x);
+    }
+
     /// Sets the relative tolerance (before initialization).
     pub fn set_tolerance(&mut self, tolerance: f64) {
         self.opts.tolerance = tolerance;
@@ -143,7 +155,13 @@ impl Session {
     /// Parameters and start values only (an FMU's description lists them).
     pub fn prepare(&mut self, m: ModelRef) -> Result<(), Diagnostic> {
         let opts = self.opts.clone();
-        self.with(m, |run, _| prepare(run, &opts))
+        self.with(m, |run, s| {
+            prepare(run, &opts)?;
+            for &(v, x) in &s.starts {
+                run.frame.set_var(v, x);
+            }
+            Ok(())
+        })
     }
 
     /// Parameters, start values and the initial system at `start`;
@@ -162,6 +180,9 @@ impl Session {
         let opts = self.opts.clone();
         self.with(m, |run, s| {
             prepare(run, &opts)?;
+            for &(v, x) in &s.starts {
+                run.frame.set_var(v, x);
+            }
             start(run, &opts)?;
             s.initialized = true;
             s.resume = false;

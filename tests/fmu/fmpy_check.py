@@ -5,7 +5,8 @@ a top-level input driven by FMPy, in FMI 2.0 and 3.0: `rmoc fmu` writes the
 FMU, FMPy validates its description, runs it as co-simulation and as model
 exchange (FMPy's own CVode then integrates), and the trajectories are
 compared with `rmoc simulate` of the same model on the same output grid.
-A parameter set through FMPy must change the run as `-p` does.
+A parameter set through FMPy must change the run as `-p` does, and a
+state's start value set through FMPy as the same start in the model.
 
     python tests/fmu/fmpy_check.py --rmoc target/release/rmoc --out target/fmu
 
@@ -72,6 +73,13 @@ def main():
     with open(step_chain, "w") as f:
         f.write(text.replace('input Real tau "torque on the last inertia, N m";',
                              "Real tau = if time < 0.5 then 2 else -1;"))
+    # The ball dropped from 2 m: a state's start value set through FMPy.
+    ball = os.path.join(ROOT, "tests/models/ball.rmo")
+    with open(ball) as f:
+        text = f.read()
+    high_ball = os.path.join(a.out, "ball_from_2m.rmo")
+    with open(high_ball, "w") as f:
+        f.write(text.replace("Real h(start = 1,", "Real h(start = 2,"))
     step_input = np.array([(0.0, 2.0), (0.5, 2.0), (0.5, -1.0), (1.0, -1.0)],
                           dtype=[("time", np.float64), ("tau", np.float64)])
 
@@ -87,6 +95,8 @@ def main():
          {}, [], None, None, 1e-5),
         ("bouncing ball", "tests/models/ball.rmo", None, ["h", "v"], 3.0, 0.01, 1e-10,
          {}, [], None, None, 1e-6),
+        ("ball from h=2", "tests/models/ball.rmo", None, ["h", "v"], 3.0, 0.01, 1e-10,
+         {"h": 2.0}, [], None, high_ball, 1e-6),
         ("chain driven by an input", "tests/models/linearize/chain4.rmo", None, ["w4", "i1.phi"], 1.0, 0.005, 1e-10,
          {}, [], step_input, step_chain, 1e-6),
     ]
