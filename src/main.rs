@@ -1198,6 +1198,16 @@ fn fmu(a: &FmuArgs) -> ExitCode {
         .model
         .clone()
         .unwrap_or_else(|| simulator.causal().name.clone());
+    let (files, outside) = match rmoc::fmi::carried_files(&lib) {
+        Ok(x) => x,
+        Err(d) => return report(&lib, &[d]),
+    };
+    for path in outside {
+        eprintln!(
+            "warning: {} is outside the model's folder and the library roots: the FMU reads it from there",
+            path.display()
+        );
+    }
     let req = rmoc::fmi::ExportRequest {
         version: match a.version {
             FmiVersionArg::Two => rmoc::fmi::FmiVersion::Two,
@@ -1215,6 +1225,7 @@ fn fmu(a: &FmuArgs) -> ExitCode {
             .unwrap_or_else(|| "model.rmo".into()),
         text,
         interpreted: a.no_jit,
+        files,
     };
     let exported = match rmoc::fmi::export(&simulator, &req) {
         Ok(e) => e,

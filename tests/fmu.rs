@@ -825,3 +825,43 @@ fn a_model_with_an_internal_state_exports_it() {
     dx.sort_by(f64::total_cmp);
     assert_eq!(dx, [-1.0, 1.0]);
 }
+
+#[test]
+fn the_fmu_carries_the_library_classes_and_tables_the_model_read() {
+    // A library beside the model and a table file: the FMU runs where
+    // neither is (its resources hold them under the same names).
+    let dir = scratch_dir("fmu").join("carried");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("Lib")).expect("dir");
+    std::fs::write(
+        dir.join("Lib/package.rmo"),
+        "package Lib\n  model Decay\n    parameter Real k = 2;\n    Real x(start = 1, fixed = true);\n  equation\n    der(x) = -k*x;\n  end Decay;\nend Lib;\n",
+    )
+    .expect("write");
+    std::fs::write(dir.join("rates.csv"), "# k\n3\n").expect("write");
+    std::fs::write(
+        dir.join("Carried.rmo"),
+        "model Carried\n  parameter Real rates[1, 1] = Tables.readCSV(\"rates.csv\");\n  Lib.Decay decay(k = rates[1, 1]);\nend Carried;\n",
+    )
+    .expect("write");
+    let out = dir.join("Carried.fmu");
+    let (code, text) = exit_and_text(&rmoc_cli(&[
+        "fmu",
+        dir.join("Carried.rmo").to_str().expect("path"),
+        "-o",
+        out.to_str().expect("path"),
+    ]));
+    assert_eq!(code, Some(0), "{text}");
+    // Unpacked elsewhere, and the originals gone.
+    let moved = scratch_dir("fmu").join("carried_moved.fmu");
+    std::fs::rename(&out, &moved).expect("move");
+    std::fs::remove_dir_all(&dir).expect("remove");
+    let (_, files) = unpack(&moved);
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(names.contains(&"resources/Lib/package.rmo"), "{names:?}");
+    assert!(names.contains(&"resources/rates.csv"), "{names:?}");
+    let f = Fmu2::new(&moved, 1, "carried", None).expect("instance");
+    f.initialize(0.0, 1.0, Some(1e-10));
+    assert_eq!(f.do_step(0.0, 1.0), 0, "{}", logged("carried"));
+    common::assert_close(f.get("decay.x"), (-3.0f64).exp(), 1e-7, 0.0);
+}

@@ -403,8 +403,9 @@ pub fn runtime_library() -> Result<std::path::PathBuf, Diagnostic> {
 }
 
 /// The FMU of a compiled model as the bytes of a zip file: the
-/// description, the model's text and settings, and the runtime library
-/// `runtime` (its bytes) as the binary.
+/// description, the model's text and settings, the files it read
+/// (`carried`), and the runtime library `runtime` (its bytes) as the binary.
+#[allow(clippy::too_many_arguments)]
 pub fn package(
     iface: &Interface,
     c: &Causal,
@@ -412,6 +413,7 @@ pub fn package(
     kinds: FmuKinds,
     resources: &Resources,
     text: &str,
+    carried: &[(String, Vec<u8>)],
     runtime: &[u8],
 ) -> Vec<u8> {
     let identifier = model_identifier(&iface.model_name);
@@ -421,12 +423,15 @@ pub fn package(
         FmiVersion::Three => "x86_64-linux",
     };
     let json = serde_json::to_string_pretty(resources).unwrap_or_default();
-    let files: Vec<(String, &[u8])> = vec![
+    let mut files: Vec<(String, &[u8])> = vec![
         ("modelDescription.xml".into(), xml.as_bytes()),
         (format!("binaries/{platform}/{identifier}.so"), runtime),
         ("resources/model.rmo".into(), text.as_bytes()),
         ("resources/rmoc.json".into(), json.as_bytes()),
     ];
+    for (rel, bytes) in carried {
+        files.push((format!("resources/{rel}"), bytes));
+    }
     archive::zip(&files)
 }
 
@@ -457,6 +462,43 @@ pub struct ExportRequest {
     pub text: String,
     /// Compile with the interpreter only (`--no-jit`).
     pub interpreted: bool,
+    /// The other files the model read (library classes, tables): their
+    /// paths relative to the model's folder or a library root, and bytes.
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+/// The files besides the model's own that its FMU must carry: every file
+/// `lib` read from disk, at its path relative to the model's folder or to
+/// the library root it came from (in the FMU, the resources folder is the
+/// model's folder, so the same names find them). Files named by a path
+/// outside every root are read where they are: returned second.
+#[allow(clippy::type_complexity)]
+pub fn carried_files(
+    lib: &crate::instantiate::library::Library,
+) -> Result<(Vec<(String, Vec<u8>)>, Vec<std::path::PathBuf>), Diagnostic> {
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut outside = Vec::new();
+    for path in &lib.files_read {
+        let Some(rel) = lib.relative_to_roots(path) else {
+            outside.push(path.clone());
+            continue;
+        };
+        if files.iter().any(|f| f.0 == rel) {
+            continue;
+        }
+        if rel == "model.rmo" || rel == "rmoc.json" {
+            return Err(Diagnostic::error_nospan(format!(
+                "`{}` would take the place of the FMU's own resources/{rel}",
+                path.display()
+            ))
+            .with_hint("rename that file"));
+        }
+        let bytes = std::fs::read(path).map_err(|e| {
+            Diagnostic::error_nospan(format!("cannot read {}: {e}", path.display()))
+        })?;
+        files.push((rel, bytes));
+    }
+    Ok((files, outside))
 }
 
 /// What an export wrote.
@@ -508,6 +550,7 @@ pub fn export(sim: &crate::Simulator, req: &ExportRequest) -> Result<Exported, D
         req.kinds,
         &resources,
         &req.text,
+        &req.files,
         &runtime,
     );
     Ok(Exported {

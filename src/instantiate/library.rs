@@ -266,9 +266,28 @@ pub struct Library {
     /// Time spent parsing library classes, and their size (for `RMOC_TIMING`).
     pub parse_time: std::time::Duration,
     pub parsed_bytes: usize,
+    /// Every file read from disk for the model: library classes and data
+    /// files (tables), as read (an FMU carries them).
+    pub files_read: Vec<PathBuf>,
 }
 
 impl Library {
+    /// `path` relative to the first folder root that holds it (the model's
+    /// folder, then RMOCPATH's and MODELICAPATH's), with `/` separators.
+    pub fn relative_to_roots(&self, path: &std::path::Path) -> Option<String> {
+        self.roots.iter().find_map(|r| match r {
+            Root::Dir(d) => {
+                let rel = path.strip_prefix(d).ok()?;
+                let parts: Vec<String> = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_str().map(str::to_string))
+                    .collect::<Option<_>>()?;
+                (!parts.is_empty() && !parts.iter().any(|p| p == "..")).then(|| parts.join("/"))
+            }
+            Root::Embedded => None,
+        })
+    }
+
     /// A library whose roots are, in order: `model_dir` (if any), the
     /// `RMOCPATH` roots, the `MODELICAPATH` roots, and the embedded standard
     /// library.
@@ -299,6 +318,7 @@ impl Library {
             model_dir,
             parse_time: std::time::Duration::ZERO,
             parsed_bytes: 0,
+            files_read: Vec::new(),
         };
         for (name, b) in [
             ("Real", Builtin::Scalar(ScalarType::Real)),
@@ -627,6 +647,9 @@ impl Library {
             (self.roots[root].read(&file_rel)?, None)
         };
         let (path, text, embedded) = rel;
+        if embedded.is_none() {
+            self.files_read.push(PathBuf::from(&path));
+        }
         let scanned = Arc::new(scan::scan(&text));
         let file = self.sources.add(path, text);
         if let Some(k) = embedded {

@@ -6,7 +6,9 @@ FMU, FMPy validates its description, runs it as co-simulation and as model
 exchange (FMPy's own CVode then integrates), and the trajectories are
 compared with `rmoc simulate` of the same model on the same output grid.
 A parameter set through FMPy must change the run as `-p` does, and a
-state's start value set through FMPy as the same start in the model.
+state's start value set through FMPy as the same start in the model. With
+MODELICAPATH set, the MSL's Rotational.Examples.First too, its FMU run
+without MODELICAPATH (the FMU carries the library files it read).
 
     python tests/fmu/fmpy_check.py --rmoc target/release/rmoc --out target/fmu
 
@@ -24,6 +26,8 @@ from fmpy import simulate_fmu
 from fmpy.validation import validate_fmu
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# rmoc itself runs with this process's environment as it started.
+RMOC_ENV = dict(os.environ)
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
@@ -38,7 +42,7 @@ def read_csv(path, names):
 
 
 def rmoc(args, exe):
-    out = subprocess.run([exe] + args, capture_output=True, text=True)
+    out = subprocess.run([exe] + args, capture_output=True, text=True, env=RMOC_ENV)
     if out.returncode != 0:
         raise RuntimeError("rmoc %s failed:\n%s" % (" ".join(args), out.stderr))
     return out
@@ -100,17 +104,28 @@ def main():
         ("chain driven by an input", "tests/models/linearize/chain4.rmo", None, ["w4", "i1.phi"], 1.0, 0.005, 1e-10,
          {}, [], step_input, step_chain, 1e-6),
     ]
+    # A model of the Modelica Standard Library, unchanged: its FMU carries
+    # the MSL files it read, and runs without MODELICAPATH (removed from
+    # this process before any FMU is instantiated).
+    msl = os.environ.pop("MODELICAPATH", None)
+    if msl:
+        first = os.path.join(msl.split(os.pathsep)[0], "Modelica/Mechanics/Rotational/Examples/First.mo")
+        cases.append(("MSL First", first, None, ["inertia2.phi", "inertia3.w"], 1.0, 0.001, 1e-10,
+                      {}, [], None, None, 1e-6))
+    else:
+        print("MODELICAPATH not set: the MSL case skipped")
     failures = 0
     for (label, model, name, names, stop, interval, tol, starts, params, inp, ref_file, allowed) in cases:
         ref_csv = os.path.join(a.out, label.replace(" ", "_").replace("=", "_") + ".csv")
         ref_model = ref_file or os.path.join(ROOT, model)
+        model_path = os.path.join(ROOT, model)
         model_args = ["--model", name] if name else []
         rmoc(["simulate", ref_model, *model_args, "--stop-time", str(stop), "--interval", str(interval),
               "--tolerance", str(tol), *params, "-q", "-o", ref_csv], a.rmoc)
         t_ref, ref = read_csv(ref_csv, names)
         for version in ["2", "3"]:
             fmu = os.path.join(a.out, "%s_fmi%s.fmu" % (os.path.basename(model)[:-4], version))
-            rmoc(["fmu", os.path.join(ROOT, model), *model_args, "--fmi", version, "-q", "-o", fmu], a.rmoc)
+            rmoc(["fmu", model_path, *model_args, "--fmi", version, "-q", "-o", fmu], a.rmoc)
             problems = validate_fmu(fmu)
             if problems:
                 failures += 1

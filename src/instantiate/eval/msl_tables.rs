@@ -801,6 +801,7 @@ impl Flattener<'_> {
             )
             .with_hint("a relative name is taken from the folder of the model's file")
         })?;
+        self.lib.files_read.push(path.clone());
         let shown = path.display().to_string();
         let bad = |line: usize, msg: String| {
             Diagnostic::error(span, format!("{shown}:{line}: {msg}"))

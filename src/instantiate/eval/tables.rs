@@ -35,6 +35,7 @@ impl Flattener<'_> {
             .with_label("this file")
             .with_hint("a relative name is taken from the folder of the file that names it")
         })?;
+        self.lib.files_read.push(path.clone());
         let rows = parse_csv(&text).map_err(|(line, message)| {
             Diagnostic::error(a[0].span, format!("{}:{line}: {message}", path.display()))
                 .with_label("the table read here")
