@@ -14,6 +14,21 @@ use std::f64::consts::PI;
 /// pitch plus `delta`, gear 0 turned by `delta0`. With a ring (gear 1
 /// internal) the pinion is gear 0 and sits at (distance, 0) in the ring.
 fn contact(z0: u32, z1: u32, ring: bool, distance: f64, delta0: f64, delta: f64) -> [f64; 5] {
+    contact_shifted(z0, z1, 0.0, 0.0, ring, distance, delta0, delta)
+}
+
+/// As [`contact`], with profile shift coefficients x0 and x1.
+#[allow(clippy::too_many_arguments)]
+fn contact_shifted(
+    z0: u32,
+    z1: u32,
+    x0: f64,
+    x1: f64,
+    ring: bool,
+    distance: f64,
+    delta0: f64,
+    delta: f64,
+) -> [f64; 5] {
     let src = format!(
         r#"
 model Pair
@@ -24,12 +39,14 @@ model Pair
   Real qx;
   Real qy;
 equation
-  (g, nx, ny, qx, qy) = Contact.fewTeethContact({z0}, {z1}, 0.002, 20*pi/180, 0, 0, false, {ring}, 1, 0.25,
+  (g, nx, ny, qx, qy) = Contact.fewTeethContact({z0}, {z1}, 0.002, 20*pi/180, {x0}, {x1}, false, {ring}, 1, 0.25,
     {cx0}, 0, {delta0}, {cx1}, 0, pi/{z1} + {delta});
 end Pair;
 "#,
         cx0 = if ring { distance } else { 0.0 },
         cx1 = if ring { 0.0 } else { distance },
+        x0 = x0,
+        x1 = x1,
     );
     let r = common::simulate(
         &src,
@@ -93,6 +110,56 @@ fn an_external_pair_has_the_involute_backlash_in_closed_form() {
         assert!(
             (g - want).abs() < 1e-12 * want.max(1e-9) + 1e-17,
             "da {da}: {g} vs {want}"
+        );
+    }
+}
+
+/// Profile-shifted pairs mesh without backlash at the working centre
+/// distance of involute geometry: inv(alpha') = inv(alpha) + 2 tan(alpha)
+/// (x1 +- x0)/(z1 +- z0) and a' = a cos(alpha)/cos(alpha') (the sum for an
+/// external pair, the difference for an internal one), and the backlash
+/// opens from there as for unshifted teeth at alpha'. (Gear 1 has an even
+/// number of teeth, so that half a pitch turns a space to gear 0; the
+/// shifts are free of tip interference, which a pair such as 20 in 40
+/// with 0.2 and 0.5 has: 5 um near the ring's tip, off the line of
+/// action.)
+#[test]
+fn profile_shifted_pairs_mesh_at_the_working_centre_distance() {
+    for (z0, z1, x0, x1, ring) in [
+        (20u32, 30u32, 0.3, 0.1, false),
+        (25, 44, 0.4, 0.1, false),
+        (20, 40, 0.3, 0.3, true),
+        (36, 40, 0.0, 0.3, true),
+    ] {
+        let (a, sum) = if ring {
+            (M * (z1 - z0) as f64 / 2.0, (x1 - x0) / (z1 - z0) as f64)
+        } else {
+            (M * (z1 + z0) as f64 / 2.0, (x1 + x0) / (z1 + z0) as f64)
+        };
+        let target = inv(ALPHA) + 2.0 * ALPHA.tan() * sum;
+        // inv(alpha') = target by Newton's method.
+        let mut w = ALPHA;
+        for _ in 0..50 {
+            w -= (inv(w) - target) / w.tan().powi(2);
+        }
+        let aw = a * ALPHA.cos() / w.cos();
+        let [g, ..] = contact_shifted(z0, z1, x0, x1, ring, aw, 0.0, 0.0);
+        assert!(
+            g.abs() < 1e-12,
+            "{z0}/{z1} x {x0}/{x1}: gap {g} at a' = {aw}"
+        );
+        // Turning gear 1 by delta closes a flank by rb1 delta.
+        let rb1 = M * z1 as f64 / 2.0 * ALPHA.cos();
+        let [g, ..] = contact_shifted(z0, z1, x0, x1, ring, aw, 0.0, 1e-3);
+        assert!((g + rb1 * 1e-3).abs() < 1e-12, "{z0}/{z1}: {g}");
+        // Away from a', the backlash of the working geometry.
+        let da = 1e-5;
+        let [g, ..] = contact_shifted(z0, z1, x0, x1, ring, aw + da, 0.0, 0.0);
+        let w2 = (aw * w.cos() / (aw + da)).acos();
+        let want = aw * w.cos() * (inv(w2) - inv(w)) * if ring { -1.0 } else { 1.0 };
+        assert!(
+            (g - want).abs() < 1e-9 * want.abs(),
+            "{z0}/{z1} x {x0}/{x1}: {g} vs {want}"
         );
     }
 }
