@@ -38,8 +38,22 @@ fn export_source(name: &str, src: &str) -> PathBuf {
     out
 }
 
+/// An unpacked FMU's folder: it and the FMU file are removed when this is
+/// dropped (each is tens of megabytes).
+struct Unpacked {
+    dir: PathBuf,
+    fmu: PathBuf,
+}
+
+impl Drop for Unpacked {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+        let _ = std::fs::remove_file(&self.fmu);
+    }
+}
+
 /// The FMU's files, unpacked into a folder of their own.
-fn unpack(fmu: &Path) -> (PathBuf, Vec<(String, Vec<u8>)>) {
+fn unpack(fmu: &Path) -> (Unpacked, Vec<(String, Vec<u8>)>) {
     let bytes = std::fs::read(fmu).expect("fmu");
     let files = rmoc::fmi::archive::unzip(&bytes).expect("a zip archive");
     let dir = fmu.with_extension("unpacked");
@@ -49,7 +63,13 @@ fn unpack(fmu: &Path) -> (PathBuf, Vec<(String, Vec<u8>)>) {
         std::fs::create_dir_all(p.parent().expect("parent")).expect("dir");
         std::fs::write(&p, data).expect("write");
     }
-    (dir, files)
+    (
+        Unpacked {
+            dir,
+            fmu: fmu.to_path_buf(),
+        },
+        files,
+    )
 }
 
 fn description(files: &[(String, Vec<u8>)]) -> String {
@@ -187,13 +207,16 @@ struct Fmu2 {
     c: *mut c_void,
     xml: String,
     _callbacks: Box<Callbacks>,
+    /// (Last: removed after the instance is freed.)
+    _unpacked: Unpacked,
 }
 
 impl Fmu2 {
     /// Instantiates (kind 0: model exchange, 1: co-simulation) with the
     /// description's GUID, or `guid` when given.
     fn new(fmu: &Path, kind: c_int, instance: &str, guid: Option<&str>) -> Option<Fmu2> {
-        let (dir, files) = unpack(fmu);
+        let (unpacked, files) = unpack(fmu);
+        let dir = unpacked.dir.clone();
         let xml = description(&files);
         let bin = Binary::open(&dir, "linux64", &xml);
         let callbacks = Box::new(Callbacks {
@@ -228,6 +251,7 @@ impl Fmu2 {
             c,
             xml,
             _callbacks: callbacks,
+            _unpacked: unpacked,
         })
     }
 
@@ -563,7 +587,8 @@ fn fmi3_co_simulation_of_the_ball_bounces_as_simulate_does() {
         "ball_cs3.fmu",
         &["--fmi", "3", "--kind", "cs"],
     );
-    let (dir, files) = unpack(&fmu);
+    let (unpacked, files) = unpack(&fmu);
+    let dir = unpacked.dir.clone();
     let xml = description(&files);
     assert!(!xml.contains("<ModelExchange"));
     let bin = Binary::open(&dir, "x86_64-linux", &xml);
@@ -856,7 +881,7 @@ fn the_fmu_carries_the_library_classes_and_tables_the_model_read() {
     let moved = scratch_dir("fmu").join("carried_moved.fmu");
     std::fs::rename(&out, &moved).expect("move");
     std::fs::remove_dir_all(&dir).expect("remove");
-    let (_, files) = unpack(&moved);
+    let (_unpacked, files) = unpack(&moved);
     let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
     assert!(names.contains(&"resources/Lib/package.rmo"), "{names:?}");
     assert!(names.contains(&"resources/rates.csv"), "{names:?}");
@@ -864,4 +889,30 @@ fn the_fmu_carries_the_library_classes_and_tables_the_model_read() {
     f.initialize(0.0, 1.0, Some(1e-10));
     assert_eq!(f.do_step(0.0, 1.0), 0, "{}", logged("carried"));
     common::assert_close(f.get("decay.x"), (-3.0f64).exp(), 1e-7, 0.0);
+}
+
+#[test]
+fn a_deep_parameter_expression_does_not_need_the_hosts_stack() {
+    // A sum of 20 000 terms of a parameter (a tree 20 000 deep): the
+    // interpreter evaluates the binding recursively at initialization. A
+    // host thread with a 256 KiB stack instantiates and initializes the FMU.
+    let depth = 20_000;
+    let expr = vec!["a"; depth + 1].join(" + ");
+    let src = format!(
+        "model Deep\n  parameter Real a = 1e-3;\n  parameter Real p = {expr};\n  Real x(start = 0, fixed = true);\nequation\n  der(x) = p;\nend Deep;\n"
+    );
+    let out = export_source("fmu_deep", &src);
+    let x = std::thread::Builder::new()
+        .stack_size(256 << 10)
+        .spawn(move || {
+            let f = Fmu2::new(&out, 1, "deep", None).expect("instance");
+            f.initialize(0.0, 1.0, None);
+            assert_eq!(f.do_step(0.0, 1.0), 0, "{}", logged("deep"));
+            (f.get("p"), f.get("x"))
+        })
+        .expect("thread")
+        .join()
+        .expect("no overflow");
+    common::assert_close(x.0, 20.001, 1e-12, 0.0);
+    common::assert_close(x.1, 20.001, 1e-9, 0.0);
 }

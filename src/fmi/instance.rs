@@ -8,7 +8,11 @@
 //! them); after an error in a run the instance refuses to go on (the
 //! standards' Error state) until it is reset; model exchange evaluates the
 //! model lazily, when a value is read after time, states or inputs were
-//! set.
+//! set. Compilation and the parts of a run the interpreter executes
+//! (parameters, start values, the initial system) run on a thread with a
+//! 512 MiB stack, not the host's: the front end and the interpreter
+//! recurse on deep expressions. The run's own entries are compiled code
+//! (with `--no-jit` they too are interpreted, on the host's stack).
 
 use super::{FmiCausality, Interface, Resources, ValueSource};
 use crate::diag::{Diagnostic, SourceMap};
@@ -41,7 +45,9 @@ pub struct Instance {
     pub name: String,
     pub kind: InstanceKind,
     sources: SourceMap,
-    sim: crate::Simulator,
+    /// Dropped on a large stack (`Drop`): its code's expression trees are
+    /// as deep as the model's expressions.
+    sim: std::mem::ManuallyDrop<crate::Simulator>,
     pub iface: Interface,
     base: Options,
     session: Session,
@@ -188,7 +194,7 @@ impl Instance {
         let mut session = sim.with_model(|m| Session::new(m, base.clone()));
         // Values read before initialization are the parameters' and the
         // start values (a failure here is reported by the initialization).
-        let _ = sim.with_model(|m| session.prepare(m));
+        let _ = on_big_stack(|| sim.with_model(|m| session.prepare(m)));
         let n_indicators = iface.indicators.len();
         Some(Instance {
             name: name.to_string(),
@@ -197,7 +203,7 @@ impl Instance {
             start_time: base.start,
             stop_time: None,
             tolerance: None,
-            sim,
+            sim: std::mem::ManuallyDrop::new(sim),
             iface,
             base,
             session,
@@ -257,7 +263,16 @@ impl Instance {
         }
         let (start, stop) = (self.start_time, self.stop_time);
         let session = &mut self.session;
-        let done = self.sim.with_model(|m| session.initialize(m, start, stop));
+        // (Parameters, starts and the initial system run on the
+        // interpreter, which recurses on deep expressions: on a large
+        // stack, not the host's.)
+        let sim = &self.sim;
+        let done = on_big_stack(|| sim.with_model(|m| session.initialize(m, start, stop)))
+            .unwrap_or_else(|| {
+                Err(Diagnostic::error_nospan(
+                    "internal error: the initialization failed unexpectedly",
+                ))
+            });
         self.last_time = start;
         self.dirty = true;
         match done {
@@ -489,6 +504,8 @@ impl Instance {
     pub fn reset(&mut self) -> Status {
         let base = self.base.clone();
         self.session = self.sim.with_model(|m| Session::new(m, base));
+        let (sim, session) = (&self.sim, &mut self.session);
+        let _ = on_big_stack(|| sim.with_model(|m| session.prepare(m)));
         self.failed = false;
         self.terminated = false;
         self.dirty = true;
@@ -499,6 +516,14 @@ impl Instance {
     }
 }
 
+impl Drop for Instance {
+    fn drop(&mut self) {
+        // SAFETY: `sim` is taken here, once, and not used after.
+        let sim = unsafe { std::mem::ManuallyDrop::take(&mut self.sim) };
+        let _ = on_big_stack(move || drop(sim));
+    }
+}
+
 /// The variable table of `sim`'s model (run with `opts`), with the start
 /// values its parameters and starts give.
 pub fn starts_and_interface(sim: &crate::Simulator, opts: &Options) -> Interface {
@@ -506,6 +531,6 @@ pub fn starts_and_interface(sim: &crate::Simulator, opts: &Options) -> Interface
     let p = &sim.compiled.program;
     let mut session = sim.with_model(|m| Session::new(m, opts.clone()));
     // (Start values that cannot be computed stay 0; the run reports why.)
-    let _ = sim.with_model(|m| session.prepare(m));
+    let _ = on_big_stack(|| sim.with_model(|m| session.prepare(m)));
     super::interface(c, p, &|v| session.var(v))
 }

@@ -170,7 +170,10 @@ pub(super) fn absolute_tolerances(run: &Run, opts: &Options) -> Vec<f64> {
 
 /// The integrator of a solver choice: the one place an integrator is
 /// registered.
-pub(super) fn for_solver(run: &mut Run, opts: &Options) -> Result<Box<dyn Integrator>, Diagnostic> {
+pub(super) fn for_solver(
+    run: &mut Run,
+    opts: &Options,
+) -> Result<Box<dyn Integrator + Send>, Diagnostic> {
     Ok(match opts.solver {
         Solver::Bdf => Box::new(BdfIntegrator::new(run, opts)?),
         Solver::Moreau { step } => Box::new(super::moreau::MoreauIntegrator::new(run, opts, step)?),

@@ -42,7 +42,7 @@ pub struct Session {
     opts: Options,
     /// `None` only while a call has it (or after a call panicked).
     run: Option<Parked>,
-    integrator: Option<Box<dyn Integrator>>,
+    integrator: Option<Box<dyn Integrator + Send>>,
     /// Whether the integrator may go on with its history.
     resume: bool,
     /// An input changed since the last step: its relations are evaluated
