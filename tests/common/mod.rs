@@ -9,11 +9,43 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
+/// The temporary folders this test process made, removed when it exits
+/// (unless `RMOC_KEEP_TEST_FILES` is set, to look at them): a run of the
+/// tests writes hundreds of megabytes of results.
+static MADE: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+extern "C" fn remove_made() {
+    if std::env::var_os("RMOC_KEEP_TEST_FILES").is_some() {
+        return;
+    }
+    if let Ok(dirs) = MADE.lock() {
+        for d in dirs.iter() {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
+/// Creates `dir` and has it removed when the process exits.
+fn temporary(dir: &std::path::Path) {
+    static REGISTER: std::sync::Once = std::sync::Once::new();
+    // SAFETY: registering a function with no arguments that only removes
+    // files, for the C runtime to call at exit.
+    REGISTER.call_once(|| unsafe {
+        libc::atexit(remove_made);
+    });
+    std::fs::create_dir_all(dir).expect("temp dir");
+    if let Ok(mut made) = MADE.lock()
+        && !made.iter().any(|d| d == dir)
+    {
+        made.push(dir.to_path_buf());
+    }
+}
+
 /// Writes `src` to a fresh file named `name.rmo` in its own temporary folder.
 pub fn model_file(name: &str, src: &str) -> PathBuf {
     let k = COUNTER.fetch_add(1, Ordering::SeqCst);
     let dir = std::env::temp_dir().join(format!("rmoc-test-{}-{k}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    temporary(&dir);
     let p = dir.join(format!("{name}.rmo"));
     std::fs::write(&p, src).expect("write model");
     p
@@ -23,7 +55,7 @@ pub fn model_file(name: &str, src: &str) -> PathBuf {
 /// (results, plots), named after `what`.
 pub fn scratch_dir(what: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("rmoc-{what}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    temporary(&dir);
     dir
 }
 
