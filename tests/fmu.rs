@@ -916,3 +916,46 @@ fn a_deep_parameter_expression_does_not_need_the_hosts_stack() {
     common::assert_close(x.0, 20.001, 1e-12, 0.0);
     common::assert_close(x.1, 20.001, 1e-9, 0.0);
 }
+
+type GetState = unsafe extern "C" fn(*mut c_void, *mut *mut c_void) -> c_int;
+type SetState = unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int;
+
+#[test]
+fn a_saved_state_takes_the_run_back_to_where_it_was() {
+    let fmu = export("tests/models/ball.rmo", "ball_state.fmu", &[]);
+    let f = Fmu2::new(&fmu, 1, "state", None).expect("instance");
+    assert!(f.xml.contains("canGetAndSetFMUstate=\"true\""));
+    let (get, set, free): (GetState, SetState, GetState) = (
+        f.bin.f("fmi2GetFMUstate"),
+        f.bin.f("fmi2SetFMUstate"),
+        f.bin.f("fmi2FreeFMUstate"),
+    );
+    f.initialize(0.0, 3.0, None);
+    // Past the first bounce (t = 0.4515 s), then saved.
+    for k in 0..10 {
+        assert_eq!(f.do_step(k as f64 * 0.1, 0.1), 0);
+    }
+    let mut saved: *mut c_void = std::ptr::null_mut();
+    assert_eq!(unsafe { get(f.c, &mut saved) }, 0);
+    assert!(!saved.is_null());
+    let (h1, b1) = (f.get("h"), f.get_integer("bounces"));
+    // On to 2 s: the second and third bounces.
+    for k in 10..20 {
+        assert_eq!(f.do_step(k as f64 * 0.1, 0.1), 0);
+    }
+    let (h2, b2) = (f.get("h"), f.get_integer("bounces"));
+    assert!(b2 > b1);
+    // Back to 1 s: the values and the bounce count of then, and the same
+    // way on (the integrator restarts at the saved point).
+    assert_eq!(unsafe { set(f.c, saved) }, 0);
+    assert_eq!((f.get("h"), f.get_integer("bounces")), (h1, b1));
+    for k in 10..20 {
+        assert_eq!(f.do_step(k as f64 * 0.1, 0.1), 0);
+    }
+    common::assert_close(f.get("h"), h2, 1e-7, 1e-9);
+    assert_eq!(f.get_integer("bounces"), b2);
+    // A state saved again into the same place, then freed.
+    assert_eq!(unsafe { get(f.c, &mut saved) }, 0);
+    assert_eq!(unsafe { free(f.c, &mut saved) }, 0);
+    assert!(saved.is_null());
+}

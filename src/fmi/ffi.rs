@@ -3,7 +3,7 @@
 //! without trusting a null pointer, and the answer to functions of
 //! capabilities an rmoc FMU does not claim.
 
-use super::instance::{Instance, Status};
+use super::instance::{Instance, SavedInstance, Status};
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -63,6 +63,56 @@ pub(super) unsafe fn unsupported(c: *mut c_void, what: &str) -> c_int {
     unsafe {
         with(c, |i| {
             i.misuse(&format!("{what} is not supported by rmoc's FMUs"))
+        })
+    }
+}
+
+/// `GetFMUstate`: a new saved state in `*state`, or the one there
+/// overwritten.
+pub(super) unsafe fn get_state(c: *mut c_void, state: *mut *mut c_void) -> c_int {
+    unsafe {
+        with(c, |i| {
+            if state.is_null() {
+                return i.misuse("GetFMUstate: no place for the state");
+            }
+            let saved = match i.save() {
+                Ok(s) => s,
+                Err(s) => return s,
+            };
+            if (*state).is_null() {
+                *state = Box::into_raw(Box::new(saved)) as *mut c_void;
+            } else {
+                // SAFETY: a state this FMU made (the host passes it back).
+                *(*state as *mut SavedInstance) = saved;
+            }
+            Status::Ok
+        })
+    }
+}
+
+/// `SetFMUstate`.
+pub(super) unsafe fn set_state(c: *mut c_void, state: *mut c_void) -> c_int {
+    unsafe {
+        with(c, |i| {
+            if state.is_null() {
+                return i.misuse("SetFMUstate: no state given");
+            }
+            // SAFETY: a state this FMU made.
+            i.restore(&*(state as *const SavedInstance))
+        })
+    }
+}
+
+/// `FreeFMUstate`: frees `*state` and sets it to null.
+pub(super) unsafe fn free_state(c: *mut c_void, state: *mut *mut c_void) -> c_int {
+    unsafe {
+        with(c, |_| {
+            if !state.is_null() && !(*state).is_null() {
+                // SAFETY: a state this FMU made, freed once.
+                drop(Box::from_raw(*state as *mut SavedInstance));
+                *state = std::ptr::null_mut();
+            }
+            Status::Ok
         })
     }
 }

@@ -10,7 +10,7 @@
 // host passes the instance it was given and arrays of the lengths it says.
 #![allow(clippy::missing_safety_doc)]
 
-use super::ffi::{slice, slice_mut, text, unsupported, with};
+use super::ffi::{free_state, get_state, set_state, slice, slice_mut, text, unsupported, with};
 use super::instance::{Instance, InstanceKind, Status, resource_dir};
 use crate::flat::ScalarType;
 use std::ffi::{CString, c_char, c_int, c_uint, c_void};
@@ -339,18 +339,18 @@ pub unsafe extern "C" fn fmi2SetString(
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn fmi2GetFMUstate(c: *mut c_void, _s: *mut *mut c_void) -> c_int {
-    unsafe { unsupported(c, "fmi2GetFMUstate") }
+pub unsafe extern "C" fn fmi2GetFMUstate(c: *mut c_void, s: *mut *mut c_void) -> c_int {
+    unsafe { get_state(c, s) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn fmi2SetFMUstate(c: *mut c_void, _s: *mut c_void) -> c_int {
-    unsafe { unsupported(c, "fmi2SetFMUstate") }
+pub unsafe extern "C" fn fmi2SetFMUstate(c: *mut c_void, s: *mut c_void) -> c_int {
+    unsafe { set_state(c, s) }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn fmi2FreeFMUstate(c: *mut c_void, _s: *mut *mut c_void) -> c_int {
-    unsafe { unsupported(c, "fmi2FreeFMUstate") }
+pub unsafe extern "C" fn fmi2FreeFMUstate(c: *mut c_void, s: *mut *mut c_void) -> c_int {
+    unsafe { free_state(c, s) }
 }
 
 #[unsafe(no_mangle)]

@@ -3,7 +3,8 @@
 //! the standard's `fmi3FunctionTypes.h`: `fmi3Boolean` is a C `bool`,
 //! counts are `size_t`, value references `uint32_t`. Every function of the
 //! standard is exported (hosts look all of them up); those of capabilities
-//! the description does not claim (FMU state, clocks, scheduled execution,
+//! the description does not claim (FMU state serialization, clocks,
+//! scheduled execution,
 //! the integer types rmoc has no variables of) log why and return
 //! `fmi3Error`.
 //!
@@ -12,7 +13,7 @@
 // host passes the instance it was given and arrays of the lengths it says.
 #![allow(clippy::missing_safety_doc)]
 
-use super::ffi::{slice, slice_mut, text, unsupported, with};
+use super::ffi::{free_state, get_state, set_state, slice, slice_mut, text, unsupported, with};
 use super::instance::{Instance, InstanceKind, Status};
 use crate::flat::ScalarType;
 use std::ffi::{CString, c_char, c_int, c_void};
@@ -408,9 +409,6 @@ not_supported! {
     fmi3SetClock(vr: *const u32, n: usize, v: *const bool);
     fmi3GetNumberOfVariableDependencies(vr: u32, n: *mut usize);
     fmi3GetVariableDependencies(dependent: u32, element: *mut usize, independents: *mut u32, elements: *mut usize, kinds: *mut c_int, n: usize);
-    fmi3GetFMUState(state: *mut *mut c_void);
-    fmi3SetFMUState(state: *mut c_void);
-    fmi3FreeFMUState(state: *mut *mut c_void);
     fmi3SerializedFMUStateSize(state: *mut c_void, size: *mut usize);
     fmi3SerializeFMUState(state: *mut c_void, bytes: *mut u8, size: usize);
     fmi3DeserializeFMUState(bytes: *const u8, size: usize, state: *mut *mut c_void);
@@ -428,6 +426,21 @@ not_supported! {
     fmi3SetShiftFraction(vr: *const u32, n: usize, counters: *const u64, resolutions: *const u64);
     fmi3GetOutputDerivatives(vr: *const u32, n: usize, orders: *const i32, v: *mut f64, nv: usize);
     fmi3ActivateModelPartition(clock: u32, time: f64);
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi3GetFMUState(c: *mut c_void, s: *mut *mut c_void) -> c_int {
+    unsafe { get_state(c, s) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi3SetFMUState(c: *mut c_void, s: *mut c_void) -> c_int {
+    unsafe { set_state(c, s) }
+}
+
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fmi3FreeFMUState(c: *mut c_void, s: *mut *mut c_void) -> c_int {
+    unsafe { free_state(c, s) }
 }
 
 #[unsafe(no_mangle)]

@@ -487,6 +487,34 @@ impl Instance {
         }
     }
 
+    /// The state a host saves (`GetFMUstate`) to come back to.
+    pub fn save(&self) -> Result<SavedInstance, Status> {
+        if let Some(s) = self.refuse_if_failed() {
+            return Err(s);
+        }
+        Ok(SavedInstance {
+            session: self.session.save(),
+            terminated: self.terminated,
+            last_time: self.last_time,
+            start_time: self.start_time,
+            stop_time: self.stop_time,
+            tolerance: self.tolerance,
+        })
+    }
+
+    /// Back to a saved state (`SetFMUstate`).
+    pub fn restore(&mut self, s: &SavedInstance) -> Status {
+        self.session.restore(&s.session);
+        self.terminated = s.terminated;
+        self.last_time = s.last_time;
+        self.start_time = s.start_time;
+        self.stop_time = s.stop_time;
+        self.tolerance = s.tolerance;
+        self.failed = false;
+        self.dirty = true;
+        Status::Ok
+    }
+
     /// The end of the run (`terminal()` fires).
     pub fn terminate(&mut self) -> Status {
         if self.failed {
@@ -514,6 +542,17 @@ impl Instance {
         self.stop_time = None;
         Status::Ok
     }
+}
+
+/// An instance's state as a host saved it (the FMI state pointer points to
+/// one of these).
+pub struct SavedInstance {
+    session: crate::solve::session::SavedSession,
+    terminated: bool,
+    last_time: f64,
+    start_time: f64,
+    stop_time: Option<f64>,
+    tolerance: Option<f64>,
 }
 
 impl Drop for Instance {

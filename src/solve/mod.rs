@@ -271,6 +271,7 @@ struct Run<'a> {
 }
 
 /// A [`Run`] between two calls of a session: everything but the model.
+/// A copy (an FMU's saved state) has no row sink error of its own.
 struct Parked {
     frame: Frame,
     columns: Vec<(String, Source, usize)>,
@@ -287,6 +288,28 @@ struct Parked {
     sink: Option<RowSinkHandle>,
     sink_error: Option<std::io::Error>,
     interrupted_at: Option<f64>,
+}
+
+impl Clone for Parked {
+    fn clone(&self) -> Parked {
+        Parked {
+            frame: self.frame.clone(),
+            columns: self.columns.clone(),
+            results: self.results.clone(),
+            cond_pre: self.cond_pre.clone(),
+            discrete: self.discrete.clone(),
+            stats: self.stats,
+            next_sample: self.next_sample.clone(),
+            warned: self.warned.clone(),
+            initial_checked: self.initial_checked,
+            step_asserts: self.step_asserts,
+            computed: self.computed.clone(),
+            poll: self.poll.clone(),
+            sink: self.sink.clone(),
+            sink_error: None,
+            interrupted_at: self.interrupted_at,
+        }
+    }
 }
 
 impl<'a> Run<'a> {

@@ -55,6 +55,7 @@ impl Monitor for StopFlag {
 }
 
 /// The polling state a run keeps.
+#[derive(Clone)]
 pub(super) struct Poll {
     pub monitor: Option<MonitorHandle>,
     /// The run's interval, for progress reports.

@@ -37,6 +37,17 @@ pub struct EventUpdate {
     pub terminate: bool,
 }
 
+/// A session's state saved by its host (an FMU's `GetFMUstate`): all of
+/// it but the integrator's history, which restarts from the saved point.
+#[derive(Clone)]
+pub struct SavedSession {
+    opts: Options,
+    run: Parked,
+    inputs_changed: bool,
+    starts: Vec<(u32, f64)>,
+    initialized: bool,
+}
+
 /// One run advanced by its host.
 pub struct Session {
     opts: Options,
@@ -145,6 +156,27 @@ impl Session {
         self.starts.retain(|o| o.0 != v);
         self.starts.push((v, x));
         self.parked_mut().frame.set_var(v, x);
+    }
+
+    /// The state to come back to ([`Session::restore`]).
+    pub fn save(&self) -> SavedSession {
+        SavedSession {
+            opts: self.opts.clone(),
+            run: self.parked().clone(),
+            inputs_changed: self.inputs_changed,
+            starts: self.starts.clone(),
+            initialized: self.initialized,
+        }
+    }
+
+    /// Back to a saved state: the next step restarts the integrator there.
+    pub fn restore(&mut self, s: &SavedSession) {
+        self.opts = s.opts.clone();
+        self.run = Some(s.run.clone());
+        self.inputs_changed = s.inputs_changed;
+        self.starts = s.starts.clone();
+        self.initialized = s.initialized;
+        self.resume = false;
     }
 
     /// Sets the relative tolerance (before initialization).
