@@ -959,3 +959,111 @@ fn a_saved_state_takes_the_run_back_to_where_it_was() {
     assert_eq!(unsafe { free(f.c, &mut saved) }, 0);
     assert!(saved.is_null());
 }
+
+type Directional2 = unsafe extern "C" fn(
+    *mut c_void,
+    *const c_uint,
+    usize,
+    *const c_uint,
+    usize,
+    *const f64,
+    *mut f64,
+) -> c_int;
+
+#[test]
+fn directional_derivatives_are_the_linearization() {
+    // The chain's A, B, C, D column by column through
+    // fmi2GetDirectionalDerivative, against `rmoc linearize`.
+    let lin_file = scratch_dir("fmu").join("chain4_lin.json");
+    let (code, text) = exit_and_text(&rmoc_cli(&[
+        "linearize",
+        "tests/models/linearize/chain4.rmo",
+        "-p",
+        "tau=2",
+        "-o",
+        lin_file.to_str().expect("path"),
+    ]));
+    assert_eq!(code, Some(0), "{text}");
+    let lin: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&lin_file).expect("json")).expect("parses");
+    let lin = &lin["linearization"];
+    let names = |k: &str| -> Vec<String> {
+        lin[k]
+            .as_array()
+            .expect("names")
+            .iter()
+            .map(|x| x.as_str().expect("name").to_string())
+            .collect()
+    };
+    let matrix = |k: &str| -> Vec<Vec<f64>> {
+        lin[k]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .map(|r| {
+                r.as_array()
+                    .expect("row")
+                    .iter()
+                    .map(|x| x.as_f64().expect("number"))
+                    .collect()
+            })
+            .collect()
+    };
+    let (states, inputs, outputs) = (names("states"), names("inputs"), names("outputs"));
+    let fmu = export("tests/models/linearize/chain4.rmo", "chain4_dd.fmu", &[]);
+    let f = Fmu2::new(&fmu, 0, "directional", None).expect("instance");
+    assert!(f.xml.contains("providesDirectionalDerivative=\"true\""));
+    assert_eq!(f.set("tau", 2.0), 0);
+    f.initialize(0.0, 1.0, None);
+    let _ = f.new_discrete_states();
+    assert_eq!(f.call("fmi2EnterContinuousTimeMode"), 0);
+    let dd: Directional2 = f.bin.f("fmi2GetDirectionalDerivative");
+    let unknowns: Vec<c_uint> = states
+        .iter()
+        .map(|s| vr(&f.xml, &format!("der({s})")))
+        .chain(outputs.iter().map(|y| vr(&f.xml, y)))
+        .collect();
+    let n = states.len();
+    let (a, b, c, d) = (matrix("a"), matrix("b"), matrix("c"), matrix("d"));
+    for (j, known) in states.iter().chain(&inputs).enumerate() {
+        let k = vr(&f.xml, known);
+        let mut out = vec![0.0; unknowns.len()];
+        let s = unsafe {
+            dd(
+                f.c,
+                unknowns.as_ptr(),
+                unknowns.len(),
+                &k,
+                1,
+                &1.0,
+                out.as_mut_ptr(),
+            )
+        };
+        assert_eq!(s, 0, "{}", logged("directional"));
+        for (i, got) in out.iter().enumerate() {
+            let want = match (i < n, j < n) {
+                (true, true) => a[i][j],
+                (true, false) => b[i][j - n],
+                (false, true) => c[i - n][j],
+                (false, false) => d[i - n][j - n],
+            };
+            assert!(
+                (got - want).abs() <= 1e-12 * want.abs().max(1.0),
+                "d {} / d {known}: {got} vs {want}",
+                i
+            );
+        }
+    }
+    // And in closed form (rmoc linearize's A matches NumPy's on the
+    // hand-assembled M, C, K: benches/linearize/chain_numpy.py): the first
+    // inertia's acceleration over its angle, -(c1 + c2)/J1.
+    let (u, k) = (vr(&f.xml, "der(i1.w)"), vr(&f.xml, "i1.phi"));
+    let mut out = 0.0;
+    assert_eq!(unsafe { dd(f.c, &u, 1, &k, 1, &1.0, &mut out) }, 0);
+    assert_eq!(out, -(4000.0 + 2500.0) / 0.02);
+    // With respect to a parameter: refused, with a message.
+    let (u, p) = (unknowns[0], vr(&f.xml, "J[1]"));
+    let mut out = 0.0;
+    assert_eq!(unsafe { dd(f.c, &u, 1, &p, 1, &1.0, &mut out) }, 3);
+    assert!(logged("directional").contains("with respect to states and inputs, not `J[1]`"));
+}

@@ -177,13 +177,13 @@ fn write2(iface: &Interface, c: &Causal, kinds: FmuKinds, id: &str, token: &str)
     if kinds.model_exchange {
         let _ = writeln!(
             o,
-            "  <ModelExchange modelIdentifier=\"{id}\" canNotUseMemoryManagementFunctions=\"true\" canGetAndSetFMUstate=\"true\"/>"
+            "  <ModelExchange modelIdentifier=\"{id}\" canNotUseMemoryManagementFunctions=\"true\" canGetAndSetFMUstate=\"true\" providesDirectionalDerivative=\"true\"/>"
         );
     }
     if kinds.co_simulation {
         let _ = writeln!(
             o,
-            "  <CoSimulation modelIdentifier=\"{id}\" canHandleVariableCommunicationStepSize=\"true\" canNotUseMemoryManagementFunctions=\"true\" canGetAndSetFMUstate=\"true\"/>"
+            "  <CoSimulation modelIdentifier=\"{id}\" canHandleVariableCommunicationStepSize=\"true\" canNotUseMemoryManagementFunctions=\"true\" canGetAndSetFMUstate=\"true\" providesDirectionalDerivative=\"true\"/>"
         );
     }
     let units = units(iface);
@@ -277,13 +277,13 @@ fn write3(iface: &Interface, c: &Causal, kinds: FmuKinds, id: &str, token: &str)
     if kinds.model_exchange {
         let _ = writeln!(
             o,
-            "  <ModelExchange modelIdentifier=\"{id}\" canGetAndSetFMUState=\"true\" canSerializeFMUState=\"false\"/>"
+            "  <ModelExchange modelIdentifier=\"{id}\" canGetAndSetFMUState=\"true\" canSerializeFMUState=\"false\" providesDirectionalDerivatives=\"true\"/>"
         );
     }
     if kinds.co_simulation {
         let _ = writeln!(
             o,
-            "  <CoSimulation modelIdentifier=\"{id}\" canHandleVariableCommunicationStepSize=\"true\" canGetAndSetFMUState=\"true\" canSerializeFMUState=\"false\" hasEventMode=\"false\"/>"
+            "  <CoSimulation modelIdentifier=\"{id}\" canHandleVariableCommunicationStepSize=\"true\" canGetAndSetFMUState=\"true\" canSerializeFMUState=\"false\" providesDirectionalDerivatives=\"true\" hasEventMode=\"false\"/>"
         );
     }
     let units = units(iface);

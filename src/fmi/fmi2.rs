@@ -385,14 +385,27 @@ pub unsafe extern "C" fn fmi2DeSerializeFMUstate(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fmi2GetDirectionalDerivative(
     c: *mut c_void,
-    _unknown: *const c_uint,
-    _n_unknown: usize,
-    _known: *const c_uint,
-    _n_known: usize,
-    _seed: *const f64,
-    _sensitivity: *mut f64,
+    unknown: *const c_uint,
+    n_unknown: usize,
+    known: *const c_uint,
+    n_known: usize,
+    seed: *const f64,
+    sensitivity: *mut f64,
 ) -> c_int {
-    unsafe { unsupported(c, "fmi2GetDirectionalDerivative") }
+    unsafe {
+        with(c, |i| {
+            let arrays = (
+                slice(unknown, n_unknown),
+                slice(known, n_known),
+                slice(seed, n_known),
+                slice_mut(sensitivity, n_unknown),
+            );
+            let (Some(u), Some(k), Some(s), Some(out)) = arrays else {
+                return i.misuse("a null array with a nonzero length");
+            };
+            i.directional(u, k, s, out)
+        })
+    }
 }
 
 // Model exchange.

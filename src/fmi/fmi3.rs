@@ -412,7 +412,6 @@ not_supported! {
     fmi3SerializedFMUStateSize(state: *mut c_void, size: *mut usize);
     fmi3SerializeFMUState(state: *mut c_void, bytes: *mut u8, size: usize);
     fmi3DeserializeFMUState(bytes: *const u8, size: usize, state: *mut *mut c_void);
-    fmi3GetDirectionalDerivative(unknowns: *const u32, nu: usize, knowns: *const u32, nk: usize, seed: *const f64, ns: usize, sensitivity: *mut f64, nsens: usize);
     fmi3GetAdjointDerivative(unknowns: *const u32, nu: usize, knowns: *const u32, nk: usize, seed: *const f64, ns: usize, sensitivity: *mut f64, nsens: usize);
     fmi3EnterConfigurationMode();
     fmi3ExitConfigurationMode();
@@ -426,6 +425,40 @@ not_supported! {
     fmi3SetShiftFraction(vr: *const u32, n: usize, counters: *const u64, resolutions: *const u64);
     fmi3GetOutputDerivatives(vr: *const u32, n: usize, orders: *const i32, v: *mut f64, nv: usize);
     fmi3ActivateModelPartition(clock: u32, time: f64);
+}
+
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn fmi3GetDirectionalDerivative(
+    c: *mut c_void,
+    unknowns: *const u32,
+    n_unknowns: usize,
+    knowns: *const u32,
+    n_knowns: usize,
+    seed: *const f64,
+    n_seed: usize,
+    sensitivity: *mut f64,
+    n_sensitivity: usize,
+) -> c_int {
+    unsafe {
+        with(c, |i| {
+            if n_seed != n_knowns || n_sensitivity != n_unknowns {
+                return i.misuse(
+                    "arrays are not supported: nSeed must equal nKnowns, nSensitivity nUnknowns",
+                );
+            }
+            let arrays = (
+                slice(unknowns, n_unknowns),
+                slice(knowns, n_knowns),
+                slice(seed, n_seed),
+                slice_mut(sensitivity, n_sensitivity),
+            );
+            let (Some(u), Some(k), Some(s), Some(out)) = arrays else {
+                return i.misuse("a null array with a nonzero length");
+            };
+            i.directional(u, k, s, out)
+        })
+    }
 }
 
 #[unsafe(no_mangle)]

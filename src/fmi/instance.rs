@@ -469,6 +469,64 @@ impl Instance {
         Status::Ok
     }
 
+    /// Directional derivatives (`GetDirectionalDerivative`): the
+    /// derivatives of `unknowns` along `seed` over `knowns`, which are
+    /// states or inputs.
+    pub fn directional(
+        &mut self,
+        unknowns: &[u32],
+        knowns: &[u32],
+        seed: &[f64],
+        out: &mut [f64],
+    ) -> Status {
+        if let Some(s) = self.refuse_if_failed() {
+            return s;
+        }
+        if !self.session.initialized() {
+            return self.misuse("directional derivatives are available after initialization");
+        }
+        let mut seeds = Vec::with_capacity(knowns.len());
+        for (&vr, &x) in knowns.iter().zip(seed) {
+            let Some(v) = self.iface.variable(vr) else {
+                return self.misuse(&format!("no variable has value reference {vr}"));
+            };
+            let is_state = self.iface.states.contains(&(vr as usize));
+            match v.var {
+                Some(var) if is_state || v.causality == FmiCausality::Input => seeds.push((var, x)),
+                _ => {
+                    let name = v.name.clone();
+                    return self.misuse(&format!(
+                        "directional derivatives are taken with respect to states and inputs, not `{name}`"
+                    ));
+                }
+            }
+        }
+        let mut vars = Vec::with_capacity(unknowns.len());
+        for &vr in unknowns {
+            match self.iface.variable(vr).map(|v| v.var) {
+                Some(Some(var)) => vars.push(var),
+                Some(None) => {
+                    return self.misuse(&format!("value reference {vr} has no derivative here"));
+                }
+                None => return self.misuse(&format!("no variable has value reference {vr}")),
+            }
+        }
+        let session = &mut self.session;
+        let done = self
+            .sim
+            .with_model(|m| session.directional(m, &seeds, &vars, out));
+        self.dirty = true;
+        match done {
+            Ok(()) => Status::Ok,
+            Err(d) if self.kind == InstanceKind::ModelExchange => {
+                let text = crate::diag::render(&self.sources, &[d], false);
+                (self.logger)(Status::Discard, "logStatusDiscard", text.trim_end());
+                Status::Discard
+            }
+            Err(d) => self.error(d),
+        }
+    }
+
     /// Model exchange: the event at the current point.
     pub fn event_update(&mut self) -> Result<crate::solve::session::EventUpdate, Status> {
         if let Some(s) = self.refuse_if_failed() {

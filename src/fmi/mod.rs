@@ -90,6 +90,8 @@ pub struct FmiVariable {
     pub settable: Option<u32>,
     /// For a derivative: the index (in the table) of its state.
     pub derivative_of: Option<usize>,
+    /// The model variable (none for `time` and the event indicators).
+    pub var: Option<u32>,
     pub unit: Option<String>,
     pub description: Option<String>,
 }
@@ -146,6 +148,7 @@ pub fn interface(
         source: ValueSource::Time,
         settable: None,
         derivative_of: None,
+        var: None,
         unit: Some("s".into()),
         description: Some("simulation time".into()),
     });
@@ -178,6 +181,7 @@ pub fn interface(
             source: ValueSource::Frame(Source::Slot(l.var(v as u32))),
             settable: settable.then_some(v as u32),
             derivative_of: None,
+            var: Some(v as u32),
             unit: var.unit.clone(),
             description: var.description.clone(),
         });
@@ -197,6 +201,7 @@ pub fn interface(
             source: ValueSource::Frame(Source::Slot(l.var(v))),
             settable: Some(v),
             derivative_of: None,
+            var: Some(v),
             unit: var.unit.clone(),
             description: var.description.clone(),
         });
@@ -251,6 +256,7 @@ pub fn interface(
             source: ValueSource::Frame(source),
             settable: None,
             derivative_of: None,
+            var: Some(v as u32),
             unit: var.unit.clone(),
             description: var.description.clone(),
         });
@@ -291,6 +297,7 @@ pub fn interface(
             source: ValueSource::Indicator(j),
             settable: None,
             derivative_of: None,
+            var: None,
             unit: None,
             description: Some("zero-crossing function of a relation".into()),
         });

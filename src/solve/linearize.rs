@@ -59,7 +59,7 @@ pub struct Mode {
 
 /// Where a variable's value and tangent are read: itself, or the variable
 /// it is an alias of (negated or not); `None` for a parameter or constant.
-fn source(c: &Causal, v: VarId) -> Option<(VarId, f64)> {
+pub fn source(c: &Causal, v: VarId) -> Option<(VarId, f64)> {
     match c.roles[v as usize] {
         Role::Alias => c
             .aliases

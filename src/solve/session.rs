@@ -325,6 +325,36 @@ impl Session {
         Ok(())
     }
 
+    /// Directional derivatives at the frame's point (relations as at the
+    /// last event): the tangents of `unknowns` for the seeds `knowns`
+    /// (states and top-level inputs, with their seed values), from one run
+    /// of the compiled tangent code.
+    pub fn directional(
+        &mut self,
+        m: ModelRef,
+        knowns: &[(u32, f64)],
+        unknowns: &[u32],
+        out: &mut [f64],
+    ) -> Result<(), Diagnostic> {
+        self.with(m, |run, _| {
+            run.frame.set_event_mode(false);
+            run.call(Entry::Ode)?;
+            run.frame.clear_tangents();
+            for &(v, seed) in knowns {
+                run.frame.set_tangent(v, seed);
+            }
+            let done = run.call(Entry::Tangent);
+            for (o, &u) in out.iter_mut().zip(unknowns) {
+                *o = match super::linearize::source(m.causal, u) {
+                    Some((s, sign)) => sign * run.frame.tangent(s),
+                    None => 0.0,
+                };
+            }
+            run.frame.clear_tangents();
+            done
+        })
+    }
+
     /// Model exchange: the event at the frame's point (a sample instant
     /// due, or a crossing): the event iteration to a fixed point of the
     /// discrete variables, with `reinit`.
