@@ -84,6 +84,17 @@ pub fn load(path: &Path) -> (Library, Result<Loaded, Vec<Diagnostic>>) {
 /// a model shipped to another process from its text): `path` names it in
 /// diagnostics and its folder is where other top-level names are looked up.
 pub fn load_source(path: &Path, text: &str) -> (Library, Result<Loaded, Vec<Diagnostic>>) {
+    load_source_in(path, text, true)
+}
+
+/// As [`load_source`], with library roots from RMOCPATH and MODELICAPATH
+/// only when `env` (an FMU's model finds its libraries in its resources,
+/// whatever the host's environment says).
+pub fn load_source_in(
+    path: &Path,
+    text: &str,
+    env: bool,
+) -> (Library, Result<Loaded, Vec<Diagnostic>>) {
     let (sources, parsed) = parse_source(path, text);
     let dir = path.parent().map(|p| {
         if p.as_os_str().is_empty() {
@@ -94,7 +105,7 @@ pub fn load_source(path: &Path, text: &str) -> (Library, Result<Loaded, Vec<Diag
     });
     let parsed = match parsed {
         Ok(p) => p,
-        Err(d) => return (Library::new(sources, dir), Err(d)),
+        Err(d) => return (Library::with_roots(sources, dir, env), Err(d)),
     };
     // A file of a library (`within Modelica.Mechanics;` in
     // `.../Modelica/Mechanics/X.mo`) looks up top-level names in the folder
@@ -113,7 +124,7 @@ pub fn load_source(path: &Path, text: &str) -> (Library, Result<Loaded, Vec<Diag
         }
         _ => dir,
     };
-    let mut lib = Library::new(sources, dir);
+    let mut lib = Library::with_roots(sources, dir, env);
     let mut diags = check_end_names(&parsed);
     let classes = match lib.add_user_file(&parsed) {
         Ok(c) => c,

@@ -1204,7 +1204,7 @@ fn fmu(a: &FmuArgs) -> ExitCode {
     };
     for path in outside {
         eprintln!(
-            "warning: {} is outside the model's folder and the library roots: the FMU reads it from there",
+            "warning: {} is named by an absolute path: the FMU reads it from there",
             path.display()
         );
     }
@@ -1218,11 +1218,14 @@ fn fmu(a: &FmuArgs) -> ExitCode {
             co_simulation: matches!(a.kind, FmuKindArg::Cs | FmuKindArg::Both),
         },
         model: name.clone(),
-        file: a
-            .file
-            .file_name()
-            .map(|f| f.to_string_lossy().to_string())
-            .unwrap_or_else(|| "model.rmo".into()),
+        // The file's place under its root: a file of a library (`within`)
+        // keeps its folders, where its relative names are taken from.
+        file: lib.relative_to_root(&a.file, 0).unwrap_or_else(|| {
+            a.file
+                .file_name()
+                .map(|f| f.to_string_lossy().to_string())
+                .unwrap_or_else(|| "model.rmo".into())
+        }),
         text,
         interpreted: a.no_jit,
         files,

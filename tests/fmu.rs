@@ -852,6 +852,47 @@ fn a_model_with_an_internal_state_exports_it() {
 }
 
 #[test]
+fn the_fmu_carries_a_library_from_modelicapath_and_its_table() {
+    // The model exported by its bare file name from its folder, a library
+    // on MODELICAPATH inside that folder, and a table its library file
+    // names: in the FMU each is where its name finds it, and the host's
+    // MODELICAPATH does not matter.
+    let dir = scratch_dir("fmu").join("nested");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("libs/Rates")).expect("dir");
+    std::fs::write(
+        dir.join("libs/Rates/package.rmo"),
+        "package Rates\n  constant Real table[1, 1] = Tables.readCSV(\"k.csv\");\nend Rates;\n",
+    )
+    .expect("write");
+    std::fs::write(dir.join("libs/Rates/k.csv"), "4\n").expect("write");
+    std::fs::write(
+        dir.join("Nested.rmo"),
+        "model Nested\n  parameter Real k = Rates.table[1, 1];\n  Real x(start = 1, fixed = true);\nequation\n  der(x) = -k*x;\nend Nested;\n",
+    )
+    .expect("write");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rmoc"))
+        .args(["fmu", "Nested.rmo", "-o", "Nested.fmu"])
+        .current_dir(&dir)
+        .env("MODELICAPATH", dir.join("libs"))
+        .output()
+        .expect("rmoc runs");
+    let (code, text) = exit_and_text(&out);
+    assert_eq!(code, Some(0), "{text}");
+    let moved = scratch_dir("fmu").join("nested_moved.fmu");
+    std::fs::rename(dir.join("Nested.fmu"), &moved).expect("move");
+    std::fs::remove_dir_all(&dir).expect("remove");
+    let (_unpacked, files) = unpack(&moved);
+    let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(names.contains(&"resources/Rates/package.rmo"), "{names:?}");
+    assert!(names.contains(&"resources/Rates/k.csv"), "{names:?}");
+    let f = Fmu2::new(&moved, 1, "nested", None).expect("instance");
+    f.initialize(0.0, 1.0, Some(1e-10));
+    assert_eq!(f.do_step(0.0, 1.0), 0, "{}", logged("nested"));
+    common::assert_close(f.get("x"), (-4.0f64).exp(), 1e-7, 0.0);
+}
+
+#[test]
 fn the_fmu_carries_the_library_classes_and_tables_the_model_read() {
     // A library beside the model and a table file: the FMU runs where
     // neither is (its resources hold them under the same names).
@@ -954,10 +995,59 @@ fn a_saved_state_takes_the_run_back_to_where_it_was() {
     }
     common::assert_close(f.get("h"), h2, 1e-7, 1e-9);
     assert_eq!(f.get_integer("bounces"), b2);
+    // Restored a second time: the same again.
+    assert_eq!(unsafe { set(f.c, saved) }, 0);
+    for k in 10..20 {
+        assert_eq!(f.do_step(k as f64 * 0.1, 0.1), 0);
+    }
+    common::assert_close(f.get("h"), h2, 1e-7, 1e-9);
     // A state saved again into the same place, then freed.
     assert_eq!(unsafe { get(f.c, &mut saved) }, 0);
     assert_eq!(unsafe { free(f.c, &mut saved) }, 0);
     assert!(saved.is_null());
+}
+
+#[test]
+fn a_saved_state_restores_model_exchange_states_and_a_fixed_step_run() {
+    // Model exchange: the states set after saving are back after restoring.
+    let fmu = export("tests/models/ball.rmo", "ball_state_me.fmu", &[]);
+    let f = Fmu2::new(&fmu, 0, "state_me", None).expect("instance");
+    let (get, set): (GetState, SetState) = (f.bin.f("fmi2GetFMUstate"), f.bin.f("fmi2SetFMUstate"));
+    f.initialize(0.0, 3.0, None);
+    let _ = f.new_discrete_states();
+    assert_eq!(f.call("fmi2EnterContinuousTimeMode"), 0);
+    f.set_time(0.2);
+    f.set_states(&[0.8, -1.962]);
+    let mut saved: *mut c_void = std::ptr::null_mut();
+    assert_eq!(unsafe { get(f.c, &mut saved) }, 0);
+    f.set_time(0.3);
+    f.set_states(&[0.5, -2.9]);
+    assert_eq!(unsafe { set(f.c, saved) }, 0);
+    assert_eq!(f.array("fmi2GetContinuousStates", 2), [0.8, -1.962]);
+    assert_eq!(f.get("time"), 0.2);
+    let free: GetState = f.bin.f("fmi2FreeFMUstate");
+    assert_eq!(unsafe { free(f.c, &mut saved) }, 0);
+    drop(f);
+    // A fixed-step integrator (Moreau-Jean, the U-joint's contacts: a
+    // co-simulation FMU only) restarts its step grid at the restored point.
+    let fmu = export(
+        "examples/ujoint_clearance.rmo",
+        "ujoint_state.fmu",
+        &["--kind", "cs"],
+    );
+    let f = Fmu2::new(&fmu, 1, "state_moreau", None).expect("instance");
+    let (get, set): (GetState, SetState) = (f.bin.f("fmi2GetFMUstate"), f.bin.f("fmi2SetFMUstate"));
+    f.initialize(0.0, 0.2, None);
+    let variable = "w1";
+    assert_eq!(f.do_step(0.0, 0.05), 0, "{}", logged("state_moreau"));
+    let mut saved: *mut c_void = std::ptr::null_mut();
+    assert_eq!(unsafe { get(f.c, &mut saved) }, 0);
+    assert_eq!(f.do_step(0.05, 0.05), 0);
+    let first = f.get(variable);
+    assert!(first.abs() > 1e-3, "w1 = {first}");
+    assert_eq!(unsafe { set(f.c, saved) }, 0);
+    assert_eq!(f.do_step(0.05, 0.05), 0);
+    common::assert_close(f.get(variable), first, 1e-9, 1e-12);
 }
 
 type Directional2 = unsafe extern "C" fn(

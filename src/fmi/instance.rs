@@ -163,7 +163,7 @@ impl Instance {
         let model = settings.model.clone();
         let interpreted = settings.interpreted;
         let compiled = on_big_stack(move || {
-            let (mut lib, loaded) = crate::load_source(&path, &text);
+            let (mut lib, loaded) = crate::load_source_in(&path, &text, false);
             let sim = loaded
                 .and_then(|l| crate::select_model(&mut lib, &l, Some(&model)).map_err(|d| vec![d]))
                 .and_then(|m| crate::compile(&mut lib, m))
@@ -177,19 +177,28 @@ impl Instance {
             Ok(s) => s,
             Err(d) => return fail(crate::diag::render(&sources, &d, false)),
         };
+        let refused = match crate::solve::settings::RunRequest::default().resolve(sim.causal()) {
+            Err(d) => Some(crate::diag::render(&sources, &[d], false)),
+            Ok(_)
+                if kind == InstanceKind::ModelExchange
+                    && !(sim.causal().contacts.is_empty() && sim.causal().frictions.is_empty()) =>
+            {
+                Some(format!(
+                    "model `{}` has set-valued contacts, which only rmoc's own integrators solve: use its co-simulation interface",
+                    sim.causal().name
+                ))
+            }
+            Ok(_) => None,
+        };
+        if let Some(message) = refused {
+            // (The compiled model is dropped on a large stack too.)
+            let _ = on_big_stack(move || drop(sim));
+            return fail(message);
+        }
         let base = match crate::solve::settings::RunRequest::default().resolve(sim.causal()) {
             Ok(o) => o,
             Err(d) => return fail(crate::diag::render(&sources, &[d], false)),
         };
-        if kind == InstanceKind::ModelExchange {
-            let c = sim.causal();
-            if !(c.contacts.is_empty() && c.frictions.is_empty()) {
-                return fail(format!(
-                    "model `{}` has set-valued contacts, which only rmoc's own integrators solve: use its co-simulation interface",
-                    c.name
-                ));
-            }
-        }
         let iface = starts_and_interface(&sim, &base);
         let mut session = sim.with_model(|m| Session::new(m, base.clone()));
         // Values read before initialization are the parameters' and the
@@ -397,7 +406,7 @@ impl Instance {
             ScalarType::Real => x,
             _ => x.round(),
         };
-        if causality == FmiCausality::Local {
+        if self.iface.states.contains(&(vr as usize)) {
             self.session.set_start(target, x);
         } else {
             self.session.set_var(target, x);

@@ -278,9 +278,12 @@ pub fn interface(
     }
     // A state with `fixed = true` starts at its start value: exact, and
     // settable before initialization.
+    // (Only a constant start: one computed from parameters follows them, and
+    // a host writing every start value back would undo a parameter's.)
     for (&s, &v) in states.iter().zip(&c.states) {
         let var = &c.vars[v as usize];
-        if var.fixed == Some(true) && var.start.is_some() && !variables[s].name.contains('$') {
+        let constant = var.start.is_some_and(|e| c.arena.as_const(e).is_some());
+        if var.fixed == Some(true) && constant && !variables[s].name.contains('$') {
             variables[s].start = Some(starts(v));
             variables[s].settable = Some(v);
         }
@@ -475,22 +478,35 @@ pub struct ExportRequest {
 }
 
 /// The files besides the model's own that its FMU must carry: every file
-/// `lib` read from disk, at its path relative to the model's folder or to
-/// the library root it came from (in the FMU, the resources folder is the
-/// model's folder, so the same names find them). Files named by a path
-/// outside every root are read where they are: returned second.
+/// `lib` read from disk, at its path relative to the root its name is
+/// relative to (the library root it came from; for a table, the root of
+/// the file naming it). In the FMU the resources folder is the only folder
+/// root, so the same names find them. Files named by an absolute path are
+/// read where they are: returned second.
 #[allow(clippy::type_complexity)]
 pub fn carried_files(
     lib: &crate::instantiate::library::Library,
 ) -> Result<(Vec<(String, Vec<u8>)>, Vec<std::path::PathBuf>), Diagnostic> {
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
     let mut outside = Vec::new();
-    for path in &lib.files_read {
-        let Some(rel) = lib.relative_to_roots(path) else {
+    for (path, root) in &lib.files_read {
+        let Some(rel) = root.and_then(|r| lib.relative_to_root(path, r)) else {
             outside.push(path.clone());
             continue;
         };
-        if files.iter().any(|f| f.0 == rel) {
+        let bytes = std::fs::read(path).map_err(|e| {
+            Diagnostic::error_nospan(format!("cannot read {}: {e}", path.display()))
+        })?;
+        if let Some((_, other)) = files.iter().find(|f| f.0 == rel) {
+            if *other != bytes {
+                return Err(Diagnostic::error_nospan(format!(
+                    "two different files would be resources/{rel} in the FMU (one is {})",
+                    path.display()
+                ))
+                .with_hint(
+                    "the model reads files of the same name from two library roots; rename one",
+                ));
+            }
             continue;
         }
         if rel == "model.rmo" || rel == "rmoc.json" {
@@ -500,9 +516,6 @@ pub fn carried_files(
             ))
             .with_hint("rename that file"));
         }
-        let bytes = std::fs::read(path).map_err(|e| {
-            Diagnostic::error_nospan(format!("cannot read {}: {e}", path.display()))
-        })?;
         files.push((rel, bytes));
     }
     Ok((files, outside))

@@ -267,36 +267,59 @@ pub struct Library {
     pub parse_time: std::time::Duration,
     pub parsed_bytes: usize,
     /// Every file read from disk for the model: library classes and data
-    /// files (tables), as read (an FMU carries them).
-    pub files_read: Vec<PathBuf>,
+    /// files (tables), as read, with the root its name is relative to
+    /// (`None`: an absolute name). An FMU carries them.
+    pub files_read: Vec<(PathBuf, Option<usize>)>,
+    /// The root each library file was read from (by source-map id).
+    file_roots: HashMap<u32, usize>,
 }
 
 impl Library {
-    /// `path` relative to the first folder root that holds it (the model's
-    /// folder, then RMOCPATH's and MODELICAPATH's), with `/` separators.
-    pub fn relative_to_roots(&self, path: &std::path::Path) -> Option<String> {
-        self.roots.iter().find_map(|r| match r {
-            Root::Dir(d) => {
-                let rel = path.strip_prefix(d).ok()?;
-                let parts: Vec<String> = rel
-                    .components()
-                    .map(|c| c.as_os_str().to_str().map(str::to_string))
-                    .collect::<Option<_>>()?;
-                (!parts.is_empty() && !parts.iter().any(|p| p == "..")).then(|| parts.join("/"))
-            }
-            Root::Embedded => None,
-        })
+    /// The root a source file's relative names are taken from: the one it
+    /// was read from, or for the user's file the model's folder.
+    pub fn root_of(&self, file: u32) -> Option<usize> {
+        match self.file_roots.get(&file) {
+            Some(&r) => Some(r),
+            None => self.model_dir.as_ref().map(|_| 0),
+        }
+    }
+
+    /// `path` relative to folder root `root`, with `/` separators (both
+    /// made absolute first: a model named `m.rmo` has the root `.`).
+    pub fn relative_to_root(&self, path: &std::path::Path, root: usize) -> Option<String> {
+        let Some(Root::Dir(d)) = self.roots.get(root) else {
+            return None;
+        };
+        let (path, d) = (
+            std::path::absolute(path).ok()?,
+            std::path::absolute(d).ok()?,
+        );
+        let rel = path.strip_prefix(&d).ok()?;
+        let parts: Vec<String> = rel
+            .components()
+            .map(|c| match c {
+                std::path::Component::Normal(p) => p.to_str().map(str::to_string),
+                _ => None,
+            })
+            .collect::<Option<_>>()?;
+        (!parts.is_empty()).then(|| parts.join("/"))
     }
 
     /// A library whose roots are, in order: `model_dir` (if any), the
     /// `RMOCPATH` roots, the `MODELICAPATH` roots, and the embedded standard
     /// library.
     pub fn new(sources: SourceMap, model_dir: Option<PathBuf>) -> Library {
+        Library::with_roots(sources, model_dir, true)
+    }
+
+    /// As [`Library::new`]; without `env`, RMOCPATH and MODELICAPATH are
+    /// not roots (an FMU finds everything in its resources).
+    pub fn with_roots(sources: SourceMap, model_dir: Option<PathBuf>, env: bool) -> Library {
         let mut roots = Vec::new();
         if let Some(d) = &model_dir {
             roots.push(Root::Dir(d.clone()));
         }
-        for var in ["RMOCPATH", "MODELICAPATH"] {
+        for var in ["RMOCPATH", "MODELICAPATH"].into_iter().filter(|_| env) {
             if let Some(p) = std::env::var_os(var) {
                 for part in std::env::split_paths(&p) {
                     if !part.as_os_str().is_empty() {
@@ -319,6 +342,7 @@ impl Library {
             parse_time: std::time::Duration::ZERO,
             parsed_bytes: 0,
             files_read: Vec::new(),
+            file_roots: HashMap::new(),
         };
         for (name, b) in [
             ("Real", Builtin::Scalar(ScalarType::Real)),
@@ -648,10 +672,11 @@ impl Library {
         };
         let (path, text, embedded) = rel;
         if embedded.is_none() {
-            self.files_read.push(PathBuf::from(&path));
+            self.files_read.push((PathBuf::from(&path), Some(root)));
         }
         let scanned = Arc::new(scan::scan(&text));
         let file = self.sources.add(path, text);
+        self.file_roots.insert(file, root);
         if let Some(k) = embedded {
             self.embedded_files.insert(file, k);
         }

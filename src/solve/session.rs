@@ -176,6 +176,9 @@ impl Session {
         self.inputs_changed = s.inputs_changed;
         self.starts = s.starts.clone();
         self.initialized = s.initialized;
+        // A fixed-step integrator keeps its step grid: a new one starts at
+        // the restored point.
+        self.integrator = None;
         self.resume = false;
     }
 
@@ -341,7 +344,9 @@ impl Session {
             run.call(Entry::Ode)?;
             run.frame.clear_tangents();
             for &(v, seed) in knowns {
-                run.frame.set_tangent(v, seed);
+                // (A known listed twice adds its seeds.)
+                let now = run.frame.tangent(v);
+                run.frame.set_tangent(v, now + seed);
             }
             let done = run.call(Entry::Tangent);
             for (o, &u) in out.iter_mut().zip(unknowns) {

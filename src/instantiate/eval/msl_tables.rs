@@ -787,12 +787,13 @@ impl Flattener<'_> {
         // A relative name is taken from the model's folder: it is written in
         // the user's model, though the MSL's blocks pass it on from their
         // own files.
-        let path = match (
-            &self.lib.model_dir,
-            std::path::Path::new(file_name).is_relative(),
-        ) {
-            (Some(dir), true) => dir.join(file_name),
-            _ => self.data_file_path(file_name, span),
+        let relative = std::path::Path::new(file_name).is_relative();
+        let (path, root) = match (&self.lib.model_dir, relative) {
+            (Some(dir), true) => (dir.join(file_name), Some(0)),
+            _ => (
+                self.data_file_path(file_name, span),
+                relative.then(|| self.lib.root_of(span.file)).flatten(),
+            ),
         };
         let text = std::fs::read_to_string(&path).map_err(|err| {
             Diagnostic::error(
@@ -801,7 +802,7 @@ impl Flattener<'_> {
             )
             .with_hint("a relative name is taken from the folder of the model's file")
         })?;
-        self.lib.files_read.push(path.clone());
+        self.lib.files_read.push((path.clone(), root));
         let shown = path.display().to_string();
         let bad = |line: usize, msg: String| {
             Diagnostic::error(span, format!("{shown}:{line}: {msg}"))

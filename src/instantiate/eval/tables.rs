@@ -35,7 +35,14 @@ impl Flattener<'_> {
             .with_label("this file")
             .with_hint("a relative name is taken from the folder of the file that names it")
         })?;
-        self.lib.files_read.push(path.clone());
+        // (Relative to the root of the file that names it; an absolute
+        // name is read where it is.)
+        let root = if Path::new(&name).is_relative() {
+            self.lib.root_of(a[0].span.file)
+        } else {
+            None
+        };
+        self.lib.files_read.push((path.clone(), root));
         let rows = parse_csv(&text).map_err(|(line, message)| {
             Diagnostic::error(a[0].span, format!("{}:{line}: {message}", path.display()))
                 .with_label("the table read here")
