@@ -87,9 +87,19 @@ fn on_big_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
 #[pyclass(frozen, module = "rmoc._rmoc")]
 struct NativeModel {
     sources: SourceMap,
-    simulator: rmoc::Simulator,
+    /// Dropped on a large stack (`Drop`): its code's expression trees are as
+    /// deep as the model's expressions, and Python's threads have 8 MiB.
+    simulator: std::mem::ManuallyDrop<rmoc::Simulator>,
     /// The parameters' values at the start (computed once, when asked).
     parameters: OnceLock<Vec<(String, f64)>>,
+}
+
+impl Drop for NativeModel {
+    fn drop(&mut self) {
+        // SAFETY: `simulator` is taken here, once, and not used after.
+        let simulator = unsafe { std::mem::ManuallyDrop::take(&mut self.simulator) };
+        on_big_stack(move || drop(simulator));
+    }
 }
 
 /// Compiles `model` (or the file's only one) of the file `path`, whose
@@ -117,7 +127,7 @@ fn compile(
     match outcome {
         (sources, Ok(simulator)) => Ok(NativeModel {
             sources,
-            simulator,
+            simulator: std::mem::ManuallyDrop::new(simulator),
             parameters: OnceLock::new(),
         }),
         (sources, Err(diags)) => Err(raise::<CompileError>(py, &sources, &diags)),

@@ -200,3 +200,33 @@ def test_a_sweep_on_a_dask_local_cluster_equals_the_in_process_one(oscillator):
 
     pd.testing.assert_frame_equal(here, there)
     assert len(there) == 20 and (there["status"] == "ok").all()
+
+
+def test_a_deep_model_runs_and_is_freed_on_a_small_thread(tmp_path):
+    # A parameter that is a sum of 20 001 terms: the compiled code's
+    # expression tree is that deep. Compiling, running and freeing it from a
+    # thread with a 256 KiB stack must not overflow it (each happens on
+    # rmoc's own large stack).
+    import threading
+
+    expr = " + ".join(["a"] * 20001)
+    path = tmp_path / "deep.rmo"
+    path.write_text(
+        "model Deep\n  parameter Real a = 1e-3;\n  parameter Real p = %s;\n"
+        "  Real x(start = 0, fixed = true);\nequation\n  der(x) = p;\nend Deep;\n" % expr
+    )
+    out = {}
+
+    def work():
+        model = rmoc.compile(str(path))
+        out["x"] = model.simulate(1.0)["x"][-1]
+        del model
+
+    previous = threading.stack_size(256 * 1024)
+    try:
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+    finally:
+        threading.stack_size(previous)
+    assert abs(out["x"] - 20.001) < 1e-9
