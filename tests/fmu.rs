@@ -1157,3 +1157,27 @@ fn directional_derivatives_are_the_linearization() {
     assert_eq!(unsafe { dd(f.c, &u, 1, &p, 1, &1.0, &mut out) }, 3);
     assert!(logged("directional").contains("with respect to states and inputs, not `J[1]`"));
 }
+
+#[test]
+fn communication_points_a_rounding_away_from_a_sample_do_not_stall() {
+    // A host that sums its steps (t += 0.01) reaches 0.20000000000000004
+    // where the sample instant is 0.2: the step's remainder after the
+    // sample is below the resolution of time, and the step must end there
+    // (it hung before).
+    let fmu = export(
+        "tests/models/events/sample_at_start.rmo",
+        "sample_cs.fmu",
+        &[],
+    );
+    let f = Fmu2::new(&fmu, 1, "samples", None).expect("instance");
+    f.initialize(0.0, 1.0, None);
+    let mut t = 0.0;
+    for _ in 0..100 {
+        assert_eq!(f.do_step(t, 0.01), 0, "at {t}: {}", logged("samples"));
+        t += 0.01;
+    }
+    assert!(t > 1.0);
+    // sample(0, 0.1): 0, 0.1, ..., 1.0 (the tenth sum of 0.1 is below 1).
+    assert_eq!(f.get_integer("n"), 11);
+    common::assert_close(f.get("x"), t, 1e-9, 0.0);
+}

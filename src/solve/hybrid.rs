@@ -113,6 +113,20 @@ pub(super) fn integrate(
     // nothing useful.)
     while opts.stop - t > snap {
         run.poll(t)?;
+        // What is left is below the resolution of time there (a host's
+        // communication points, sums of steps, miss a sample instant by an
+        // ulp): no step can cover it, and the stop time counts as reached.
+        if opts.stop - t <= 4.0 * f64::EPSILON * opts.stop.abs() {
+            t = opts.stop;
+            integrator.evaluate(run, t, &x)?;
+            if next_out < grid.len() {
+                run.record(t);
+            }
+            if run.sample_due(t) {
+                handle_event(run, integrator, Event::Time, t, &mut x, live)?;
+            }
+            break;
+        }
         let t_time_event = run.next_time_event(opts.stop).max(t);
         // Advance: one step of the integrator; for a model without states a
         // jump to the next output time; for a sample due now (`sample(t0,
