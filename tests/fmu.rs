@@ -1077,28 +1077,8 @@ fn directional_derivatives_are_the_linearization() {
     let lin: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&lin_file).expect("json")).expect("parses");
     let lin = &lin["linearization"];
-    let names = |k: &str| -> Vec<String> {
-        lin[k]
-            .as_array()
-            .expect("names")
-            .iter()
-            .map(|x| x.as_str().expect("name").to_string())
-            .collect()
-    };
-    let matrix = |k: &str| -> Vec<Vec<f64>> {
-        lin[k]
-            .as_array()
-            .expect("rows")
-            .iter()
-            .map(|r| {
-                r.as_array()
-                    .expect("row")
-                    .iter()
-                    .map(|x| x.as_f64().expect("number"))
-                    .collect()
-            })
-            .collect()
-    };
+    let names = |k: &str| common::json_names(&lin[k]);
+    let matrix = |k: &str| common::json_matrix(&lin[k]);
     let (states, inputs, outputs) = (names("states"), names("inputs"), names("outputs"));
     let fmu = export("tests/models/linearize/chain4.rmo", "chain4_dd.fmu", &[]);
     let f = Fmu2::new(&fmu, 0, "directional", None).expect("instance");

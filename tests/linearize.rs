@@ -4,7 +4,10 @@
 
 mod common;
 
-use common::{exit_and_text, model_file, project, rmoc_cli, scratch_dir};
+use common::{
+    exit_and_text, json_matrix as matrix, json_names as names, model_file, project, rmoc_cli,
+    scratch_dir,
+};
 
 /// `rmoc linearize ARGS -o OUT.json`: the JSON.
 fn linearize_json(args: &[&str]) -> serde_json::Value {
@@ -17,28 +20,6 @@ fn linearize_json(args: &[&str]) -> serde_json::Value {
     let (code, text) = exit_and_text(&rmoc_cli(&all));
     assert_eq!(code, Some(0), "{text}");
     serde_json::from_str(&std::fs::read_to_string(&out).expect("json")).expect("parses")
-}
-
-fn matrix(v: &serde_json::Value) -> Vec<Vec<f64>> {
-    v.as_array()
-        .expect("rows")
-        .iter()
-        .map(|r| {
-            r.as_array()
-                .expect("row")
-                .iter()
-                .map(|x| x.as_f64().expect("number"))
-                .collect()
-        })
-        .collect()
-}
-
-fn names(v: &serde_json::Value) -> Vec<String> {
-    v.as_array()
-        .expect("names")
-        .iter()
-        .map(|x| x.as_str().expect("name").to_string())
-        .collect()
 }
 
 /// Eigenvalues (re, im) sorted by imaginary part, then real part.

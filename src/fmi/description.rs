@@ -90,6 +90,20 @@ fn listed(iface: &Interface, version: FmiVersion) -> impl Iterator<Item = (usize
     })
 }
 
+/// `UnitDefinitions`: each unit the variables use, once, sorted (left out
+/// when there is none).
+fn unit_definitions(o: &mut String, iface: &Interface) {
+    let units = units(iface);
+    if units.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "  <UnitDefinitions>");
+    for u in units {
+        let _ = writeln!(o, "    <Unit name=\"{}\"/>", esc(u));
+    }
+    let _ = writeln!(o, "  </UnitDefinitions>");
+}
+
 /// The units the variables use, each once, sorted.
 fn units(iface: &Interface) -> Vec<&str> {
     let mut u: Vec<&str> = iface
@@ -186,14 +200,7 @@ fn write2(iface: &Interface, c: &Causal, kinds: FmuKinds, id: &str, token: &str)
             "  <CoSimulation modelIdentifier=\"{id}\" canHandleVariableCommunicationStepSize=\"true\" canNotUseMemoryManagementFunctions=\"true\" canGetAndSetFMUstate=\"true\" providesDirectionalDerivative=\"true\"/>"
         );
     }
-    let units = units(iface);
-    if !units.is_empty() {
-        let _ = writeln!(o, "  <UnitDefinitions>");
-        for u in units {
-            let _ = writeln!(o, "    <Unit name=\"{}\"/>", esc(u));
-        }
-        let _ = writeln!(o, "  </UnitDefinitions>");
-    }
+    unit_definitions(&mut o, iface);
     default_experiment(&mut o, c);
     let _ = writeln!(o, "  <ModelVariables>");
     for (k, v) in listed(iface, FmiVersion::Two) {
@@ -286,14 +293,7 @@ fn write3(iface: &Interface, c: &Causal, kinds: FmuKinds, id: &str, token: &str)
             "  <CoSimulation modelIdentifier=\"{id}\" canHandleVariableCommunicationStepSize=\"true\" canGetAndSetFMUState=\"true\" canSerializeFMUState=\"false\" providesDirectionalDerivatives=\"true\" hasEventMode=\"false\"/>"
         );
     }
-    let units = units(iface);
-    if !units.is_empty() {
-        let _ = writeln!(o, "  <UnitDefinitions>");
-        for u in units {
-            let _ = writeln!(o, "    <Unit name=\"{}\"/>", esc(u));
-        }
-        let _ = writeln!(o, "  </UnitDefinitions>");
-    }
+    unit_definitions(&mut o, iface);
     default_experiment(&mut o, c);
     let _ = writeln!(o, "  <ModelVariables>");
     for (k, v) in listed(iface, FmiVersion::Three) {

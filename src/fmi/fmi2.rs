@@ -10,7 +10,10 @@
 // host passes the instance it was given and arrays of the lengths it says.
 #![allow(clippy::missing_safety_doc)]
 
-use super::ffi::{free_state, get_state, set_state, slice, slice_mut, text, unsupported, with};
+use super::ffi::{
+    completed_step, derivatives, directional, event_indicators, free_state, get_state, get_states,
+    get_values, nominals, set_state, set_states, set_values, text, unsupported, with,
+};
 use super::instance::{Instance, InstanceKind, Status, resource_dir};
 use crate::flat::ScalarType;
 use std::ffi::{CString, c_char, c_int, c_uint, c_void};
@@ -192,56 +195,6 @@ pub unsafe extern "C" fn fmi2Reset(c: *mut c_void) -> c_int {
     unsafe { with(c, |i| i.reset()) }
 }
 
-/// Reads `n` variables of type `ty` into `out` through `put`.
-unsafe fn get_values<T>(
-    c: *mut c_void,
-    vr: *const c_uint,
-    n: usize,
-    out: *mut T,
-    ty: ScalarType,
-    put: impl Fn(f64) -> T,
-) -> c_int {
-    unsafe {
-        with(c, |i| {
-            let (Some(vr), Some(out)) = (slice(vr, n), slice_mut(out, n)) else {
-                return i.misuse("a null array with a nonzero length");
-            };
-            for (o, &r) in out.iter_mut().zip(vr) {
-                match i.get(r, ty) {
-                    Ok(x) => *o = put(x),
-                    Err(s) => return s,
-                }
-            }
-            Status::Ok
-        })
-    }
-}
-
-/// Sets `n` variables of type `ty` from `values` through `take`.
-unsafe fn set_values<T: Copy>(
-    c: *mut c_void,
-    vr: *const c_uint,
-    n: usize,
-    values: *const T,
-    ty: ScalarType,
-    take: impl Fn(T) -> f64,
-) -> c_int {
-    unsafe {
-        with(c, |i| {
-            let (Some(vr), Some(values)) = (slice(vr, n), slice(values, n)) else {
-                return i.misuse("a null array with a nonzero length");
-            };
-            for (&r, &x) in vr.iter().zip(values) {
-                let s = i.set(r, ty, take(x));
-                if s != Status::Ok {
-                    return s;
-                }
-            }
-            Status::Ok
-        })
-    }
-}
-
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fmi2GetReal(
     c: *mut c_void,
@@ -392,20 +345,7 @@ pub unsafe extern "C" fn fmi2GetDirectionalDerivative(
     seed: *const f64,
     sensitivity: *mut f64,
 ) -> c_int {
-    unsafe {
-        with(c, |i| {
-            let arrays = (
-                slice(unknown, n_unknown),
-                slice(known, n_known),
-                slice(seed, n_known),
-                slice_mut(sensitivity, n_unknown),
-            );
-            let (Some(u), Some(k), Some(s), Some(out)) = arrays else {
-                return i.misuse("a null array with a nonzero length");
-            };
-            i.directional(u, k, s, out)
-        })
-    }
+    unsafe { directional(c, unknown, n_unknown, known, n_known, seed, sensitivity) }
 }
 
 // Model exchange.
@@ -453,14 +393,12 @@ pub unsafe extern "C" fn fmi2CompletedIntegratorStep(
     terminate: *mut c_int,
 ) -> c_int {
     unsafe {
-        with(c, |i| {
-            if enter_event_mode.is_null() || terminate.is_null() {
-                return i.misuse("fmi2CompletedIntegratorStep: null argument");
-            }
-            *enter_event_mode = 0;
-            *terminate = i.terminated as c_int;
-            Status::Ok
-        })
+        completed_step(
+            c,
+            enter_event_mode,
+            terminate,
+            "fmi2CompletedIntegratorStep",
+        )
     }
 }
 
@@ -471,51 +409,22 @@ pub unsafe extern "C" fn fmi2SetTime(c: *mut c_void, t: f64) -> c_int {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fmi2SetContinuousStates(c: *mut c_void, x: *const f64, n: usize) -> c_int {
-    unsafe {
-        with(c, |i| match slice(x, n) {
-            Some(x) => i.set_states(x),
-            None => i.misuse("fmi2SetContinuousStates: null array"),
-        })
-    }
+    unsafe { set_states(c, x, n, "fmi2SetContinuousStates") }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn fmi2GetDerivatives(c: *mut c_void, dx: *mut f64, n: usize) -> c_int {
-    unsafe {
-        with(c, |i| match slice_mut(dx, n) {
-            Some(dx) => i.derivatives(dx),
-            None => i.misuse("fmi2GetDerivatives: null array"),
-        })
-    }
+pub unsafe extern "C" fn fmi2GetDerivatives(c: *mut c_void, x: *mut f64, n: usize) -> c_int {
+    unsafe { derivatives(c, x, n, "fmi2GetDerivatives") }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn fmi2GetEventIndicators(c: *mut c_void, z: *mut f64, n: usize) -> c_int {
-    unsafe {
-        with(c, |i| match slice_mut(z, n) {
-            Some(z) => i.event_indicators(z),
-            None => i.misuse("fmi2GetEventIndicators: null array"),
-        })
-    }
+pub unsafe extern "C" fn fmi2GetEventIndicators(c: *mut c_void, x: *mut f64, n: usize) -> c_int {
+    unsafe { event_indicators(c, x, n, "fmi2GetEventIndicators") }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fmi2GetContinuousStates(c: *mut c_void, x: *mut f64, n: usize) -> c_int {
-    unsafe {
-        with(c, |i| {
-            let states = i.states();
-            match slice_mut(x, n) {
-                Some(x) if x.len() == states.len() => {
-                    x.copy_from_slice(&states);
-                    Status::Ok
-                }
-                _ => i.misuse(&format!(
-                    "fmi2GetContinuousStates: {n} asked for, {} states",
-                    states.len()
-                )),
-            }
-        })
-    }
+    unsafe { get_states(c, x, n, "fmi2GetContinuousStates") }
 }
 
 #[unsafe(no_mangle)]
@@ -524,15 +433,7 @@ pub unsafe extern "C" fn fmi2GetNominalsOfContinuousStates(
     x: *mut f64,
     n: usize,
 ) -> c_int {
-    unsafe {
-        with(c, |i| match slice_mut(x, n) {
-            Some(x) if x.len() == i.iface.nominals.len() => {
-                x.copy_from_slice(&i.iface.nominals);
-                Status::Ok
-            }
-            _ => i.misuse("fmi2GetNominalsOfContinuousStates: wrong length"),
-        })
-    }
+    unsafe { nominals(c, x, n, "fmi2GetNominalsOfContinuousStates") }
 }
 
 // Co-simulation.

@@ -13,7 +13,10 @@
 // host passes the instance it was given and arrays of the lengths it says.
 #![allow(clippy::missing_safety_doc)]
 
-use super::ffi::{free_state, get_state, set_state, slice, slice_mut, text, unsupported, with};
+use super::ffi::{
+    completed_step, derivatives, directional, event_indicators, free_state, get_state, get_states,
+    get_values, nominals, set_state, set_states, set_values, text, unsupported, with,
+};
 use super::instance::{Instance, InstanceKind, Status};
 use crate::flat::ScalarType;
 use std::ffi::{CString, c_char, c_int, c_void};
@@ -229,58 +232,20 @@ pub unsafe extern "C" fn fmi3Reset(c: *mut c_void) -> c_int {
     unsafe { with(c, |i| i.reset()) }
 }
 
-unsafe fn get_values<T>(
+/// FMI 3's getters and setters take `nValues` too: arrays are not
+/// supported, so it must equal `nValueReferences`.
+unsafe fn one_value_each(
     c: *mut c_void,
-    vr: *const u32,
     n: usize,
-    out: *mut T,
     n_values: usize,
-    ty: ScalarType,
-    put: impl Fn(f64) -> T,
+    f: impl FnOnce() -> c_int,
 ) -> c_int {
-    unsafe {
-        with(c, |i| {
-            if n != n_values {
-                return i.misuse("arrays are not supported: nValues must equal nValueReferences");
-            }
-            let (Some(vr), Some(out)) = (slice(vr, n), slice_mut(out, n)) else {
-                return i.misuse("a null array with a nonzero length");
-            };
-            for (o, &r) in out.iter_mut().zip(vr) {
-                match i.get(r, ty) {
-                    Ok(x) => *o = put(x),
-                    Err(s) => return s,
-                }
-            }
-            Status::Ok
-        })
+    if n == n_values {
+        return f();
     }
-}
-
-unsafe fn set_values<T: Copy>(
-    c: *mut c_void,
-    vr: *const u32,
-    n: usize,
-    values: *const T,
-    n_values: usize,
-    ty: ScalarType,
-    take: impl Fn(T) -> f64,
-) -> c_int {
     unsafe {
         with(c, |i| {
-            if n != n_values {
-                return i.misuse("arrays are not supported: nValues must equal nValueReferences");
-            }
-            let (Some(vr), Some(values)) = (slice(vr, n), slice(values, n)) else {
-                return i.misuse("a null array with a nonzero length");
-            };
-            for (&r, &x) in vr.iter().zip(values) {
-                let s = i.set(r, ty, take(x));
-                if s != Status::Ok {
-                    return s;
-                }
-            }
-            Status::Ok
+            i.misuse("arrays are not supported: nValues must equal nValueReferences")
         })
     }
 }
@@ -293,7 +258,11 @@ pub unsafe extern "C" fn fmi3GetFloat64(
     v: *mut f64,
     nv: usize,
 ) -> c_int {
-    unsafe { get_values(c, vr, n, v, nv, ScalarType::Real, |x| x) }
+    unsafe {
+        one_value_each(c, n, nv, || {
+            get_values(c, vr, n, v, ScalarType::Real, |x| x)
+        })
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -304,7 +273,11 @@ pub unsafe extern "C" fn fmi3GetInt32(
     v: *mut i32,
     nv: usize,
 ) -> c_int {
-    unsafe { get_values(c, vr, n, v, nv, ScalarType::Integer, |x| x as i32) }
+    unsafe {
+        one_value_each(c, n, nv, || {
+            get_values(c, vr, n, v, ScalarType::Integer, |x| x as i32)
+        })
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -315,7 +288,11 @@ pub unsafe extern "C" fn fmi3GetBoolean(
     v: *mut bool,
     nv: usize,
 ) -> c_int {
-    unsafe { get_values(c, vr, n, v, nv, ScalarType::Boolean, |x| x != 0.0) }
+    unsafe {
+        one_value_each(c, n, nv, || {
+            get_values(c, vr, n, v, ScalarType::Boolean, |x| x != 0.0)
+        })
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -326,7 +303,11 @@ pub unsafe extern "C" fn fmi3SetFloat64(
     v: *const f64,
     nv: usize,
 ) -> c_int {
-    unsafe { set_values(c, vr, n, v, nv, ScalarType::Real, |x| x) }
+    unsafe {
+        one_value_each(c, n, nv, || {
+            set_values(c, vr, n, v, ScalarType::Real, |x| x)
+        })
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -337,7 +318,11 @@ pub unsafe extern "C" fn fmi3SetInt32(
     v: *const i32,
     nv: usize,
 ) -> c_int {
-    unsafe { set_values(c, vr, n, v, nv, ScalarType::Integer, |x| x as f64) }
+    unsafe {
+        one_value_each(c, n, nv, || {
+            set_values(c, vr, n, v, ScalarType::Integer, |x| x as f64)
+        })
+    }
 }
 
 #[unsafe(no_mangle)]
@@ -348,7 +333,11 @@ pub unsafe extern "C" fn fmi3SetBoolean(
     v: *const bool,
     nv: usize,
 ) -> c_int {
-    unsafe { set_values(c, vr, n, v, nv, ScalarType::Boolean, |x| x as u8 as f64) }
+    unsafe {
+        one_value_each(c, n, nv, || {
+            set_values(c, vr, n, v, ScalarType::Boolean, |x| x as u8 as f64)
+        })
+    }
 }
 
 /// Getters and setters of types rmoc has no variables of: fine for no
@@ -440,25 +429,16 @@ pub unsafe extern "C" fn fmi3GetDirectionalDerivative(
     sensitivity: *mut f64,
     n_sensitivity: usize,
 ) -> c_int {
-    unsafe {
-        with(c, |i| {
-            if n_seed != n_knowns || n_sensitivity != n_unknowns {
-                return i.misuse(
+    if n_seed != n_knowns || n_sensitivity != n_unknowns {
+        return unsafe {
+            with(c, |i| {
+                i.misuse(
                     "arrays are not supported: nSeed must equal nKnowns, nSensitivity nUnknowns",
-                );
-            }
-            let arrays = (
-                slice(unknowns, n_unknowns),
-                slice(knowns, n_knowns),
-                slice(seed, n_seed),
-                slice_mut(sensitivity, n_sensitivity),
-            );
-            let (Some(u), Some(k), Some(s), Some(out)) = arrays else {
-                return i.misuse("a null array with a nonzero length");
-            };
-            i.directional(u, k, s, out)
-        })
+                )
+            })
+        };
     }
+    unsafe { directional(c, unknowns, n_unknowns, knowns, n_knowns, seed, sensitivity) }
 }
 
 #[unsafe(no_mangle)]
@@ -534,14 +514,12 @@ pub unsafe extern "C" fn fmi3CompletedIntegratorStep(
     terminate: *mut bool,
 ) -> c_int {
     unsafe {
-        with(c, |i| {
-            if enter_event_mode.is_null() || terminate.is_null() {
-                return i.misuse("fmi3CompletedIntegratorStep: null argument");
-            }
-            *enter_event_mode = false;
-            *terminate = i.terminated;
-            Status::Ok
-        })
+        completed_step(
+            c,
+            enter_event_mode,
+            terminate,
+            "fmi3CompletedIntegratorStep",
+        )
     }
 }
 
@@ -552,55 +530,26 @@ pub unsafe extern "C" fn fmi3SetTime(c: *mut c_void, t: f64) -> c_int {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fmi3SetContinuousStates(c: *mut c_void, x: *const f64, n: usize) -> c_int {
-    unsafe {
-        with(c, |i| match slice(x, n) {
-            Some(x) => i.set_states(x),
-            None => i.misuse("fmi3SetContinuousStates: null array"),
-        })
-    }
+    unsafe { set_states(c, x, n, "fmi3SetContinuousStates") }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fmi3GetContinuousStateDerivatives(
     c: *mut c_void,
-    dx: *mut f64,
+    x: *mut f64,
     n: usize,
 ) -> c_int {
-    unsafe {
-        with(c, |i| match slice_mut(dx, n) {
-            Some(dx) => i.derivatives(dx),
-            None => i.misuse("fmi3GetContinuousStateDerivatives: null array"),
-        })
-    }
+    unsafe { derivatives(c, x, n, "fmi3GetContinuousStateDerivatives") }
 }
 
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn fmi3GetEventIndicators(c: *mut c_void, z: *mut f64, n: usize) -> c_int {
-    unsafe {
-        with(c, |i| match slice_mut(z, n) {
-            Some(z) => i.event_indicators(z),
-            None => i.misuse("fmi3GetEventIndicators: null array"),
-        })
-    }
+pub unsafe extern "C" fn fmi3GetEventIndicators(c: *mut c_void, x: *mut f64, n: usize) -> c_int {
+    unsafe { event_indicators(c, x, n, "fmi3GetEventIndicators") }
 }
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fmi3GetContinuousStates(c: *mut c_void, x: *mut f64, n: usize) -> c_int {
-    unsafe {
-        with(c, |i| {
-            let states = i.states();
-            match slice_mut(x, n) {
-                Some(x) if x.len() == states.len() => {
-                    x.copy_from_slice(&states);
-                    Status::Ok
-                }
-                _ => i.misuse(&format!(
-                    "fmi3GetContinuousStates: {n} asked for, {} states",
-                    states.len()
-                )),
-            }
-        })
-    }
+    unsafe { get_states(c, x, n, "fmi3GetContinuousStates") }
 }
 
 #[unsafe(no_mangle)]
@@ -609,13 +558,23 @@ pub unsafe extern "C" fn fmi3GetNominalsOfContinuousStates(
     x: *mut f64,
     n: usize,
 ) -> c_int {
+    unsafe { nominals(c, x, n, "fmi3GetNominalsOfContinuousStates") }
+}
+
+/// `GetNumberOf...`: `count` of the instance into `*n`.
+unsafe fn put_count(
+    c: *mut c_void,
+    n: *mut usize,
+    what: &str,
+    count: impl FnOnce(&Instance) -> usize,
+) -> c_int {
     unsafe {
-        with(c, |i| match slice_mut(x, n) {
-            Some(x) if x.len() == i.iface.nominals.len() => {
-                x.copy_from_slice(&i.iface.nominals);
-                Status::Ok
+        with(c, |i| {
+            if n.is_null() {
+                return i.misuse(&format!("{what}: null argument"));
             }
-            _ => i.misuse("fmi3GetNominalsOfContinuousStates: wrong length"),
+            *n = count(i);
+            Status::Ok
         })
     }
 }
@@ -623,12 +582,8 @@ pub unsafe extern "C" fn fmi3GetNominalsOfContinuousStates(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fmi3GetNumberOfEventIndicators(c: *mut c_void, n: *mut usize) -> c_int {
     unsafe {
-        with(c, |i| {
-            if n.is_null() {
-                return i.misuse("fmi3GetNumberOfEventIndicators: null argument");
-            }
-            *n = i.iface.indicators.len();
-            Status::Ok
+        put_count(c, n, "fmi3GetNumberOfEventIndicators", |i| {
+            i.iface.indicators.len()
         })
     }
 }
@@ -636,12 +591,8 @@ pub unsafe extern "C" fn fmi3GetNumberOfEventIndicators(c: *mut c_void, n: *mut 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fmi3GetNumberOfContinuousStates(c: *mut c_void, n: *mut usize) -> c_int {
     unsafe {
-        with(c, |i| {
-            if n.is_null() {
-                return i.misuse("fmi3GetNumberOfContinuousStates: null argument");
-            }
-            *n = i.iface.states.len();
-            Status::Ok
+        put_count(c, n, "fmi3GetNumberOfContinuousStates", |i| {
+            i.iface.states.len()
         })
     }
 }

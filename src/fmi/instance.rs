@@ -177,33 +177,34 @@ impl Instance {
             Ok(s) => s,
             Err(d) => return fail(crate::diag::render(&sources, &d, false)),
         };
-        let refused = match crate::solve::settings::RunRequest::default().resolve(sim.causal()) {
-            Err(d) => Some(crate::diag::render(&sources, &[d], false)),
+        let c = sim.causal();
+        let settled = match crate::solve::settings::RunRequest::default().resolve(c) {
+            Err(d) => Err(crate::diag::render(&sources, &[d], false)),
             Ok(_)
                 if kind == InstanceKind::ModelExchange
-                    && !(sim.causal().contacts.is_empty() && sim.causal().frictions.is_empty()) =>
+                    && !(c.contacts.is_empty() && c.frictions.is_empty()) =>
             {
-                Some(format!(
+                Err(format!(
                     "model `{}` has set-valued contacts, which only rmoc's own integrators solve: use its co-simulation interface",
-                    sim.causal().name
+                    c.name
                 ))
             }
-            Ok(_) => None,
+            Ok(o) => Ok(o),
         };
-        if let Some(message) = refused {
-            // (The compiled model is dropped on a large stack too.)
-            let _ = on_big_stack(move || drop(sim));
-            return fail(message);
-        }
-        let base = match crate::solve::settings::RunRequest::default().resolve(sim.causal()) {
+        let base = match settled {
             Ok(o) => o,
-            Err(d) => return fail(crate::diag::render(&sources, &[d], false)),
+            Err(message) => {
+                // (The compiled model is dropped on a large stack too.)
+                let _ = on_big_stack(move || drop(sim));
+                return fail(message);
+            }
         };
-        let iface = starts_and_interface(&sim, &base);
         let mut session = sim.with_model(|m| Session::new(m, base.clone()));
         // Values read before initialization are the parameters' and the
-        // start values (a failure here is reported by the initialization).
+        // start values (a failure here is reported by the initialization);
+        // the variable table's start values are the same.
         let _ = on_big_stack(|| sim.with_model(|m| session.prepare(m)));
+        let iface = super::interface(sim.causal(), &sim.compiled.program, &|v| session.var(v));
         let n_indicators = iface.indicators.len();
         Some(Instance {
             name: name.to_string(),

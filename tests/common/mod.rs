@@ -376,3 +376,28 @@ pub fn column(r: &Results, name: &str) -> Vec<f64> {
     let k = r.column(name).unwrap_or_else(|| panic!("no column {name}"));
     r.rows.iter().map(|row| row[k]).collect()
 }
+
+/// A JSON array of arrays of numbers (a matrix of `rmoc linearize -o
+/// x.json`).
+pub fn json_matrix(v: &serde_json::Value) -> Vec<Vec<f64>> {
+    v.as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| {
+            r.as_array()
+                .expect("row")
+                .iter()
+                .map(|x| x.as_f64().expect("number"))
+                .collect()
+        })
+        .collect()
+}
+
+/// A JSON array of strings (names).
+pub fn json_names(v: &serde_json::Value) -> Vec<String> {
+    v.as_array()
+        .expect("names")
+        .iter()
+        .map(|x| x.as_str().expect("name").to_string())
+        .collect()
+}
