@@ -192,6 +192,11 @@ end DiscOnWall;
 /// `m` circles of radius r on closed-form paths that touch it part of the
 /// time, through Contact.CurveCircles.
 fn ring_model(nseg: usize, m: usize, screening: bool) -> String {
+    ring_model_with(nseg, m, &format!("screening = {screening}"))
+}
+
+/// [`ring_model`] with the contact's screening modifiers given whole.
+fn ring_model_with(nseg: usize, m: usize, screening: &str) -> String {
     format!(
         r#"
 model Mover "a frame on a closed-form path around the ring"
@@ -211,7 +216,7 @@ model Ring
   parameter Real curve[nseg + 1, 2] = {{{{R*cos(2*3.141592653589793*i/nseg), R*sin(2*3.141592653589793*i/nseg)}} for i in 0:nseg}};
   Mechanics.Planar.Fixed ground(phi = 0.1);
   Contact.CurveCircles contact(m = m, curve = curve, r = fill(0.001, m), k = 1e9, dc = 20, mu = 0.1,
-    screening = {screening});
+    {screening});
   Mover mv[m](each R = R, j = 1:m);
 equation
   connect(ground.frame, contact.frame_curve);
@@ -230,8 +235,25 @@ end Ring;
 /// positive and neither has a force; and far fewer segments are examined.
 #[test]
 fn curve_circles_screening_finds_what_brute_force_finds() {
+    screening_finds_what_brute_force_finds("screening = true");
+}
+
+/// The polar screening (the paper's stage 1: a circle is compared only
+/// with the segments within the polar angle it can reach from the curve's
+/// origin, found by bisection) finds what brute force finds, examining
+/// fewer segments still.
+#[test]
+fn curve_circles_polar_screening_finds_what_brute_force_finds() {
+    screening_finds_what_brute_force_finds("polar = true");
+}
+
+fn screening_finds_what_brute_force_finds(screening: &str) {
     let (nseg, m) = (800, 12);
-    let screened = common::simulate(&ring_model(nseg, m, true), Some("Ring"), &Run::default());
+    let screened = common::simulate(
+        &ring_model_with(nseg, m, screening),
+        Some("Ring"),
+        &Run::default(),
+    );
     let brute = common::simulate(&ring_model(nseg, m, false), Some("Ring"), &Run::default());
     let mut touching = 0;
     for j in 1..=m {
@@ -279,25 +301,7 @@ fn curve_circles_gap_converges_at_second_order_on_a_polygon() {
     let mut errors = Vec::new();
     for nseg in [50usize, 100, 200, 400] {
         let a = std::f64::consts::PI / nseg as f64;
-        let src = format!(
-            r#"
-model Polygon
-  parameter Integer nseg = {nseg};
-  parameter Real curve[nseg + 1, 2] = {{{{{radius}*cos(2*3.141592653589793*i/nseg), {radius}*sin(2*3.141592653589793*i/nseg)}} for i in 0:nseg}};
-  Mechanics.Planar.Fixed ground;
-  Mechanics.Planar.Fixed centre(r = {{{x}, {y}}});
-  Contact.CurveCircles contact(m = 1, curve = curve, r = {{{r}}}, k = 1e9);
-equation
-  connect(ground.frame, contact.frame_curve);
-  connect(centre.frame, contact.frame_circle[1]);
-  annotation(experiment(StopTime = 1, Interval = 0.5));
-end Polygon;
-"#,
-            x = d * a.cos(),
-            y = d * a.sin(),
-        );
-        let res = common::simulate(&src, Some("Polygon"), &Run::default());
-        let g = common::last(&res, "contact.g[1]");
+        let g = polygon_gap(nseg, false);
         common::assert_close(g, d - radius * a.cos() - r, 0.0, 1e-15);
         errors.push(g - (d - radius - r));
     }
@@ -305,6 +309,34 @@ end Polygon;
         let order = (w[0] / w[1]).log2();
         assert!((order - 2.0).abs() < 0.01, "order {order} from {errors:?}");
     }
+}
+
+/// The gap of a circle of radius 5 mm whose centre is 52 mm from the
+/// centre of a polygon of nseg sides inscribed in a circle of 50 mm, on
+/// the bisector of its first side; `smooth` chooses the contact's
+/// segments.
+fn polygon_gap(nseg: usize, smooth: bool) -> f64 {
+    let (radius, d, r) = (0.05, 0.052, 0.005);
+    let a = std::f64::consts::PI / nseg as f64;
+    let src = format!(
+        r#"
+model Polygon
+  parameter Integer nseg = {nseg};
+  parameter Real curve[nseg + 1, 2] = {{{{{radius}*cos(2*3.141592653589793*i/nseg), {radius}*sin(2*3.141592653589793*i/nseg)}} for i in 0:nseg}};
+  Mechanics.Planar.Fixed ground;
+  Mechanics.Planar.Fixed centre(r = {{{x}, {y}}});
+  Contact.CurveCircles contact(m = 1, curve = curve, r = {{{r}}}, k = 1e9, smooth = {smooth});
+equation
+  connect(ground.frame, contact.frame_curve);
+  connect(centre.frame, contact.frame_circle[1]);
+  annotation(experiment(StopTime = 1, Interval = 0.5));
+end Polygon;
+"#,
+        x = d * a.cos(),
+        y = d * a.sin(),
+    );
+    let res = common::simulate(&src, Some("Polygon"), &Run::default());
+    common::last(&res, "contact.g[1]")
 }
 
 /// A disc centred in its bore (the normal undefined, no force) starts and
@@ -327,4 +359,126 @@ fn a_disc_centred_in_its_bore_starts_and_hits_it() {
     assert!(common::last(&r, "contact.fn") > 10.0);
     // Friction has slowed the spin.
     assert!(common::last(&r, "disc.w") < 30.0);
+}
+
+/// A polygon of nseg sides inscribed in a circle of radius 50 mm, fixed,
+/// and one circle of radius 1 mm inside it whose centre runs round at
+/// 49.1 mm, pressed into the sides: `smooth` chooses the contact's
+/// segments. One row per 1e-4 rad of the centre's angle.
+fn inside_ring(nseg: usize, smooth: bool) -> String {
+    format!(
+        r#"
+model Path "the circle's centre, running round at 49.1 mm"
+  Mechanics.Planar.Frame frame;
+equation
+  frame.x = 0.0491*cos(time);
+  frame.y = 0.0491*sin(time);
+  frame.phi = 0;
+end Path;
+
+model Inside
+  parameter Integer nseg = {nseg};
+  parameter Real R = 0.05;
+  parameter Real curve[nseg + 1, 2] = {{{{R*cos(2*3.141592653589793*i/nseg), R*sin(2*3.141592653589793*i/nseg)}} for i in 0:nseg}};
+  Mechanics.Planar.Fixed ground;
+  Contact.CurveCircles contact(m = 1, curve = curve, r = {{0.001}}, k = 1e9, polar = true, smooth = {smooth});
+  Path centre;
+  Real fx = contact.frame_circle[1].fx;
+  Real fy = contact.frame_circle[1].fy;
+equation
+  connect(ground.frame, contact.frame_curve);
+  connect(centre.frame, contact.frame_circle[1]);
+  annotation(experiment(StopTime = 0.2, Interval = 1e-4));
+end Inside;
+"#
+    )
+}
+
+/// The largest change of the force's direction from one row to the next.
+fn largest_turn(res: &rmoc::solve::Results) -> f64 {
+    let (fx, fy) = (common::column(res, "fx"), common::column(res, "fy"));
+    let angles: Vec<f64> = fx.iter().zip(&fy).map(|(x, y)| y.atan2(*x)).collect();
+    angles
+        .windows(2)
+        .map(|w| (w[1] - w[0]).abs())
+        .fold(0.0, f64::max)
+}
+
+/// Inside a polygon every vertex is concave: the nearest point of the
+/// polyline jumps from one side's foot to the next where the centre
+/// crosses a vertex's bisector, and the force turns by the polygon's
+/// exterior angle 2 pi/nseg at once. With smooth segments (quadratics
+/// with a continuous tangent through the vertices) the force turns
+/// continuously, as the centre does (1e-4 rad per row), and the gap is
+/// that of the circle the polygon samples to O(h^4).
+#[test]
+fn curve_circles_smooth_segments_turn_the_force_continuously() {
+    let nseg = 100;
+    let plain = common::simulate(&inside_ring(nseg, false), Some("Inside"), &Run::default());
+    let smooth = common::simulate(&inside_ring(nseg, true), Some("Inside"), &Run::default());
+    let jump = 2.0 * std::f64::consts::PI / nseg as f64;
+    let (p, s) = (largest_turn(&plain), largest_turn(&smooth));
+    assert!(
+        (p - jump).abs() < 0.1 * jump,
+        "polyline: largest turn {p}, expected {jump}"
+    );
+    assert!(s < 3e-4, "smooth: largest turn {s} per 1e-4 rad");
+    // The smooth gap against the circle's, R - 0.0491 - r = -0.1 mm: within
+    // 1e-8 m, where the chords are up to R (1 - cos(pi/nseg)) = 2.5e-5 m off.
+    for g in common::column(&smooth, "contact.g[1]") {
+        common::assert_close(g, -1e-4, 0.0, 1e-8);
+    }
+    let worst = common::column(&plain, "contact.g[1]")
+        .iter()
+        .fold(0.0, |a: f64, g| a.max((g + 1e-4).abs()));
+    assert!(worst > 2e-5, "the polyline's gap is off by {worst} at most");
+}
+
+/// The gap of a circle against a polygon inscribed in a circle, with
+/// smooth segments, converges to the circle's gap at fourth order in the
+/// side length (the chords' second order: the test above).
+#[test]
+fn curve_circles_smooth_gap_converges_at_fourth_order() {
+    let (radius, d, r) = (0.05, 0.052, 0.005);
+    let errors: Vec<f64> = [25usize, 50, 100, 200]
+        .iter()
+        .map(|&nseg| polygon_gap(nseg, true) - (d - radius - r))
+        .collect();
+    for w in errors.windows(2) {
+        let order = (w[0] / w[1]).log2();
+        assert!((order - 4.0).abs() < 0.2, "order {order} from {errors:?}");
+    }
+}
+
+/// Polar screening needs a curve that turns once round its body's origin;
+/// any other is refused with a diagnostic, not searched wrongly.
+#[test]
+fn curve_circles_polar_screening_refuses_a_curve_not_round_the_origin() {
+    let src = r#"
+model Off
+  parameter Real curve[3, 2] = {{0.1, 0}, {0.2, 0.02}, {0.15, 0.01}};
+  Mechanics.Planar.Fixed ground;
+  Mechanics.Planar.Fixed centre(r = {0.15, 0});
+  Contact.CurveCircles contact(m = 1, curve = curve, r = {0.001}, k = 1e9, polar = true);
+equation
+  connect(ground.frame, contact.frame_curve);
+  connect(centre.frame, contact.frame_circle[1]);
+end Off;
+"#;
+    let path = common::model_file("off", src);
+    let dir = common::scratch_dir("polar-refused");
+    let result = dir.join("off.csv");
+    let out = common::rmoc_cli(&[
+        "simulate",
+        path.to_str().expect("path"),
+        "-o",
+        result.to_str().expect("path"),
+    ]);
+    let (code, text) = common::exit_and_text(&out);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("polar screening needs a curve that turns once round"),
+        "{text}"
+    );
+    assert!(!result.exists(), "a result file was written");
 }

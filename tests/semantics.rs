@@ -612,3 +612,33 @@ fn a_class_that_only_extends_an_array_class_is_an_array_class() {
     );
     assert_eq!(common::last(&r, "y"), 32.0);
 }
+
+/// MLS 10.4.2.2: an array constructor with several iterators is nested
+/// constructors, the last iterator outermost: `{e for k in 1:3, d in 1:2}`
+/// is `{{e for k in 1:3} for d in 1:2}`, a 2 x 3 matrix whose element
+/// [d, k] is e. (rmoc flattened it to a vector of 6, first iterator
+/// outermost, and bound that to a [6, 2] declaration without a word:
+/// tests/bad/156.) `array(...)` is the same constructor; a reduction runs
+/// over every combination.
+#[test]
+fn array_constructors_with_several_iterators_nest_the_last_outermost() {
+    let src = "model Nest\n\
+      Real a[2, 3] = {10*k + d for k in 1:3, d in 1:2};\n\
+      Real b[2, 3, 2] = {{k, d} for k in 1:3, d in 1:2};\n\
+      Real c[2, 3] = array(10*k + d for k in 1:3, d in 1:2);\n\
+      Real s = sum(10*k + d for k in 1:3, d in 1:2);\n\
+      Real y = a[2, 3] + b[1, 3, 1] + c[1, 2] + s;\n\
+    end Nest;\n";
+    let res = common::simulate(src, Some("Nest"), &common::Run::default());
+    for d in 1..=2 {
+        for k in 1..=3 {
+            let want = (10 * k + d) as f64;
+            assert_eq!(common::last(&res, &format!("a[{d},{k}]")), want);
+            assert_eq!(common::last(&res, &format!("c[{d},{k}]")), want);
+            assert_eq!(common::last(&res, &format!("b[{d},{k},1]")), k as f64);
+            assert_eq!(common::last(&res, &format!("b[{d},{k},2]")), d as f64);
+        }
+    }
+    assert_eq!(common::last(&res, "s"), 129.0);
+    assert_eq!(common::last(&res, "y"), 32.0 + 3.0 + 21.0 + 129.0);
+}

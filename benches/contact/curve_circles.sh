@@ -7,6 +7,9 @@
 #   RMOC=target/release/rmoc bash benches/contact/curve_circles.sh [nseg] [m ...]
 #
 # BRUTE=0 leaves out the brute-force runs (they take 17 s at m = 200).
+# POLAR=1 screens by the polar angle instead of the blocks (the curve
+# turns once round the ground's origin), SMOOTH=1 takes the smooth
+# (quadratic) segments.
 #
 # The model: a regular polygon of nseg sides inscribed in a circle of 50 mm
 # (fixed), and m circles of 0.5 mm on closed-form paths that graze it (each
@@ -20,6 +23,10 @@ RMOC=${RMOC:-target/release/rmoc}
 nseg=${1:-5000}
 shift || true
 ms=${@:-50 100 200}
+polar=false
+[ "${POLAR:-0}" = 1 ] && polar=true
+smooth=false
+[ "${SMOOTH:-0}" = 1 ] && smooth=true
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 for m in $ms; do
@@ -42,7 +49,7 @@ model Ring
   parameter Boolean screening = true;
   parameter Real curve[nseg + 1, 2] = {{R*cos(2*3.141592653589793*i/nseg), R*sin(2*3.141592653589793*i/nseg)} for i in 0:nseg};
   Mechanics.Planar.Fixed ground;
-  Contact.CurveCircles contact(m = m, curve = curve, r = fill(0.0005, m), k = 1e9, screening = screening);
+  Contact.CurveCircles contact(m = m, curve = curve, r = fill(0.0005, m), k = 1e9, screening = screening, polar = $polar, smooth = $smooth);
   Mover mv[m](each R = R, j = 1:m, each m = m);
 equation
   connect(ground.frame, contact.frame_curve);
@@ -59,6 +66,6 @@ MODEL
     evals=$(echo "$out" | sed -n 's/^model evaluations \([0-9]*\).*/\1/p')
     sim=$(echo "$out" | sed -n 's/.*simulate \([0-9.]*\) ms.*/\1/p')
     examined=$(echo "$out" | awk '$1 == "contact.examined" {print $2}')
-    python3 -c "print(f'm {$m:4d}  screening {\"$s\":5s}  evaluations {$evals}  simulate {$sim} ms  {1000*$sim/$evals:9.1f} us/evaluation  examined {float(\"$examined\"):.0f} of {$m*$nseg}')"
+    python3 -c "print(f'm {$m:4d}  screening {\"$s\":5s}  polar {\"$polar\":5s}  smooth {\"$smooth\":5s}  evaluations {$evals}  simulate {$sim} ms  {1000*$sim/$evals:9.1f} us/evaluation  examined {float(\"$examined\"):.0f} of {$m*$nseg}')"
   done
 done

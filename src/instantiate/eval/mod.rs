@@ -104,8 +104,9 @@ pub fn select(v: &Value, index: &[usize], span: Span) -> Result<Value, Diagnosti
             return Err(Diagnostic::error(
                 span,
                 format!(
-                    "this value has size {} but is given to an array component with more elements",
-                    shape_text(&v.dims)
+                    "this value has size {} but is given to an array component of another size (it has no element {})",
+                    shape_text(&v.dims),
+                    shape_text(index)
                 ),
             )
             .with_hint("use `each` to give the same value to every element, or a value of the component's size"));
@@ -320,39 +321,29 @@ impl<'l> Flattener<'l> {
             }
             ExprKind::Matrix(rows) => self.eval_matrix(rows, e.span, ctx),
             ExprKind::Comprehension { func, body, indices } => {
+                let f = match func {
+                    Some(f) if f.dotted() != "array" => f,
+                    _ => return self.array_comprehension(body, indices, e.span, ctx),
+                };
                 let vals = self.comprehension(body, indices, ctx)?;
-                match func {
-                    None => {
-                        if vals.is_empty() {
-                            return Ok(Value {
-                                ty: ScalarType::Real,
-                                dims: vec![0],
-                                elems: vec![],
-                            });
-                        }
-                        self.array_of(vals, e.span)
+                let arr = if vals.is_empty() {
+                    Value {
+                        ty: ScalarType::Real,
+                        dims: vec![0],
+                        elems: vec![],
                     }
-                    Some(f) => {
-                        let arr = if vals.is_empty() {
-                            Value {
-                                ty: ScalarType::Real,
-                                dims: vec![0],
-                                elems: vec![],
-                            }
-                        } else {
-                            self.array_of(vals, e.span)?
-                        };
-                        match f.dotted().as_str() {
-                            "sum" => self.reduce(arr, Node::Add(0, 0), 0.0),
-                            "product" => self.reduce(arr, Node::Mul(0, 0), 1.0),
-                            "min" => self.minmax(arr, Fn2::Min, e.span),
-                            "max" => self.minmax(arr, Fn2::Max, e.span),
-                            other => Err(Diagnostic::error(
-                                f.span,
-                                format!("`{other}(... for ...)` is not supported; use sum, product, min, max or an array constructor"),
-                            )),
-                        }
-                    }
+                } else {
+                    self.array_of(vals, e.span)?
+                };
+                match f.dotted().as_str() {
+                    "sum" => self.reduce(arr, Node::Add(0, 0), 0.0),
+                    "product" => self.reduce(arr, Node::Mul(0, 0), 1.0),
+                    "min" => self.minmax(arr, Fn2::Min, e.span),
+                    "max" => self.minmax(arr, Fn2::Max, e.span),
+                    other => Err(Diagnostic::error(
+                        f.span,
+                        format!("`{other}(... for ...)` is not supported; use sum, product, min, max or an array constructor"),
+                    )),
                 }
             }
             ExprKind::Call { func, args } => self.eval_call(func, args, e.span, ctx),
@@ -363,6 +354,42 @@ impl<'l> Flattener<'l> {
         }
     }
 
+    /// An array constructor with iterators. Several iterators nest, the
+    /// last one outermost (Modelica 3.6, 10.4.2.2: `{e for i in A, j in B}`
+    /// is `{{e for i in A} for j in B}`), so the result has one dimension
+    /// per iterator, the last iterator's first.
+    fn array_comprehension(
+        &mut self,
+        body: &ast::Expr,
+        indices: &[ast::ForIndex],
+        span: Span,
+        ctx: &Ctx,
+    ) -> Result<Value, Diagnostic> {
+        let Some((last, rest)) = indices.split_last() else {
+            return self.eval_expr(body, ctx);
+        };
+        let range = self.for_range(last, ctx)?;
+        let mut vals = Vec::with_capacity(range.elems.len());
+        for v in range.elems.iter().map(|&x| Value::scalar(range.ty, x)) {
+            let c = ctx.with_loop(&last.name.name, v);
+            vals.push(if rest.is_empty() {
+                self.eval_expr(body, &c)?
+            } else {
+                self.array_comprehension(body, rest, span, &c)?
+            });
+        }
+        if vals.is_empty() {
+            return Ok(Value {
+                ty: ScalarType::Real,
+                dims: vec![0],
+                elems: vec![],
+            });
+        }
+        self.array_of(vals, span)
+    }
+
+    /// The values of a reduction's body over every combination of its
+    /// iterators, the first iterator outermost.
     fn comprehension(
         &mut self,
         body: &ast::Expr,

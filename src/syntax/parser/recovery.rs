@@ -212,11 +212,80 @@ pub(super) fn syntax_error(text: &str, file: u32, e: pest::error::Error<Rule>) -
     if let Some(h) = unbalanced_paren(text, pos) {
         d = d.with_hint(h);
     }
-    if let Some(k) = misspelled_keyword(text, pos) {
+    let word = found.trim_matches('`');
+    if expected.iter().any(|e| e.contains("a name")) && RESERVED.contains(&word) {
+        d = d.with_hint(format!(
+            "`{word}` is a reserved word of the language and cannot name a component or class; choose another name"
+        ));
+    } else if let Some(k) = misspelled_keyword(text, pos) {
         d = d.with_hint(k);
     }
     d
 }
+
+/// The language's reserved words (Modelica 3.6, 2.3.3): none of them can
+/// be a name.
+const RESERVED: &[&str] = &[
+    "algorithm",
+    "and",
+    "annotation",
+    "block",
+    "break",
+    "class",
+    "connect",
+    "connector",
+    "constant",
+    "constrainedby",
+    "der",
+    "discrete",
+    "each",
+    "else",
+    "elseif",
+    "elsewhen",
+    "encapsulated",
+    "end",
+    "enumeration",
+    "equation",
+    "expandable",
+    "extends",
+    "external",
+    "false",
+    "final",
+    "flow",
+    "for",
+    "function",
+    "if",
+    "import",
+    "impure",
+    "in",
+    "initial",
+    "inner",
+    "input",
+    "loop",
+    "model",
+    "not",
+    "operator",
+    "or",
+    "outer",
+    "output",
+    "package",
+    "parameter",
+    "partial",
+    "protected",
+    "public",
+    "pure",
+    "record",
+    "redeclare",
+    "replaceable",
+    "return",
+    "stream",
+    "then",
+    "true",
+    "type",
+    "when",
+    "while",
+    "within",
+];
 
 /// Keywords a misspelling is compared against.
 pub const KEYWORDS: &[&str] = &[
