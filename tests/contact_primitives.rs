@@ -536,3 +536,55 @@ end Off;
         assert!(!result.exists(), "a result file was written");
     }
 }
+
+/// The compiled code gives a function the curve, an array parameter of
+/// 802 numbers, by a copy loop into its frame (runs of 16 or more
+/// consecutive slots); the reference interpreter reads it element by
+/// element. Both give the same gaps and forces, with polar screening and
+/// smooth segments.
+#[test]
+fn compiled_curve_contact_agrees_with_the_interpreter() {
+    let path = common::model_file(
+        "ring",
+        &ring_model_with(400, 12, "polar = true, smooth = true"),
+    );
+    let dir = common::scratch_dir("ring-jit");
+    let mut results = Vec::new();
+    for jit in [true, false] {
+        let out = dir.join(format!("ring-{jit}.csv"));
+        let mut args = vec![
+            "simulate",
+            path.to_str().expect("path"),
+            "--model",
+            "Ring",
+            "-q",
+            "-o",
+            out.to_str().expect("path"),
+        ];
+        if !jit {
+            args.push("--no-jit");
+        }
+        let (code, text) = common::exit_and_text(&common::rmoc_cli(&args));
+        assert_eq!(code, Some(0), "{text}");
+        results.push(rmoc::output::read(&out).expect("result"));
+    }
+    let mut touching = 0;
+    for j in 1..=12 {
+        for name in ["g", "fn", "ft"] {
+            let col = format!("contact.{name}[{j}]");
+            let column = |r: &rmoc::output::ResultTable| {
+                let k = r.names.iter().position(|n| *n == col).expect("column");
+                r.rows.iter().map(|row| row[k]).collect::<Vec<f64>>()
+            };
+            let (a, b) = (column(&results[0]), column(&results[1]));
+            assert_eq!(a.len(), b.len());
+            for (a, b) in a.iter().zip(&b) {
+                common::assert_close(*a, *b, 1e-12, 1e-18);
+                if name == "fn" && *a > 0.0 {
+                    touching += 1;
+                }
+            }
+        }
+    }
+    assert!(touching > 100, "only {touching} rows in contact");
+}

@@ -928,6 +928,48 @@ impl Gen<'_, '_> {
         }
     }
 
+    /// `dst[at..at + n] = value` (f64 slots) by a loop.
+    fn fill_loop(&mut self, dst: ir::Value, at: usize, n: usize, value: ir::Value) {
+        let start = self.b.ins().iadd_imm_s(dst, (at * 8) as i64);
+        self.slot_loop(n, |b, offset| {
+            let to = b.ins().iadd(start, offset);
+            b.ins().store(Self::flags(), value, to, 0);
+        });
+    }
+
+    /// `dst[to..to + n] = frame[from..from + n]` (f64 slots) by a loop.
+    fn copy_loop(&mut self, from: usize, dst: ir::Value, to: usize, n: usize) {
+        let src = self.b.ins().iadd_imm_s(self.frame, (from * 8) as i64);
+        let start = self.b.ins().iadd_imm_s(dst, (to * 8) as i64);
+        self.slot_loop(n, |b, offset| {
+            let a = b.ins().iadd(src, offset);
+            let v = b.ins().load(types::F64, Self::flags(), a, 0);
+            let d = b.ins().iadd(start, offset);
+            b.ins().store(Self::flags(), v, d, 0);
+        });
+    }
+
+    /// Runs `body` with the byte offsets 0, 8, ..., 8 (n - 1) (n >= 1).
+    fn slot_loop(&mut self, n: usize, body: impl Fn(&mut FunctionBuilder, ir::Value)) {
+        let offset = self.b.declare_var(types::I64);
+        let zero = self.b.ins().iconst(types::I64, 0);
+        self.b.def_var(offset, zero);
+        let head = self.b.create_block();
+        let exit = self.b.create_block();
+        self.b.ins().jump(head, &[]);
+        self.b.switch_to_block(head);
+        let o = self.b.use_var(offset);
+        body(&mut self.b, o);
+        let next = self.b.ins().iadd_imm_s(o, 8);
+        self.b.def_var(offset, next);
+        let more = self
+            .b
+            .ins()
+            .icmp_imm_s(IntCC::SignedLessThan, next, (n * 8) as i64);
+        self.b.ins().brif(more, head, &[], exit, &[]);
+        self.b.switch_to_block(exit);
+    }
+
     fn stack(&mut self, n: usize) -> ir::StackSlot {
         self.b.create_sized_stack_slot(StackSlotData::new(
             StackSlotKind::ExplicitSlot,
@@ -1044,17 +1086,44 @@ impl Gen<'_, '_> {
                     written[slot_in as usize] = true;
                 }
                 let zero = self.b.ins().f64const(0.0);
-                for (k, _) in written.iter().enumerate().filter(|(_, w)| !**w) {
-                    self.b
-                        .ins()
-                        .store(Self::flags(), zero, base, (k * 8) as i32);
+                let mut k = 0;
+                while k < written.len() {
+                    let run = written[k..].iter().take_while(|w| !**w).count();
+                    if run >= COPY_LOOP_MIN {
+                        self.fill_loop(base, k, run, zero);
+                        k += run;
+                    } else if run > 0 {
+                        for j in k..k + run {
+                            self.b
+                                .ins()
+                                .store(Self::flags(), zero, base, (j * 8) as i32);
+                        }
+                        k += run;
+                    } else {
+                        k += 1;
+                    }
                 }
                 let outputs = callee.outputs.clone();
-                for (a, &slot_in) in args.iter().zip(&inputs) {
-                    let v = self.expr(a)?;
+                // A run of arguments that are consecutive slots of this
+                // frame going to consecutive input slots (an array
+                // parameter given whole: a contact's curve) is copied by a
+                // loop, not an instruction per element.
+                let mut j = 0;
+                while j < args.len() {
+                    let run = copy_run(&args[j..], &inputs[j..]);
+                    if run >= COPY_LOOP_MIN {
+                        let (Expr::Load(from), to) = (&args[j], inputs[j]) else {
+                            unreachable!("copy_run starts at a load")
+                        };
+                        self.copy_loop(*from as usize, base, to as usize, run);
+                        j += run;
+                        continue;
+                    }
+                    let v = self.expr(&args[j])?;
                     self.b
                         .ins()
-                        .store(Self::flags(), v, base, (slot_in * 8) as i32);
+                        .store(Self::flags(), v, base, (inputs[j] * 8) as i32);
+                    j += 1;
                 }
                 let id = self.env.user_ids[*func as usize];
                 let r = self.func_ref(id);
@@ -1109,4 +1178,22 @@ impl Gen<'_, '_> {
         }
         Ok(())
     }
+}
+
+/// Runs of at least this many slots are copied or zeroed by a loop.
+const COPY_LOOP_MIN: usize = 16;
+
+/// How many of `args`, from the first, load consecutive slots of the frame
+/// into consecutive slots `inputs` of a callee's frame.
+fn copy_run(args: &[Expr], inputs: &[u32]) -> usize {
+    let Some(Expr::Load(first)) = args.first() else {
+        return 0;
+    };
+    args.iter()
+        .zip(inputs)
+        .enumerate()
+        .take_while(|(t, (a, slot))| {
+            **a == Expr::Load(first + *t as u32) && **slot == inputs[0] + *t as u32
+        })
+        .count()
 }
