@@ -1088,20 +1088,21 @@ impl Gen<'_, '_> {
                 let zero = self.b.ins().f64const(0.0);
                 let mut k = 0;
                 while k < written.len() {
+                    if written[k] {
+                        k += 1;
+                        continue;
+                    }
                     let run = written[k..].iter().take_while(|w| !**w).count();
                     if run >= COPY_LOOP_MIN {
                         self.fill_loop(base, k, run, zero);
-                        k += run;
-                    } else if run > 0 {
+                    } else {
                         for j in k..k + run {
                             self.b
                                 .ins()
                                 .store(Self::flags(), zero, base, (j * 8) as i32);
                         }
-                        k += run;
-                    } else {
-                        k += 1;
                     }
+                    k += run;
                 }
                 let outputs = callee.outputs.clone();
                 // A run of arguments that are consecutive slots of this

@@ -326,15 +326,8 @@ impl<'l> Flattener<'l> {
                     _ => return self.array_comprehension(body, indices, e.span, ctx),
                 };
                 let vals = self.comprehension(body, indices, ctx)?;
-                let arr = if vals.is_empty() {
-                    Value {
-                        ty: ScalarType::Real,
-                        dims: vec![0],
-                        elems: vec![],
-                    }
-                } else {
-                    self.array_of(vals, e.span)?
-                };
+                // (No values: array_of gives the empty Real vector.)
+                let arr = self.array_of(vals, e.span)?;
                 match f.dotted().as_str() {
                     "sum" => self.reduce(arr, Node::Add(0, 0), 0.0),
                     "product" => self.reduce(arr, Node::Mul(0, 0), 1.0),
@@ -376,13 +369,6 @@ impl<'l> Flattener<'l> {
                 self.eval_expr(body, &c)?
             } else {
                 self.array_comprehension(body, rest, span, &c)?
-            });
-        }
-        if vals.is_empty() {
-            return Ok(Value {
-                ty: ScalarType::Real,
-                dims: vec![0],
-                elems: vec![],
             });
         }
         self.array_of(vals, span)

@@ -213,7 +213,7 @@ pub(super) fn syntax_error(text: &str, file: u32, e: pest::error::Error<Rule>) -
         d = d.with_hint(h);
     }
     let word = found.trim_matches('`');
-    if expected.iter().any(|e| e.contains("a name")) && RESERVED.contains(&word) {
+    if expected.iter().any(|e| e.contains("a name")) && is_reserved(word) {
         d = d.with_hint(format!(
             "`{word}` is a reserved word of the language and cannot name a component or class; choose another name"
         ));
@@ -223,69 +223,13 @@ pub(super) fn syntax_error(text: &str, file: u32, e: pest::error::Error<Rule>) -
     d
 }
 
-/// The language's reserved words (Modelica 3.6, 2.3.3): none of them can
-/// be a name.
-const RESERVED: &[&str] = &[
-    "algorithm",
-    "and",
-    "annotation",
-    "block",
-    "break",
-    "class",
-    "connect",
-    "connector",
-    "constant",
-    "constrainedby",
-    "der",
-    "discrete",
-    "each",
-    "else",
-    "elseif",
-    "elsewhen",
-    "encapsulated",
-    "end",
-    "enumeration",
-    "equation",
-    "expandable",
-    "extends",
-    "external",
-    "false",
-    "final",
-    "flow",
-    "for",
-    "function",
-    "if",
-    "import",
-    "impure",
-    "in",
-    "initial",
-    "inner",
-    "input",
-    "loop",
-    "model",
-    "not",
-    "operator",
-    "or",
-    "outer",
-    "output",
-    "package",
-    "parameter",
-    "partial",
-    "protected",
-    "public",
-    "pure",
-    "record",
-    "redeclare",
-    "replaceable",
-    "return",
-    "stream",
-    "then",
-    "true",
-    "type",
-    "when",
-    "while",
-    "within",
-];
+/// Whether `word` is one of the grammar's reserved words (its `keyword`
+/// rule, which `ident` excludes).
+fn is_reserved(word: &str) -> bool {
+    use pest::Parser;
+    super::RmoParser::parse(Rule::keyword, word)
+        .is_ok_and(|pairs| pairs.as_str().len() == word.len())
+}
 
 /// Keywords a misspelling is compared against.
 pub const KEYWORDS: &[&str] = &[
