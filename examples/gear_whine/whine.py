@@ -98,6 +98,8 @@ def features(fu, ru, fd, rd):
 
     def peak(lo, hi):
         m = (grid >= lo) & (grid <= hi)
+        if not m.any():
+            return None, None  # a shortened sweep that does not reach it
         i = np.argmax(both[m])
         return float(grid[m][i]), float(both[m][i])
 
@@ -114,7 +116,10 @@ def features(fu, ru, fd, rd):
         i -= 1
     if ratio[top] >= 2:
         band = [float(grid[i + 1]), float(grid[top])]
+    worst = int(np.argmax(ratio))
     return {
+        "largest_ratio_down_up": float(ratio[worst]),
+        "largest_ratio_at_hz": float(grid[worst]),
         "primary_peak_hz": primary[0],
         "primary_peak_rms_m": primary[1],
         "coexistence_band_hz": band,
@@ -171,12 +176,28 @@ def unloaded_fraction(t, forces, fm):
     return fractions, intervals
 
 
+def uniform(t, columns):
+    """The columns on a uniform time grid of the rows' median spacing
+    (at an event's two rows the one after it is kept)."""
+    keep = np.append(np.diff(t) > 0, True)
+    t, columns = t[keep], [c[keep] for c in columns]
+    dt = float(np.median(np.diff(t)))
+    grid = t[0] + dt * np.arange(int(round((t[-1] - t[0]) / dt)) + 1)
+    grid = grid[grid <= t[-1]]
+    return grid, [np.interp(grid, t, c) for c in columns]
+
+
 def steady(args):
     r = load(args.result)
     m = r["time"] >= args.start
-    t, dte = r["time"][m], r["dte"][m]
     fm = float(np.median(r["fm"][m]))
-    forces = np.array([r[k][m] for k in sorted(r) if k.startswith("toothForce[")])
+    names = [k for k in sorted(r) if k.startswith("toothForce[")]
+    # An event (a reconnection) writes two rows at one time: resample every
+    # column onto a uniform grid of the output interval, so that the
+    # spectrum's frequencies and the unloaded fractions are per time, not
+    # per row (the extra rows had shifted the spectrum by their share).
+    t, columns = uniform(r["time"][m], [r["dte"][m]] + [r[k][m] for k in names])
+    dte, forces = columns[0], np.array(columns[1:])
     fractions, intervals = unloaded_fraction(t, forces, fm)
     x = dte - dte.mean()
     w = np.hanning(len(x))

@@ -1,0 +1,97 @@
+"""Tests of whine.py's post-processing on synthetic results whose answers
+are known (run by .ci/run: python -m pytest -q examples/gear_whine)."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def write_csv(path, columns):
+    names = list(columns)
+    rows = np.column_stack([columns[n] for n in names])
+    with open(path, "w") as f:
+        f.write(",".join(f'"{n}"' for n in names) + "\n")
+        for row in rows:
+            f.write(",".join(repr(float(x)) for x in row) + "\n")
+
+
+def steady(path):
+    out = subprocess.run(
+        [sys.executable, os.path.join(HERE, "whine.py"), "steady", path],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return json.loads(out)
+
+
+def test_steady_is_per_time_when_events_repeat_rows(tmp_path):
+    # A DTE of 1 um at the mesh frequency and one tooth force that is zero
+    # for 40% of each mesh cycle, sampled every 1e-5 s, with an event's pair
+    # of rows (same time) four times a cycle, as reconnections write them.
+    # Per row, the spectrum's peak moves by the extra rows' share (4 in 42)
+    # off the mesh frequency and its amplitude is lost at the harmonic.
+    fm, dt = 2400.0, 1e-5
+    t = np.arange(0, 0.05, dt)
+    events = np.arange(0, 0.05, 1 / (4 * fm)) + 0.3 * dt
+    t = np.sort(np.concatenate([t, events, events]))
+    phase = (t * fm) % 1.0
+    dte = 1e-6 * np.sin(2 * math.pi * fm * t)
+    force = np.where(phase < 0.6, 1000.0, 0.0)
+    path = str(tmp_path / "steady.csv")
+    write_csv(
+        path,
+        {
+            "time": t,
+            "fm": np.full_like(t, fm),
+            "dte": dte,
+            "toothForce[1]": force,
+            "toothForce[2]": np.zeros_like(t),
+        },
+    )
+    r = steady(path)
+    assert abs(r["harmonic_amplitudes_m"]["1"] - 1e-6) < 0.02e-6, r
+    assert r["harmonic_amplitudes_m"]["2"] < 0.02e-6, r
+    assert abs(r["unloaded_fraction_mean"] - 0.4) < 0.03, r
+    assert r["unloaded_intervals_per_cycle"] == [1], r
+
+
+def test_sweep_finds_the_band_where_the_down_sweep_is_twice_the_up(tmp_path):
+    # A shortened pair of sweeps over 2000-2900 Hz: the same resonance curve
+    # peaking at 2600 Hz, and the down sweep at three times it from 2300 to
+    # 2420 Hz (its upper branch). The band is reported, the peaks outside
+    # the sweeps' range are null.
+    t = np.arange(0, 5.0, 1e-3)
+
+    def curve(f):
+        return 1e-6 / np.sqrt((1 - (f / 2600) ** 2) ** 2 + (0.16 * f / 2600) ** 2)
+
+    f_up = 2000 + 900 * t / 5.0
+    f_down = f_up[::-1]
+    down = curve(f_down) * np.where((f_down >= 2300) & (f_down <= 2420), 3.0, 1.0)
+    for name, f, rms in (("up", f_up, curve(f_up)), ("down", f_down, down)):
+        write_csv(str(tmp_path / f"{name}.csv"), {"time": t, "fm": f, "dteRms": rms})
+    out = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(HERE, "whine.py"),
+            "sweep",
+            str(tmp_path / "up.csv"),
+            str(tmp_path / "down.csv"),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    r = json.loads(out)
+    assert abs(r["primary_peak_hz"] - 2420) <= 2, r
+    lo, hi = r["coexistence_band_hz"]
+    assert abs(lo - 2300) <= 2 and abs(hi - 2420) <= 2, r
+    assert abs(r["largest_ratio_down_up"] - 3.0) < 0.01, r
+    assert r["second_peak_hz"] is None and r["third_peak_hz"] is None, r
