@@ -294,7 +294,7 @@ impl<'l> Flattener<'l> {
                 }
                 if matches!(
                     d.prefix.variability,
-                    ast::Variability::Constant | ast::Variability::Parameter
+                    ast::VariabilityPrefix::Constant | ast::VariabilityPrefix::Parameter
                 ) {
                     continue;
                 }

@@ -1112,7 +1112,7 @@ impl<'l> Flattener<'l> {
             .components
             .iter()
             .filter(|c| {
-                !c.decl.protected && c.decl.prefix.variability != ast::Variability::Constant
+                !c.decl.protected && c.decl.prefix.variability != ast::VariabilityPrefix::Constant
             })
             .map(|c| c.decl.name.name.clone())
             .collect();
@@ -1456,7 +1456,7 @@ impl<'l> Flattener<'l> {
         // variable: messages and other String bindings read it.
         let constant = matches!(
             decl.prefix.variability,
-            ast::Variability::Parameter | ast::Variability::Constant
+            ast::VariabilityPrefix::Parameter | ast::VariabilityPrefix::Constant
         );
         if constant
             && self.lib.builtin(resolved.class) == Some(library::Builtin::String)
@@ -1766,10 +1766,10 @@ impl<'l> Flattener<'l> {
             }
         };
         let variability = match prefix.variability {
-            ast::Variability::Constant => Variability::Constant,
-            ast::Variability::Parameter => Variability::Parameter,
-            ast::Variability::Discrete => Variability::Discrete,
-            ast::Variability::Continuous => {
+            ast::VariabilityPrefix::Constant => Variability::Constant,
+            ast::VariabilityPrefix::Parameter => Variability::Parameter,
+            ast::VariabilityPrefix::Discrete => Variability::Discrete,
+            ast::VariabilityPrefix::Continuous => {
                 if ty == ScalarType::Real {
                     Variability::Continuous
                 } else {
@@ -2326,7 +2326,7 @@ impl<'l> Flattener<'l> {
 }
 
 fn merge_prefix(outer: ast::TypePrefix, inner: ast::TypePrefix) -> ast::TypePrefix {
-    use ast::Variability as V;
+    use ast::VariabilityPrefix as V;
     let rank = |v: V| match v {
         V::Continuous => 0,
         V::Discrete => 1,

@@ -295,7 +295,7 @@ impl Flattener<'_> {
         if kind == ClassKind::Package {
             for e in &comp.elements {
                 if let Element::Component(c) = e
-                    && c.prefix.variability != ast::Variability::Constant
+                    && c.prefix.variability != ast::VariabilityPrefix::Constant
                 {
                     return Err(Diagnostic::error(
                         c.name.span,
@@ -354,7 +354,7 @@ impl Flattener<'_> {
         let prefixed = p.flow
             || p.stream
             || p.causality != ast::Causality::None
-            || p.variability != ast::Variability::Continuous;
+            || p.variability != ast::VariabilityPrefix::Continuous;
         if prefixed
             && self.lib.builtin(resolved).is_none()
             && let Some(d) = self.lib.def(resolved)?
@@ -691,7 +691,7 @@ impl Flattener<'_> {
                 && d.prefix.causality == ast::Causality::None
                 && !matches!(
                     d.prefix.variability,
-                    ast::Variability::Constant | ast::Variability::Parameter
+                    ast::VariabilityPrefix::Constant | ast::VariabilityPrefix::Parameter
                 )
             {
                 return Err(Diagnostic::error(

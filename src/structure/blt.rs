@@ -13,7 +13,7 @@
 //! alone, marked linear when every equation is linear in the block's variables.
 
 use super::matching::{self, Incidence};
-use super::{Builder, Role};
+use super::{Analysis, Role};
 use crate::diag::Diagnostic;
 use crate::flat::{ExprArena, ExprId, Node, VarId};
 use crate::symbolic;
@@ -70,7 +70,7 @@ impl Block {
 }
 
 /// Matches, sorts and tears the index-reduced system.
-pub fn sort(s: &mut Builder) -> Result<Vec<Block>, Diagnostic> {
+pub fn sort(s: &mut Analysis) -> Result<Vec<Block>, Diagnostic> {
     // Unknowns of the causal system: every unknown that is not a state.
     let cols: Vec<VarId> = (0..s.vars.len() as VarId)
         .filter(|&v| s.unknown[v as usize] && s.roles[v as usize] != Role::State)
@@ -162,7 +162,7 @@ pub fn sort(s: &mut Builder) -> Result<Vec<Block>, Diagnostic> {
 /// nonzero coefficient, 1 for a coefficient that is nonzero at the start
 /// point (or a nonlinear occurrence), 0 for one that vanishes there.
 fn solvability(
-    s: &mut Builder,
+    s: &mut Analysis,
     inc: &Incidence,
     cols: &[VarId],
     start: &mut StartValues,
@@ -199,7 +199,7 @@ fn solvability(
             // products by known factors: read the coefficient off the tree
             // and build the symbolic derivative only when that fails.
             let found = {
-                let b: &Builder = s;
+                let b: &Analysis = s;
                 let mut at_start = |x: ExprId| start.eval(b, x).ok();
                 linear_walk(
                     &b.arena,
@@ -255,7 +255,7 @@ struct StartValues {
 impl StartValues {
     /// `x` at the start point: from the parameters bound to numbers when it
     /// reads no other variable, else from the whole start point.
-    fn eval(&mut self, s: &Builder, x: ExprId) -> Result<f64, String> {
+    fn eval(&mut self, s: &Analysis, x: ExprId) -> Result<f64, String> {
         let (numbers, known) = self.literals.get_or_insert_with(|| {
             let mut values = vec![0.0; s.vars.len()];
             let mut known = vec![false; s.vars.len()];
@@ -445,7 +445,7 @@ fn linear_walk(
 }
 
 fn make_block(
-    s: &mut Builder,
+    s: &mut Analysis,
     eqs: &[usize],
     vars: &[VarId],
     quality: &HashMap<(usize, usize), u8>,
@@ -487,7 +487,7 @@ fn make_block(
 
 /// Greedy tearing of one algebraic loop.
 fn tear(
-    s: &mut Builder,
+    s: &mut Analysis,
     eqs: &[usize],
     vars: &[VarId],
     quality: &dyn Fn(usize, VarId) -> u8,
@@ -621,7 +621,7 @@ fn tear(
 }
 
 /// A diagnostic for a system that index reduction could not make regular.
-fn singular(s: &Builder, inc: &Incidence, m: &matching::Matching, cols: &[VarId]) -> Diagnostic {
+fn singular(s: &Analysis, inc: &Incidence, m: &matching::Matching, cols: &[VarId]) -> Diagnostic {
     let dm = matching::dulmage_mendelsohn(inc, m);
     let names = |vs: &[usize]| {
         let v: Vec<String> = vs

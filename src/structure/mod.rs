@@ -139,7 +139,7 @@ pub fn analyze(flat: FlatModel) -> Result<Causal, Vec<Diagnostic>> {
         clock = std::time::Instant::now();
     };
     lap("balance");
-    let mut s = Builder::new(flat);
+    let mut s = Analysis::new(flat);
     s.derivative_variables();
     s.derivatives_in_events().map_err(|d| vec![d])?;
     lap("derivative variables");
@@ -158,11 +158,13 @@ pub fn analyze(flat: FlatModel) -> Result<Causal, Vec<Diagnostic>> {
     Ok(s.finish(blocks))
 }
 
-/// Working state of the analysis (shared by the sub-modules).
 /// Per output of a function, the argument positions it reads.
 type CallDeps = std::rc::Rc<Vec<Vec<u32>>>;
 
-pub struct Builder {
+/// Working state of the structural analysis (shared by the sub-modules:
+/// Pantelides, dummy derivatives, BLT and tearing), consumed by `finish`
+/// into the causal model.
+pub struct Analysis {
     pub name: String,
     pub arena: ExprArena,
     pub vars: Vec<Variable>,
@@ -187,8 +189,8 @@ pub struct Builder {
     call_deps: std::cell::RefCell<HashMap<u32, Option<CallDeps>>>,
 }
 
-impl Builder {
-    fn new(flat: FlatModel) -> Builder {
+impl Analysis {
+    fn new(flat: FlatModel) -> Analysis {
         let unknowns = balance::unknowns(&flat);
         let n = flat.vars.len();
         let mut unknown = vec![false; n];
@@ -217,7 +219,7 @@ impl Builder {
                 diff_of: None,
             })
             .collect();
-        Builder {
+        Analysis {
             name: flat.name,
             arena: flat.exprs,
             vars: flat.vars,
@@ -272,7 +274,7 @@ impl Builder {
         &mut self,
         e: ExprId,
         memo: &mut flat::RewriteMemo,
-        mut der_of: impl FnMut(&mut Builder, VarId) -> Result<VarId, E>,
+        mut der_of: impl FnMut(&mut Analysis, VarId) -> Result<VarId, E>,
     ) -> Result<ExprId, E> {
         let ders: Vec<VarId> = self
             .arena
@@ -300,7 +302,7 @@ impl Builder {
     /// Replaces every `der(v)` node of the equations by the variable `der(v)`.
     fn derivative_variables(&mut self) {
         let mut memo = flat::RewriteMemo::default();
-        let mut replace = |this: &mut Builder, e: ExprId| -> ExprId {
+        let mut replace = |this: &mut Analysis, e: ExprId| -> ExprId {
             let Ok(x) = this.replace_ders(e, &mut memo, |b, v| {
                 Ok::<VarId, std::convert::Infallible>(b.der_var(v))
             });
@@ -323,7 +325,7 @@ impl Builder {
     /// only a condition or an assert asks for has no equation to compute it.
     fn derivatives_in_events(&mut self) -> Result<(), Diagnostic> {
         let mut memo = flat::RewriteMemo::default();
-        let mut replace = |this: &mut Builder, e: ExprId, span: Span| {
+        let mut replace = |this: &mut Analysis, e: ExprId, span: Span| {
             this.replace_ders(e, &mut memo, |b, v| {
                 b.der[v as usize].ok_or_else(|| {
                     let name = &b.vars[v as usize].name;

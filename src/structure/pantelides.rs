@@ -17,14 +17,14 @@
 //! then `fixed = true` start values (the user's initial states), and is made
 //! nonsingular at the start values.
 
-use super::Builder;
+use super::Analysis;
 use crate::diag::Diagnostic;
 use crate::flat::{ExprArena, ExprId, Node, StateSelect, VarId};
 use crate::symbolic::{self, DiffRules};
 use rustc_hash::FxHashMap as HashMap;
 
 pub struct Pantelides<'b> {
-    s: &'b mut Builder,
+    s: &'b mut Analysis,
     /// `assign[v]`: the equation matched to highest-derivative unknown `v`.
     assign: Vec<Option<usize>>,
     /// `derived[e]`: the equation that is the time derivative of `e`.
@@ -52,7 +52,7 @@ impl DiffRules for TimeRules<'_> {
 }
 
 impl<'b> Pantelides<'b> {
-    pub fn new(s: &'b mut Builder) -> Pantelides<'b> {
+    pub fn new(s: &'b mut Analysis) -> Pantelides<'b> {
         let incidence = (0..s.equations.len()).map(|e| s.eq_vars(e)).collect();
         let n = s.vars.len();
         let m = s.equations.len();
@@ -713,14 +713,14 @@ fn structural_rank(
 
 /// Values of every variable at the start: parameters from their bindings,
 /// others from `start` (0 when none).
-pub fn start_point(s: &Builder) -> Vec<f64> {
+pub fn start_point(s: &Analysis) -> Vec<f64> {
     let n = s.vars.len();
     let mut values = vec![0.0; n];
     let mut done = vec![false; n];
     // One memo for every evaluation of the model's arena here.
     let calls = symbolic::eval::CallMemo::default();
     fn value_of(
-        s: &Builder,
+        s: &Analysis,
         v: usize,
         values: &mut Vec<f64>,
         done: &mut Vec<bool>,

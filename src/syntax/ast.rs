@@ -245,8 +245,12 @@ pub struct Constraint {
     pub modification: Option<ClassMod>,
 }
 
+/// The variability a declaration states by its prefix (`discrete`,
+/// `parameter`, `constant`, or none); the variability a flat variable ends
+/// up with, after its type and its equations are seen, is
+/// `flat::Variability`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub enum Variability {
+pub enum VariabilityPrefix {
     #[default]
     Continuous,
     Discrete,
@@ -266,7 +270,7 @@ pub enum Causality {
 pub struct TypePrefix {
     pub flow: bool,
     pub stream: bool,
-    pub variability: Variability,
+    pub variability: VariabilityPrefix,
     pub causality: Causality,
 }
 

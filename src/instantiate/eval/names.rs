@@ -789,11 +789,11 @@ impl Flattener<'_> {
         };
         if !matches!(
             pc.decl.prefix.variability,
-            ast::Variability::Constant | ast::Variability::Parameter
+            ast::VariabilityPrefix::Constant | ast::VariabilityPrefix::Parameter
         ) {
             return Ok(None);
         }
-        if pc.decl.prefix.variability == ast::Variability::Parameter {
+        if pc.decl.prefix.variability == ast::VariabilityPrefix::Parameter {
             self.class_parameters.insert((class, name.to_string()));
         }
         // A modifier from an `extends` (`package P extends Q(k = 4)`) wins

@@ -509,9 +509,9 @@ impl TreeBuilder {
             match x.as_rule() {
                 Rule::K_FLOW => t.flow = true,
                 Rule::K_STREAM => t.stream = true,
-                Rule::K_DISCRETE => t.variability = Variability::Discrete,
-                Rule::K_PARAMETER => t.variability = Variability::Parameter,
-                Rule::K_CONSTANT => t.variability = Variability::Constant,
+                Rule::K_DISCRETE => t.variability = VariabilityPrefix::Discrete,
+                Rule::K_PARAMETER => t.variability = VariabilityPrefix::Parameter,
+                Rule::K_CONSTANT => t.variability = VariabilityPrefix::Constant,
                 Rule::K_INPUT => t.causality = Causality::Input,
                 Rule::K_OUTPUT => t.causality = Causality::Output,
                 _ => {}
