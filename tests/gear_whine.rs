@@ -268,3 +268,52 @@ fn the_steady_run_on_the_bdf_agrees_with_newmark() {
         "BDF against Newmark: {worst:e} of {scale:e}"
     );
 }
+
+/// The primary resonance's two branches at 2400 Hz (the paper's Fig. 12):
+/// arriving from 2700 Hz at the sweeps' rate the pair stays on the upper
+/// branch, where every contact element is unloaded once in each mesh
+/// cycle, for part of it; arriving from 2000 Hz it stays on the lower,
+/// where the teeth carry the load throughout and the DTE's RMS is lower.
+/// (The paper's upper branch is unloaded for about half of each cycle;
+/// this lumped model, 12% of it: issue 17 keeps that open.)
+#[test]
+fn at_2400_hz_the_upper_branch_loses_contact_every_cycle_and_the_lower_never() {
+    let path = example();
+    let branch = |from: f64| {
+        let rate = 3200.0 / 25.0 * 50.0 / 60.0;
+        let request = solve::settings::RunRequest {
+            params: vec![format!("fmFrom={from}")],
+            stop_time: Some((from - 2400.0f64).abs() / rate + 0.06),
+            ..Default::default()
+        };
+        let r = common::run_request(&path, Some("BranchRun"), request);
+        let last = |name: &str| common::last(&r, name);
+        (
+            last("losses"),
+            last("unloadedTime"),
+            last("heldCycles"),
+            last("dteRms"),
+        )
+    };
+    let (losses, unloaded, cycles, upper_rms) = branch(2700.0);
+    assert!((cycles - 120.0).abs() < 1e-6, "{cycles} cycles held");
+    assert_eq!(
+        losses, 120.0,
+        "upper branch: one total contact loss per mesh cycle"
+    );
+    let share = unloaded * 2400.0 / cycles;
+    assert!(
+        (0.05..0.6).contains(&share),
+        "upper branch unloaded {share} of each cycle"
+    );
+    let (losses, unloaded, _, lower_rms) = branch(2000.0);
+    assert_eq!(
+        (losses, unloaded),
+        (0.0, 0.0),
+        "lower branch: never unloaded"
+    );
+    assert!(
+        upper_rms > 1.2 * lower_rms,
+        "RMS DTE upper {upper_rms:e}, lower {lower_rms:e}"
+    );
+}
