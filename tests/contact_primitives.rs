@@ -588,3 +588,93 @@ fn compiled_curve_contact_agrees_with_the_interpreter() {
     }
     assert!(touching > 100, "only {touching} rows in contact");
 }
+
+/// Eq. 14's area-integral force (`areaIntegral = true`): circles of radius
+/// 3 mm held at penetrations from 1e-8 of the radius to its whole (the edge
+/// through the centre) into a straight two-sided curve carry
+/// eq. 11's force times (1/delta) times the integral of the arc's depth
+/// beyond the edge over the arc's angle, here integrated by Simpson's rule
+/// in the stable form delta - 2 r sin^2(s/2) (independent of the library's
+/// closed form and its series below 1e-4 of the radius, both checked just
+/// either side of that threshold); with the option off the force is eq. 11's.
+#[test]
+fn curve_circles_area_integral_force_matches_the_arc_integral() {
+    let r = 3e-3;
+    let k = 1e9;
+    let depths = [
+        1e-8 * r,
+        1e-5 * r,
+        (1e-4 - 1e-9) * r,
+        (1e-4 + 1e-9) * r,
+        1e-3 * r,
+        0.05 * r,
+        0.5 * r,
+        0.9 * r,
+        r,
+    ];
+    let m = depths.len();
+    let centres: Vec<String> = depths
+        .iter()
+        .enumerate()
+        .map(|(i, d)| format!("{{{}, {:e}}}", 0.01 * i as f64, r - d))
+        .collect();
+    let model = |area: bool| {
+        format!(
+            r#"
+model Edge
+  Mechanics.Planar.Fixed ground;
+  Mechanics.Planar.Fixed centre[{m}](r = {{{centres}}});
+  Contact.CurveCircles contact(m = {m}, curve = [-1, 0; 1, 0], r = fill({r:e}, {m}), k = {k:e}, areaIntegral = {area});
+equation
+  connect(ground.frame, contact.frame_curve);
+  for j in 1:{m} loop
+    connect(centre[j].frame, contact.frame_circle[j]);
+  end for;
+  annotation(experiment(StopTime = 1, Interval = 0.5));
+end Edge;
+"#,
+            centres = centres.join(", ")
+        )
+    };
+    let with = common::simulate(&model(true), Some("Edge"), &Run::default());
+    let without = common::simulate(&model(false), Some("Edge"), &Run::default());
+    let factor = |delta: f64| {
+        let d = delta.min(2.0 * r);
+        let a = 2.0 * (0.5 * d / r).sqrt().asin();
+        let n = 20_000;
+        let h = 2.0 * a / n as f64;
+        let f = |s: f64| d - 2.0 * r * (0.5 * s).sin().powi(2);
+        let mut sum = f(-a) + f(a);
+        for i in 1..n {
+            let w = if i % 2 == 1 { 4.0 } else { 2.0 };
+            sum += w * f(-a + i as f64 * h);
+        }
+        sum * h / 3.0 / d
+    };
+    let mut got = Vec::new();
+    for (i, &held) in depths.iter().enumerate() {
+        // The depth the contact found (the centre's y rounds off the
+        // smallest ones by a few parts in 1e10).
+        let delta = -common::last(&with, &format!("contact.g[{}]", i + 1));
+        assert!(
+            (delta - held).abs() <= 1e-9 * held + 1e-18,
+            "{delta:e} against {held:e}"
+        );
+        let plain = k * delta.powf(10.0 / 9.0);
+        let f_without = common::last(&without, &format!("contact.fn[{}]", i + 1));
+        assert!(
+            (f_without - plain).abs() <= 1e-12 * plain,
+            "eq. 11 at {delta:e}: {f_without:e}"
+        );
+        let expected = plain * factor(delta);
+        let f_with = common::last(&with, &format!("contact.fn[{}]", i + 1));
+        assert!(
+            (f_with - expected).abs() <= 1e-9 * expected,
+            "eq. 14 at delta = {delta:e}: {f_with:e} against {expected:e}"
+        );
+        got.push(f_with / plain);
+    }
+    // The factor: (4/3) sqrt(2 u) at small u, 2 with the edge through the centre.
+    assert!((got[0] / (4.0 / 3.0 * (2e-8f64).sqrt()) - 1.0).abs() < 1e-7);
+    assert!((got[8] - 2.0).abs() < 1e-12);
+}
