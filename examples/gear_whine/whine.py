@@ -103,19 +103,22 @@ def features(fu, ru, fd, rd):
         i = np.argmax(both[m])
         return float(grid[m][i]), float(both[m][i])
 
+    if len(grid) == 0:
+        sys.exit("whine.py: the two sweeps share no mesh frequencies")
     primary = peak(2000, 3410)
     # The band just below the primary peak where the down sweep is 2x the up.
     ratio = down / np.maximum(up, 1e-30)
     band = []
-    i = int(np.searchsorted(grid, primary[0]))
-    # Walk down from the peak to the first point of the 2x region, then to its end.
-    while i > 0 and ratio[i] < 2 and grid[i] > primary[0] - 200:
-        i -= 1
-    top = i
-    while i > 0 and ratio[i] >= 2:
-        i -= 1
-    if ratio[top] >= 2:
-        band = [float(grid[i + 1]), float(grid[top])]
+    if primary[0] is not None:
+        i = int(np.searchsorted(grid, primary[0]))
+        # Walk down from the peak to the first point of the 2x region, then to its end.
+        while i > 0 and ratio[i] < 2 and grid[i] > primary[0] - 200:
+            i -= 1
+        top = i
+        while i > 0 and ratio[i] >= 2:
+            i -= 1
+        if ratio[top] >= 2:
+            band = [float(grid[i + 1]), float(grid[top])]
     worst = int(np.argmax(ratio))
     return {
         "largest_ratio_down_up": float(ratio[worst]),
@@ -176,15 +179,20 @@ def unloaded_fraction(t, forces, fm):
     return fractions, intervals
 
 
-def uniform(t, columns):
-    """The columns on a uniform time grid of the rows' median spacing
-    (at an event's two rows the one after it is kept)."""
-    keep = np.append(np.diff(t) > 0, True)
-    t, columns = t[keep], [c[keep] for c in columns]
-    dt = float(np.median(np.diff(t)))
-    grid = t[0] + dt * np.arange(int(round((t[-1] - t[0]) / dt)) + 1)
-    grid = grid[grid <= t[-1]]
-    return grid, [np.interp(grid, t, c) for c in columns]
+def output_rows(t, columns):
+    """The rows of the output grid: an event writes two rows at one time
+    (before and after it), between the grid's rows; both are dropped, so
+    that what remains is sampled uniformly in time."""
+    if len(t) < 2:
+        sys.exit("whine.py: fewer than two rows to analyse (check --from)")
+    if np.any(np.diff(t) < 0):
+        sys.exit("whine.py: the result's times go back; not an rmoc result?")
+    same = np.diff(t) == 0
+    event = np.append(same, False) | np.append(False, same)
+    t = t[~event]
+    if len(t) < 2:
+        sys.exit("whine.py: fewer than two rows besides events to analyse")
+    return t, [c[~event] for c in columns]
 
 
 def steady(args):
@@ -192,11 +200,11 @@ def steady(args):
     m = r["time"] >= args.start
     fm = float(np.median(r["fm"][m]))
     names = [k for k in sorted(r) if k.startswith("toothForce[")]
-    # An event (a reconnection) writes two rows at one time: resample every
-    # column onto a uniform grid of the output interval, so that the
-    # spectrum's frequencies and the unloaded fractions are per time, not
-    # per row (the extra rows had shifted the spectrum by their share).
-    t, columns = uniform(r["time"][m], [r["dte"][m]] + [r[k][m] for k in names])
+    # An event (a reconnection) writes two rows at one time: the analysis
+    # takes the output grid's rows alone, so that the spectrum's
+    # frequencies and the unloaded fractions are per time, not per row (the
+    # extra rows had shifted the spectrum by their share).
+    t, columns = output_rows(r["time"][m], [r["dte"][m]] + [r[k][m] for k in names])
     dte, forces = columns[0], np.array(columns[1:])
     fractions, intervals = unloaded_fraction(t, forces, fm)
     x = dte - dte.mean()
