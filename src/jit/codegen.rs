@@ -951,23 +951,37 @@ impl Gen<'_, '_> {
 
     /// Runs `body` with the byte offsets 0, 8, ..., 8 (n - 1) (n >= 1).
     fn slot_loop(&mut self, n: usize, body: impl Fn(&mut FunctionBuilder, ir::Value)) {
-        let offset = self.b.declare_var(types::I64);
+        self.counted_loop(8, (n * 8) as i64, |s, offset| {
+            let o = s.b.use_var(offset);
+            body(&mut s.b, o);
+            Ok(())
+        })
+        .expect("a slot loop's body cannot fail");
+    }
+
+    /// `v = 0; do { body(v); v += step } while v < end` (unsigned; the body
+    /// runs at least once), `v` an I64 variable the body reads.
+    fn counted_loop(
+        &mut self,
+        step: i64,
+        end: i64,
+        body: impl FnOnce(&mut Self, Variable) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let v = self.b.declare_var(types::I64);
         let zero = self.b.ins().iconst(types::I64, 0);
-        self.b.def_var(offset, zero);
+        self.b.def_var(v, zero);
         let head = self.b.create_block();
         let exit = self.b.create_block();
         self.b.ins().jump(head, &[]);
         self.b.switch_to_block(head);
-        let o = self.b.use_var(offset);
-        body(&mut self.b, o);
-        let next = self.b.ins().iadd_imm_s(o, 8);
-        self.b.def_var(offset, next);
-        let more = self
-            .b
-            .ins()
-            .icmp_imm_s(IntCC::SignedLessThan, next, (n * 8) as i64);
+        body(self, v)?;
+        let now = self.b.use_var(v);
+        let next = self.b.ins().iadd_imm_s(now, step);
+        self.b.def_var(v, next);
+        let more = self.b.ins().icmp_imm_u(IntCC::UnsignedLessThan, next, end);
         self.b.ins().brif(more, head, &[], exit, &[]);
         self.b.switch_to_block(exit);
+        Ok(())
     }
 
     fn stack(&mut self, n: usize) -> ir::StackSlot {
@@ -1021,25 +1035,12 @@ impl Gen<'_, '_> {
             }
             Stmt::Repeat { count, body } => {
                 // k = 0; do { body; k += 1 } while k < count (count >= 1).
-                let k = self.b.declare_var(types::I64);
-                let zero = self.b.ins().iconst(types::I64, 0);
-                self.b.def_var(k, zero);
-                let head = self.b.create_block();
-                let exit = self.b.create_block();
-                self.b.ins().jump(head, &[]);
-                self.b.switch_to_block(head);
-                self.repeat_index = Some(k);
-                self.stmts(body)?;
-                self.repeat_index = None;
-                let kv = self.b.use_var(k);
-                let next = self.b.ins().iadd_imm_s(kv, 1);
-                self.b.def_var(k, next);
-                let more = self
-                    .b
-                    .ins()
-                    .icmp_imm_u(IntCC::UnsignedLessThan, next, *count as i64);
-                self.b.ins().brif(more, head, &[], exit, &[]);
-                self.b.switch_to_block(exit);
+                self.counted_loop(1, *count as i64, |s, k| {
+                    s.repeat_index = Some(k);
+                    s.stmts(body)?;
+                    s.repeat_index = None;
+                    Ok(())
+                })?;
             }
             Stmt::If(c, t, e) => {
                 let cv = self.expr(c)?;
