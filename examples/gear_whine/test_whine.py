@@ -21,14 +21,19 @@ def write_csv(path, columns):
             f.write(",".join(repr(float(x)) for x in row) + "\n")
 
 
-def steady(path):
+def whine(*args):
+    """whine.py's JSON output for `args`."""
     out = subprocess.run(
-        [sys.executable, os.path.join(HERE, "whine.py"), "steady", path],
+        [sys.executable, os.path.join(HERE, "whine.py"), *map(str, args)],
         check=True,
         capture_output=True,
         text=True,
     ).stdout
     return json.loads(out)
+
+
+def steady(path):
+    return whine("steady", path)
 
 
 def test_steady_is_per_time_when_events_repeat_rows(tmp_path):
@@ -78,19 +83,7 @@ def test_sweep_finds_the_band_where_the_down_sweep_is_twice_the_up(tmp_path):
     down = curve(f_down) * np.where((f_down >= 2300) & (f_down <= 2420), 3.0, 1.0)
     for name, f, rms in (("up", f_up, curve(f_up)), ("down", f_down, down)):
         write_csv(str(tmp_path / f"{name}.csv"), {"time": t, "fm": f, "dteRms": rms})
-    out = subprocess.run(
-        [
-            sys.executable,
-            os.path.join(HERE, "whine.py"),
-            "sweep",
-            str(tmp_path / "up.csv"),
-            str(tmp_path / "down.csv"),
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    r = json.loads(out)
+    r = whine("sweep", tmp_path / "up.csv", tmp_path / "down.csv")
     assert abs(r["primary_peak_hz"] - 2420) <= 2, r
     lo, hi = r["coexistence_band_hz"]
     assert abs(lo - 2300) <= 2 and abs(hi - 2420) <= 2, r
@@ -105,12 +98,6 @@ def test_sweeps_that_miss_the_primary_resonance_report_no_band(tmp_path):
     rms = 1e-6 / np.sqrt((1 - (f / 1300) ** 2) ** 2 + (0.16 * f / 1300) ** 2)
     write_csv(str(tmp_path / "up.csv"), {"time": t, "fm": f, "dteRms": rms})
     write_csv(str(tmp_path / "down.csv"), {"time": t, "fm": f[::-1], "dteRms": rms[::-1]})
-    out = subprocess.run(
-        [sys.executable, os.path.join(HERE, "whine.py"), "sweep", str(tmp_path / "up.csv"), str(tmp_path / "down.csv")],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    r = json.loads(out)
+    r = whine("sweep", tmp_path / "up.csv", tmp_path / "down.csv")
     assert r["primary_peak_hz"] is None and r["coexistence_band_hz"] == [], r
     assert abs(r["second_peak_hz"] - 1300) <= 40, r
