@@ -17,21 +17,15 @@
 //! colours for banded patterns whatever their size, so a Jacobian of the
 //! N-inertia chain costs five tangent runs instead of 2N.
 
+use super::sparse_lu::ColumnOrder;
 use crate::structure::{Block, Causal};
 use faer::Mat;
-use faer::sparse::SymbolicSparseColMatRef;
-use faer::sparse::linalg::SupernodalThreshold;
-use faer::sparse::linalg::lu::{LuSymbolicParams, SymbolicLu, factorize_symbolic_lu};
 use std::sync::{Arc, OnceLock};
 
 /// A dependency set with more states than this is taken as "all states":
 /// such rows are dense, and their sets would cost memory quadratic in the
 /// model's size.
 const MAX_TRACKED: usize = 256;
-
-/// faer's flop-per-nonzero ratio above which its sparse LU is supernodal
-/// (faer's default: 1).
-const SUPERNODAL_RATIO: f64 = 0.5;
 
 /// The structural pattern of df/dx (n x n, compressed sparse columns, rows
 /// sorted, diagonal included) and its column colouring.
@@ -42,9 +36,9 @@ pub struct JacobianPattern {
     pub row_idx: Vec<usize>,
     /// Columns of one colour share no row.
     pub colours: Vec<Vec<u32>>,
-    /// The symbolic sparse LU of I - c J, analysed once for the pattern
-    /// (`None` inside if the analysis failed: the dense path is used).
-    symbolic: OnceLock<Option<Arc<SymbolicLu<usize>>>>,
+    /// The fill-reducing order of the sparse LU of I - c J, found once for
+    /// the pattern (`None` inside if that failed: the dense path is used).
+    column_order: OnceLock<Option<ColumnOrder>>,
     /// The pattern as a tridiagonal matrix, if it is one in some order
     /// (found on first use).
     tridiagonal: OnceLock<Option<TridiagonalOrder>>,
@@ -211,7 +205,7 @@ impl JacobianPattern {
             col_ptr,
             row_idx,
             colours,
-            symbolic: OnceLock::new(),
+            column_order: OnceLock::new(),
             tridiagonal: OnceLock::new(),
         }
     }
@@ -313,27 +307,10 @@ impl JacobianPattern {
         self.col_ptr[j]..self.col_ptr[j + 1]
     }
 
-    /// The symbolic LU of the pattern, analysed on first use.
-    pub fn symbolic_lu(&self) -> Option<&Arc<SymbolicLu<usize>>> {
-        self.symbolic
-            .get_or_init(|| {
-                let sym = SymbolicSparseColMatRef::new_checked(
-                    self.n,
-                    self.n,
-                    &self.col_ptr,
-                    None,
-                    &self.row_idx,
-                );
-                // Supernodal above half faer's default flop ratio: the 2-D
-                // grid's factorizations (benches/grid, 2 500 states) took
-                // 5.5 ms simplicial and half that supernodal; banded
-                // patterns stay simplicial either way.
-                let params = LuSymbolicParams {
-                    supernodal_flop_ratio_threshold: SupernodalThreshold(SUPERNODAL_RATIO),
-                    ..Default::default()
-                };
-                factorize_symbolic_lu(sym, params).ok().map(Arc::new)
-            })
+    /// The column order of the pattern's sparse LU, found on first use.
+    pub fn column_order(&self) -> Option<&ColumnOrder> {
+        self.column_order
+            .get_or_init(|| ColumnOrder::of_pattern(self.n, &self.col_ptr, &self.row_idx))
             .as_ref()
     }
 }
@@ -419,7 +396,7 @@ impl LinearSolver {
                 p.n > SPARSE_ABOVE && (p.nnz() as f64) <= SPARSE_DENSITY * (p.n * p.n) as f64
             }
         };
-        wanted && p.symbolic_lu().is_some()
+        wanted && p.column_order().is_some()
     }
 }
 

@@ -1,19 +1,17 @@
 //! LU factorizations for the integrators' Newton iterations: an inlined
 //! partial-pivoting LU for the small systems of typical models (where a
 //! general library's per-call overhead dominates), faer's dense LU for
-//! larger dense ones, and faer's sparse LU for large sparse ones (the
-//! symbolic analysis is done once per pattern and kept with it; only the
-//! numeric factorization is repeated), except for a tridiagonal one (a
+//! larger dense ones, and for large sparse ones a sparse LU that keeps its
+//! pivots and the patterns of its factors between factorizations
+//! ([`super::sparse_lu`]), except for a tridiagonal one (a
 //! chain of bodies), which the Thomas algorithm factors and solves with its
 //! recurrences carried in registers: a general sparse triangular solve
 //! waits on memory between rows, and took twice as long on the chain.
 
 use super::jacobian::{Jacobian, JacobianPattern, TridiagonalOrder};
-use faer::dyn_stack::{MemBuffer, MemStack};
+use super::sparse_lu::{Csc, PivotedLu};
+use faer::Mat;
 use faer::linalg::solvers::{PartialPivLu, Solve};
-use faer::sparse::linalg::lu::{LuRef, NumericLu, SymbolicLu};
-use faer::sparse::{SparseColMatRef, SymbolicSparseColMatRef};
-use faer::{Mat, Par};
 use std::sync::Arc;
 
 /// Below this size the hand-written LU is used.
@@ -191,39 +189,30 @@ impl TridiagonalFactors {
     }
 }
 
-/// faer's sparse LU of I - c J on the Jacobian's pattern, with the
-/// workspaces kept between factorizations and solves (the per-call
-/// allocations of faer's convenience API were a tenth of a large model's
-/// run).
+/// The sparse LU of a I + b J on the Jacobian's pattern
+/// ([`super::sparse_lu`]: pivots kept between factorizations), with the
+/// matrix's values kept between factorizations.
 #[derive(Default)]
 pub struct SparseFactors {
-    symbolic: Option<Arc<SymbolicLu<usize>>>,
-    numeric: Option<NumericLu<usize, f64>>,
+    lu: PivotedLu,
     values: Vec<f64>,
-    factor_work: Option<MemBuffer>,
-    solve_work: Option<MemBuffer>,
+    pattern: Option<Arc<JacobianPattern>>,
 }
 
 impl SparseFactors {
     /// Factors a I + b J into `self` (J's values `jv` on `pattern`, which
     /// holds the diagonal); false if the matrix is singular or not finite.
-    fn factor(&mut self, pattern: &JacobianPattern, jv: &[f64], a: f64, b: f64) -> bool {
-        let Some(symbolic) = pattern.symbolic_lu() else {
+    fn factor(&mut self, pattern: &Arc<JacobianPattern>, jv: &[f64], a: f64, b: f64) -> bool {
+        let Some(order) = pattern.column_order() else {
             return false;
         };
         if !self
-            .symbolic
+            .pattern
             .as_ref()
-            .is_some_and(|s| Arc::ptr_eq(s, symbolic))
+            .is_some_and(|p| Arc::ptr_eq(p, pattern))
         {
-            let par = Par::Seq;
-            self.factor_work = Some(MemBuffer::new(
-                symbolic.factorize_numeric_lu_scratch::<f64>(par, Default::default()),
-            ));
-            self.solve_work = Some(MemBuffer::new(
-                symbolic.solve_in_place_scratch::<f64>(1, par),
-            ));
-            self.symbolic = Some(symbolic.clone());
+            self.lu = PivotedLu::default();
+            self.pattern = Some(pattern.clone());
         }
         self.values.clear();
         for col in 0..pattern.n {
@@ -232,46 +221,19 @@ impl SparseFactors {
                 self.values.push(diag + b * jv[k]);
             }
         }
-        if self.values.iter().any(|v| !v.is_finite()) {
-            return false;
-        }
-        let sym = SymbolicSparseColMatRef::new_checked(
-            pattern.n,
-            pattern.n,
-            &pattern.col_ptr,
-            None,
-            &pattern.row_idx,
-        );
-        let m = SparseColMatRef::new(sym, &self.values);
-        let numeric = self.numeric.get_or_insert_with(NumericLu::new);
-        let Some(work) = self.factor_work.as_mut() else {
-            return false;
+        let m = Csc {
+            n: pattern.n,
+            col_ptr: &pattern.col_ptr,
+            row_idx: &pattern.row_idx,
+            values: &self.values,
         };
-        symbolic
-            .factorize_numeric_lu(
-                numeric,
-                m,
-                Par::Seq,
-                MemStack::new(work),
-                Default::default(),
-            )
-            .is_ok()
+        self.lu.factor(order, &m)
     }
 
     fn solve(&mut self, b: &mut [f64]) {
-        let (Some(symbolic), Some(numeric), Some(work)) =
-            (&self.symbolic, &self.numeric, self.solve_work.as_mut())
-        else {
-            return;
-        };
-        let n = b.len();
-        let rhs = faer::MatMut::from_column_major_slice_mut(b, n, 1);
-        LuRef::new_unchecked(symbolic, numeric).solve_in_place_with_conj(
-            faer::Conj::No,
-            rhs,
-            Par::Seq,
-            MemStack::new(work),
-        );
+        if let Some(order) = self.pattern.as_ref().and_then(|p| p.column_order()) {
+            self.lu.solve(order, b);
+        }
     }
 }
 

@@ -24,6 +24,7 @@ pub mod monitor;
 pub mod moreau;
 pub mod session;
 pub mod settings;
+pub mod sparse_lu;
 
 use crate::diag::Diagnostic;
 use crate::jit::frame::{Frame, Layout};
