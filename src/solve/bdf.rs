@@ -178,6 +178,9 @@ pub struct Bdf {
     jac: Jacobian,
     jac_current: bool,
     lu: Option<IterationMatrix>,
+    /// The storage of factors made stale by a new Jacobian, for the next
+    /// factorization to reuse (a sparse LU keeps its pivots in it).
+    stale_lu: Option<IterationMatrix>,
     /// Scratch vectors of length n, reused by every step.
     work: Vec<f64>,
     rhs: Vec<f64>,
@@ -347,6 +350,7 @@ impl Bdf {
             jac,
             jac_current: true,
             lu: None,
+            stale_lu: None,
             work: Vec::with_capacity(n),
             rhs: vec![0.0; n],
             f: vec![0.0; n],
@@ -407,7 +411,8 @@ impl Bdf {
     }
 
     fn factor(&mut self, c: f64) {
-        self.lu = IterationMatrix::factor(&self.jac, c, self.lu.take());
+        let old = self.lu.take().or_else(|| self.stale_lu.take());
+        self.lu = IterationMatrix::factor(&self.jac, c, old);
         self.lu_c = c;
         self.carried_rate = 1.0;
         self.stats.factorizations += 1;
@@ -646,7 +651,7 @@ impl Bdf {
                     }
                 }
                 self.stats.jacobians += 1;
-                self.lu = None;
+                self.stale_lu = self.lu.take();
                 jac_current = true;
             }
             self.y_predict = y_predict;

@@ -324,6 +324,9 @@ pub(super) struct GeneralizedAlpha {
     /// Whether `jac` was evaluated at the current step's start.
     jac_fresh: bool,
     lu: Option<IterationMatrix>,
+    /// The storage of factors made stale by a new Jacobian, for the next
+    /// factorization to reuse (a sparse LU keeps its pivots in it).
+    stale_lu: Option<IterationMatrix>,
     /// The step length `lu` was factored for.
     lu_h: f64,
     /// The derivatives z and the acceleration-like vector a at the last
@@ -444,6 +447,7 @@ impl GeneralizedAlpha {
             rate: 1.0,
             jac_fresh: false,
             lu: None,
+            stale_lu: None,
             lu_h: f64::NAN,
             z: Vec::new(),
             a: Vec::new(),
@@ -601,7 +605,9 @@ impl GeneralizedAlpha {
         let r = super::bdf::OdeProblem::jacobian(&mut ode, t, x, &mut self.jac);
         run.stats.model_evaluations += ode.evaluations;
         self.stats.jacobians += 1;
-        self.lu = None;
+        if self.lu.is_some() {
+            self.stale_lu = self.lu.take();
+        }
         r.map_err(|e| run.status_error(e.0, Entry::Tangent))
     }
 
@@ -705,7 +711,8 @@ impl GeneralizedAlpha {
             }
         };
         self.stats.factorizations += 1;
-        self.lu = IterationMatrix::factor_jacobian(&m);
+        let old = self.lu.take().or_else(|| self.stale_lu.take());
+        self.lu = IterationMatrix::factor_jacobian(&m, old);
         self.lu_h = h;
         self.rate = 1.0;
         self.lu.is_some()

@@ -559,7 +559,7 @@ fn sparse_levenberg_marquardt(
                 pattern: pattern.clone(),
                 values,
             };
-            let mut lu = IterationMatrix::factor_jacobian(&m)?;
+            let mut lu = IterationMatrix::factor_jacobian(&m, None)?;
             let mut dx = g.clone();
             lu.solve(&mut dx, &mut work);
             Some(dx)
@@ -653,7 +653,7 @@ fn sparse_newton(
                 jac.set_entry(k, i, j, (rp[i] - r[i]) / h);
             }
         })?;
-        let Some(mut lu) = IterationMatrix::factor_jacobian(&jac) else {
+        let Some(mut lu) = IterationMatrix::factor_jacobian(&jac, None) else {
             return Ok(false);
         };
         let mut dx: Vec<f64> = r.iter().map(|v| -v).collect();

@@ -245,9 +245,13 @@ impl IterationMatrix {
     }
 
     /// Factors the Jacobian itself (the Newton matrix of a nonlinear
-    /// system such as the initial one).
-    pub fn factor_jacobian(jac: &Jacobian) -> Option<IterationMatrix> {
-        Self::factor_combination(jac, 0.0, 1.0, None)
+    /// system such as the initial one), reusing `old`'s storage where it
+    /// has some.
+    pub fn factor_jacobian(
+        jac: &Jacobian,
+        old: Option<IterationMatrix>,
+    ) -> Option<IterationMatrix> {
+        Self::factor_combination(jac, 0.0, 1.0, old)
     }
 
     /// Factors a I + b J.
