@@ -14,6 +14,11 @@ use std::sync::Arc;
 /// df/dx at the start values (after the parameters and start values are
 /// evaluated), with `pattern`, dense.
 fn jacobian_at_start(c: &rmoc::Compiled, pattern: Arc<JacobianPattern>) -> Vec<Vec<f64>> {
+    jacobian_and_runs(c, pattern).0
+}
+
+/// As [`jacobian_at_start`], with the number of tangent runs it took.
+fn jacobian_and_runs(c: &rmoc::Compiled, pattern: Arc<JacobianPattern>) -> (Vec<Vec<f64>>, u64) {
     let jit = rmoc::jit::codegen::compile(&c.program).expect("jit");
     let mut frame = Frame::new(&c.program.layout);
     assert_eq!(jit.run(Entry::Parameters, frame.values()), 0);
@@ -25,9 +30,11 @@ fn jacobian_at_start(c: &rmoc::Compiled, pattern: Arc<JacobianPattern>) -> Vec<V
     let mut ode = ModelOde::new(&jit, &mut frame, &slots, &pattern);
     let mut jac = Jacobian::new(n, Some(pattern.clone()), true);
     ode.jacobian(t, &x, &mut jac).expect("jacobian");
-    (0..n)
+    let runs = ode.tangent_runs;
+    let values = (0..n)
         .map(|i| (0..n).map(|j| jac.get(i, j)).collect())
-        .collect()
+        .collect();
+    (values, runs)
 }
 
 fn check(label: &str, c: &rmoc::Compiled) -> usize {
@@ -72,6 +79,7 @@ fn coloured_jacobians_equal_one_tangent_run_per_state() {
         ("tests/models/reference/vanderpol.rmo", None),
         ("tests/models/reference/harmonic_oscillator.rmo", None),
         ("examples/humpage.rmo", Some("Dynamic")),
+        ("tests/models/hub.rmo", None),
     ];
     let mut total = 0;
     for (file, model) in files {
@@ -83,6 +91,45 @@ fn coloured_jacobians_equal_one_tangent_run_per_state() {
 
 /// A chain of 300 masses (600 states): the pattern is banded, takes a few
 /// colours, and gives the same Jacobian as 600 tangent runs.
+/// The hub's acceleration reads all 82 states: a dense row, which the
+/// plain colouring can only give with a tangent run per state. Split
+/// through the satellites' forces (`solve::dense_rows`), the Jacobian takes
+/// a handful of runs and equals the plain colouring's (checked above for
+/// every entry against one run per state, at a point where the springs'
+/// cubic terms and the hub's cos(phi) make every partial count).
+#[test]
+fn a_dense_row_is_split_through_the_forces_it_sums() {
+    let c = common::compile_file(&common::project("tests/models/hub.rmo"), None);
+    let n = c.causal.states.len();
+    assert_eq!(n, 82);
+    let pattern = JacobianPattern::of_model(&c.causal);
+    assert_eq!(pattern.colours.len(), n, "the plain colouring");
+    let split = pattern.split.as_ref().expect("the dense row is split");
+    assert_eq!(split.rows.len(), 1, "one dense row: der(w)");
+    assert!(split.colours.len() <= 6, "{} colours", split.colours.len());
+    // The split's result against the plain colouring's.
+    let (split, runs) = jacobian_and_runs(&c, Arc::new(JacobianPattern::of_model(&c.causal)));
+    assert!(runs <= 6, "{runs} tangent runs with the split");
+    let mut plain = JacobianPattern::of_model(&c.causal);
+    plain.split = None;
+    let (plain, runs) = jacobian_and_runs(&c, Arc::new(plain));
+    assert_eq!(runs, n as u64, "one run per state without it");
+    let mut dense_row_nonzeros = 0;
+    for i in 0..n {
+        for j in 0..n {
+            let (a, b) = (split[i][j], plain[i][j]);
+            assert!(
+                (a - b).abs() <= 1e-12 * (1.0 + b.abs()),
+                "J[{i}, {j}] = {a} split, {b} plain"
+            );
+            if b != 0.0 && i == 1 {
+                dense_row_nonzeros += 1;
+            }
+        }
+    }
+    assert_eq!(dense_row_nonzeros, n, "der(w) reads every state");
+}
+
 #[test]
 fn a_long_chain_takes_a_few_colours() {
     let c = common::compile(

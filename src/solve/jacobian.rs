@@ -17,6 +17,7 @@
 //! colours for banded patterns whatever their size, so a Jacobian of the
 //! N-inertia chain costs five tangent runs instead of 2N.
 
+use super::dense_rows::DenseRowSplit;
 use super::sparse_lu::ColumnOrder;
 use crate::structure::{Block, Causal};
 use faer::Mat;
@@ -36,6 +37,9 @@ pub struct JacobianPattern {
     pub row_idx: Vec<usize>,
     /// Columns of one colour share no row.
     pub colours: Vec<Vec<u32>>,
+    /// The dense rows computed by the chain rule, with a colouring of
+    /// their own (see [`super::dense_rows`]), where that pays.
+    pub split: Option<DenseRowSplit>,
     /// The fill-reducing order of the sparse LU of I - c J, found once for
     /// the pattern (`None` inside if that failed: the dense path is used).
     column_order: OnceLock<Option<ColumnOrder>>,
@@ -187,7 +191,9 @@ impl JacobianPattern {
             col.sort_unstable();
             col.dedup();
         }
-        JacobianPattern::from_columns(n, cols)
+        let mut pattern = JacobianPattern::from_columns(n, cols);
+        pattern.split = DenseRowSplit::of_model(c, &deps, pattern.colours.len());
+        pattern
     }
 
     /// A pattern from its columns' row lists (each sorted, without repeats).
@@ -199,12 +205,13 @@ impl JacobianPattern {
             row_idx.extend_from_slice(col);
             col_ptr.push(row_idx.len());
         }
-        let colours = colour_columns(n, &col_ptr, &row_idx);
+        let colours = colour_columns(n, n, &col_ptr, &row_idx);
         JacobianPattern {
             n,
             col_ptr,
             row_idx,
             colours,
+            split: None,
             column_order: OnceLock::new(),
             tridiagonal: OnceLock::new(),
         }
@@ -318,9 +325,14 @@ impl JacobianPattern {
 /// Greedy colouring of the columns in natural order: each column takes the
 /// smallest colour no column sharing a row with it has. A pattern too dense
 /// for that to pay (its row-pair count beyond 1e8) gets one colour a column.
-fn colour_columns(n: usize, col_ptr: &[usize], row_idx: &[usize]) -> Vec<Vec<u32>> {
+pub(super) fn colour_columns(
+    n_rows: usize,
+    n: usize,
+    col_ptr: &[usize],
+    row_idx: &[usize],
+) -> Vec<Vec<u32>> {
     // Rows as lists of columns.
-    let mut row_len = vec![0usize; n];
+    let mut row_len = vec![0usize; n_rows];
     for &i in row_idx {
         row_len[i] += 1;
     }
@@ -328,8 +340,8 @@ fn colour_columns(n: usize, col_ptr: &[usize], row_idx: &[usize]) -> Vec<Vec<u32
     if pairs > 100_000_000 {
         return (0..n as u32).map(|j| vec![j]).collect();
     }
-    let mut row_ptr = vec![0usize; n + 1];
-    for i in 0..n {
+    let mut row_ptr = vec![0usize; n_rows + 1];
+    for i in 0..n_rows {
         row_ptr[i + 1] = row_ptr[i] + row_len[i];
     }
     let mut fill = row_ptr.clone();

@@ -10,6 +10,7 @@
 //! variables reach a fixed point (MLS 8.6); the BDF history restarts after.
 
 pub mod bdf;
+pub mod dense_rows;
 pub mod event_driven;
 pub mod generalized_alpha;
 pub mod hybrid;

@@ -1,6 +1,7 @@
 //! The compiled model as the solvers see it: a value buffer and entry points.
 
 use super::bdf::{EvalFail, OdeProblem};
+use super::dense_rows::DenseRowSplit;
 use super::jacobian::{Jacobian, JacobianPattern};
 use crate::jit::frame::{Frame, status};
 use crate::jit::interp;
@@ -72,6 +73,8 @@ pub struct ModelOde<'a> {
     /// The pattern of df/dx and its column colouring.
     pub pattern: &'a Arc<JacobianPattern>,
     pub evaluations: u64,
+    /// Runs of the tangent code (one per colour of a Jacobian).
+    pub tangent_runs: u64,
     /// The guesses of the last successful evaluation: a failed one (a
     /// trial step too long for Newton's method) leaves its diverged
     /// iterates in the frame, and the next, shorter trial must not start
@@ -99,6 +102,7 @@ impl<'a> ModelOde<'a> {
             slots,
             pattern,
             evaluations: 0,
+            tangent_runs: 0,
             good_guesses,
         }
     }
@@ -109,6 +113,96 @@ impl<'a> ModelOde<'a> {
         for (&s, &v) in self.slots.states.iter().zip(x) {
             values[s as usize] = v;
         }
+    }
+
+    /// One run of the tangent code with the seeds of `colour`'s states
+    /// set: since no two of them reach the same row, each row's tangent is
+    /// the entry of the one column of the colour that reaches it; those
+    /// entries are stored in `jac`, but for the rows `skip` marks.
+    fn coloured_run(
+        &mut self,
+        pattern: &JacobianPattern,
+        colour: &[u32],
+        skip: Option<&[bool]>,
+        jac: &mut Jacobian,
+    ) -> Result<(), EvalFail> {
+        let values = self.frame.values();
+        for &j in colour {
+            values[self.slots.tangent_states[j as usize] as usize] = 1.0;
+        }
+        self.tangent_runs += 1;
+        let code = self.backend.run(Entry::Tangent, values);
+        for &j in colour {
+            values[self.slots.tangent_states[j as usize] as usize] = 0.0;
+        }
+        if code != status::OK {
+            return Err(EvalFail(code));
+        }
+        for &j in colour {
+            let j = j as usize;
+            for k in pattern.column(j) {
+                let i = pattern.row_idx[k];
+                if !skip.is_some_and(|s| s[i]) {
+                    jac.set_entry(k, i, j, values[self.slots.tangent_ders[i] as usize]);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// df/dx at the evaluated point with the dense rows by the chain rule
+    /// ([`DenseRowSplit`]): one tangent run per colour of the split's
+    /// colouring gives the sparse rows and the leaves' derivatives, and a
+    /// backward sweep over the expanded variables each dense row. False
+    /// (nothing usable written) if a partial derivative cannot be
+    /// evaluated at the point.
+    fn jacobian_split(
+        &mut self,
+        split: &DenseRowSplit,
+        jac: &mut Jacobian,
+    ) -> Result<bool, EvalFail> {
+        let layout = self.frame.layout().clone();
+        let (vars, pre, n_vars) = (
+            layout.vars as usize,
+            layout.pre as usize,
+            layout.n_vars as usize,
+        );
+        let mut partials = Vec::new();
+        {
+            let slots = self.frame.slots();
+            let mut values = slots[vars..vars + n_vars].to_vec();
+            let mut pres = slots[pre..pre + n_vars].to_vec();
+            for &(a, of, sign) in &split.aliases {
+                values[a as usize] = sign * values[of as usize];
+                pres[a as usize] = sign * pres[of as usize];
+            }
+            if !split.eval_partials(&values, &pres, self.frame.time(), &mut partials) {
+                return Ok(false);
+            }
+        }
+        let pattern = self.pattern.clone();
+        let mut leaf = vec![0.0; split.leaf_entries];
+        for (colour, leaves) in split.colours.iter().zip(&split.colour_leaves) {
+            self.coloured_run(&pattern, colour, Some(&split.dense), jac)?;
+            for &(entry, var) in leaves {
+                leaf[entry] = self.frame.tangent(var);
+            }
+        }
+        let n = self.slots.states.len();
+        let mut adjoint = vec![0.0; split.nodes.len()];
+        let mut acc = vec![0.0; n];
+        for (r, &(i, _, _)) in split.rows.iter().enumerate() {
+            split.row(r, &partials, &leaf, &mut adjoint, &mut acc);
+            for (j, a) in acc.iter_mut().enumerate() {
+                if *a != 0.0 {
+                    if let Some(k) = pattern.entry(i, j) {
+                        jac.set_entry(k, i, j, *a);
+                    }
+                    *a = 0.0;
+                }
+            }
+        }
+        Ok(true)
     }
 
     /// Evaluates all algebraic variables at (t, x).
@@ -157,25 +251,14 @@ impl OdeProblem for ModelOde<'_> {
         self.frame.clear_tangents();
         jac.clear();
         let pattern = self.pattern.clone();
+        if let Some(split) = &pattern.split
+            && self.jacobian_split(split, jac)?
+        {
+            return Ok(());
+        }
+        jac.clear();
         for colour in &pattern.colours {
-            let values = self.frame.values();
-            for &j in colour {
-                values[self.slots.tangent_states[j as usize] as usize] = 1.0;
-            }
-            let code = self.backend.run(Entry::Tangent, values);
-            for &j in colour {
-                values[self.slots.tangent_states[j as usize] as usize] = 0.0;
-            }
-            if code != status::OK {
-                return Err(EvalFail(code));
-            }
-            for &j in colour {
-                let j = j as usize;
-                for k in pattern.column(j) {
-                    let i = pattern.row_idx[k];
-                    jac.set_entry(k, i, j, values[self.slots.tangent_ders[i] as usize]);
-                }
-            }
+            self.coloured_run(&pattern, colour, None, jac)?;
         }
         Ok(())
     }

@@ -1,0 +1,345 @@
+//! Dense rows of the Jacobian by the chain rule.
+//!
+//! A body that many contacts load (a carrier holding dozens of needles, a
+//! disc against forty pins, a ring gear meshing with every planet) has an
+//! acceleration that reads every state those contacts read: its row of
+//! df/dx is dense, and a column colouring (Curtis, Powell & Reid) then
+//! needs a colour per column, a run of the tangent code per state. Such a
+//! row is a sum of a few terms each: the contact forces, each of which
+//! reads a few states. So the row is split through them (as Coleman &
+//! Verma's partitions split a Jacobian into a part with few dense rows and
+//! the rest, "The efficient computation of sparse Jacobian matrices using
+//! automatic differentiation", SIAM J. Sci. Comput. 19, 1998):
+//!
+//! - backwards from the dense row's derivative, each variable that reads
+//!   many states and is computed by an explicit assignment is *expanded*:
+//!   its partial derivatives in the variables its assignment reads are
+//!   formed symbolically; a variable that reads few states is a *leaf*;
+//! - the columns are coloured so that no two columns of a colour share a
+//!   sparse row or a leaf, so one tangent run per colour gives each leaf's
+//!   derivatives in each of its states, exactly (the tangent code stores
+//!   every variable's tangent);
+//! - the dense row is the leaves' derivatives weighted by the row's
+//!   sensitivities to the leaves, found by one backward sweep over the
+//!   expanded variables with their partials evaluated at the point.
+//!
+//! A dense row that passes through anything else (an implicit equation,
+//! an algebraic loop) leaves the model on the plain colouring.
+
+use super::jacobian::{StateDeps, colour_columns};
+use crate::flat::{ExprArena, ExprId, Function, VarId};
+use crate::structure::{Block, Causal, Role};
+use crate::symbolic::{self, eval::Env, fndiff::Derivatives};
+use rustc_hash::FxHashMap;
+
+/// A derivative that reads more states than this is a dense row.
+const DENSE_ROW: usize = 48;
+/// A variable that reads at most this many states is a leaf.
+const LEAF: usize = 24;
+/// The expansion gives up beyond this many variables.
+const MAX_NODES: usize = 100_000;
+
+/// How the dense rows of a model's Jacobian are computed.
+#[derive(Debug)]
+pub struct DenseRowSplit {
+    /// Columns of one colour share no sparse row and no leaf.
+    pub colours: Vec<Vec<u32>>,
+    /// `dense[i]`: whether row i is computed by the chain rule.
+    pub dense: Vec<bool>,
+    /// The dense rows, the node of each one's derivative, and the sign
+    /// of the derivative's reference to it (-1 through a negated alias).
+    pub rows: Vec<(usize, usize, f64)>,
+    /// Expanded variables and leaves, each after every node it reads.
+    pub nodes: Vec<SplitNode>,
+    /// The leaves' derivatives that each colour's run gives: (entry in
+    /// the leaves' flattened state lists, variable whose tangent it is).
+    pub colour_leaves: Vec<Vec<(usize, VarId)>>,
+    /// Entries of the leaves' state lists in all.
+    pub leaf_entries: usize,
+    /// The partial derivatives, in their own arena with the functions
+    /// (and derivative functions) they call.
+    pub partials: Vec<ExprId>,
+    /// The model's aliases (var, of, sign): the partials may read them,
+    /// and the frame holds only their sources.
+    pub aliases: Vec<(VarId, VarId, f64)>,
+    arena: ExprArena,
+    functions: Vec<Function>,
+}
+
+/// A variable the split reads.
+#[derive(Debug)]
+pub enum SplitNode {
+    /// Computed from others: (node read, index into `partials`, sign of
+    /// the reference: -1 through a negated alias).
+    Expanded(Vec<(usize, usize, f64)>),
+    /// Read from the tangent runs: its states, whose derivatives are
+    /// entries `first..first + states.len()` of the leaves' lists.
+    Leaf { states: Vec<u32>, first: usize },
+    /// State k itself.
+    State(u32),
+}
+
+impl DenseRowSplit {
+    /// The split of `c`'s Jacobian, if it has dense rows, they all expand,
+    /// and the colouring it allows takes under half the colours of
+    /// `plain_colours`.
+    pub(super) fn of_model(
+        c: &Causal,
+        deps: &StateDeps,
+        plain_colours: usize,
+    ) -> Option<DenseRowSplit> {
+        let n = c.states.len();
+        let is_dense = |v: VarId| deps.of_var(v).is_none_or(|s| s.len() > DENSE_ROW);
+        let dense: Vec<bool> = c.state_ders.iter().map(|&d| is_dense(d)).collect();
+        if !dense.contains(&true) {
+            return None;
+        }
+        let mut b = Builder {
+            c,
+            deps,
+            block_of: FxHashMap::default(),
+            state_of: c
+                .states
+                .iter()
+                .enumerate()
+                .map(|(k, &s)| (s, k as u32))
+                .collect(),
+            node_of: FxHashMap::default(),
+            nodes: Vec::new(),
+            partials: Vec::new(),
+            arena: c.arena.clone(),
+            functions: c.functions.clone(),
+            leaf_entries: 0,
+        };
+        for (k, block) in c.blocks.iter().enumerate() {
+            if let Block::Explicit { var, .. } = block {
+                b.block_of.insert(*var, k);
+            }
+        }
+        let mut rows = Vec::new();
+        for (i, &d) in c.state_ders.iter().enumerate() {
+            if dense[i] {
+                let (node, sign) = b.node(d)?;
+                rows.push((i, node?, sign));
+            }
+        }
+        // The conflict rows: the sparse derivatives, then the leaves.
+        let mut cols: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (i, &d) in c.state_ders.iter().enumerate() {
+            if let (false, Some(s)) = (dense[i], deps.of_var(d)) {
+                s.iter().for_each(|&j| cols[j as usize].push(i));
+            }
+        }
+        let mut n_rows = n;
+        for node in &b.nodes {
+            if let SplitNode::Leaf { states, .. } = node {
+                states.iter().for_each(|&j| cols[j as usize].push(n_rows));
+                n_rows += 1;
+            }
+        }
+        let mut col_ptr = vec![0];
+        let mut row_idx = Vec::new();
+        for (j, col) in cols.iter_mut().enumerate() {
+            col.push(j);
+            col.sort_unstable();
+            col.dedup();
+            row_idx.extend_from_slice(col);
+            col_ptr.push(row_idx.len());
+        }
+        let colours = colour_columns(n_rows, n, &col_ptr, &row_idx);
+        if 2 * colours.len() >= plain_colours {
+            return None;
+        }
+        let mut colour_of = vec![0usize; n];
+        for (k, colour) in colours.iter().enumerate() {
+            colour.iter().for_each(|&j| colour_of[j as usize] = k);
+        }
+        let mut colour_leaves = vec![Vec::new(); colours.len()];
+        for (node, &var) in b.nodes.iter().zip(&b.node_vars()) {
+            if let SplitNode::Leaf { states, first } = node {
+                for (p, &j) in states.iter().enumerate() {
+                    colour_leaves[colour_of[j as usize]].push((first + p, var));
+                }
+            }
+        }
+        Some(DenseRowSplit {
+            colours,
+            dense,
+            rows,
+            colour_leaves,
+            leaf_entries: b.leaf_entries,
+            partials: b.partials,
+            aliases: c
+                .aliases
+                .iter()
+                .map(|a| (a.var, a.of, if a.negated { -1.0 } else { 1.0 }))
+                .collect(),
+            nodes: b.nodes,
+            arena: b.arena,
+            functions: b.functions.functions,
+        })
+    }
+
+    /// The partial derivatives at the point whose variables (by id) are
+    /// `values`, with `pre` their left limits, at time `time`; `None` if
+    /// one cannot be evaluated.
+    pub fn eval_partials(
+        &self,
+        values: &[f64],
+        pre: &[f64],
+        time: f64,
+        out: &mut Vec<f64>,
+    ) -> bool {
+        let env = Env {
+            values,
+            pre: Some(pre),
+            time,
+            functions: &self.functions,
+            initial: false,
+            calls: None,
+        };
+        out.clear();
+        for &e in &self.partials {
+            match symbolic::eval::eval(&self.arena, e, &env) {
+                Ok(v) if v.is_finite() => out.push(v),
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    /// Adds dense row `row`'s entries into `acc` (indexed by state), from
+    /// the partials' values `pv` and the leaves' derivatives `leaf`;
+    /// `adjoint` is scratch of the nodes' length, zero on entry and exit.
+    pub fn row(&self, row: usize, pv: &[f64], leaf: &[f64], adjoint: &mut [f64], acc: &mut [f64]) {
+        let (_, top, sign) = self.rows[row];
+        adjoint[top] = sign;
+        for v in (0..=top).rev() {
+            let a = adjoint[v];
+            if a == 0.0 {
+                continue;
+            }
+            adjoint[v] = 0.0;
+            match &self.nodes[v] {
+                SplitNode::Expanded(reads) => {
+                    for &(r, p, sign) in reads {
+                        adjoint[r] += a * sign * pv[p];
+                    }
+                }
+                SplitNode::Leaf { states, first } => {
+                    for (p, &j) in states.iter().enumerate() {
+                        acc[j as usize] += a * leaf[first + p];
+                    }
+                }
+                SplitNode::State(k) => acc[*k as usize] += a,
+            }
+        }
+    }
+}
+
+struct Builder<'a> {
+    c: &'a Causal,
+    deps: &'a StateDeps,
+    block_of: FxHashMap<VarId, usize>,
+    state_of: FxHashMap<VarId, u32>,
+    /// Node of each variable met (`None`: it reads no state).
+    node_of: FxHashMap<VarId, Option<usize>>,
+    nodes: Vec<SplitNode>,
+    partials: Vec<ExprId>,
+    arena: ExprArena,
+    functions: Derivatives,
+    leaf_entries: usize,
+}
+
+impl Builder<'_> {
+    /// The variable a reference to `v` reads, and the reference's sign.
+    fn target(&self, v: VarId) -> (VarId, f64) {
+        if self.c.roles[v as usize] == Role::Alias
+            && let Some(a) = self.c.aliases.iter().find(|a| a.var == v)
+        {
+            return (a.of, if a.negated { -1.0 } else { 1.0 });
+        }
+        (v, 1.0)
+    }
+
+    /// The node of variable `v` (after its alias), made with the nodes it
+    /// reads first; `Some(None)` if it reads no state, `None` if it cannot
+    /// be split. Iterative, so deep chains of assignments do not recurse.
+    fn node(&mut self, v: VarId) -> Option<(Option<usize>, f64)> {
+        let (top, sign) = self.target(v);
+        // A stack of variables whose reads are being made.
+        let mut stack = vec![top];
+        while let Some(&v) = stack.last() {
+            if self.node_of.contains_key(&v) {
+                stack.pop();
+                continue;
+            }
+            if self.nodes.len() > MAX_NODES {
+                return None;
+            }
+            if let Some(&k) = self.state_of.get(&v) {
+                self.node_of.insert(v, Some(self.nodes.len()));
+                self.nodes.push(SplitNode::State(k));
+                stack.pop();
+                continue;
+            }
+            match self.deps.of_var(v) {
+                Some([]) => {
+                    self.node_of.insert(v, None);
+                    stack.pop();
+                    continue;
+                }
+                Some(s) if s.len() <= LEAF => {
+                    let states = s.to_vec();
+                    let first = self.leaf_entries;
+                    self.leaf_entries += states.len();
+                    self.node_of.insert(v, Some(self.nodes.len()));
+                    self.nodes.push(SplitNode::Leaf { states, first });
+                    stack.pop();
+                    continue;
+                }
+                _ => {}
+            }
+            let &block = self.block_of.get(&v)?;
+            let Block::Explicit { value, .. } = self.c.blocks[block] else {
+                return None;
+            };
+            let reads = self.c.arena.vars_of(value);
+            let pending: Vec<VarId> = reads
+                .iter()
+                .map(|&u| self.target(u).0)
+                .filter(|u| !self.node_of.contains_key(u))
+                .collect();
+            if !pending.is_empty() {
+                stack.extend(pending);
+                continue;
+            }
+            // Every read has its node: the partials.
+            let mut edges = Vec::new();
+            for &u in &reads {
+                let (t, s) = self.target(u);
+                let Some(node) = self.node_of[&t] else {
+                    continue;
+                };
+                let p = symbolic::partial(&mut self.arena, value, u, &mut self.functions).ok()?;
+                edges.push((node, self.partials.len(), s));
+                self.partials.push(p);
+            }
+            self.node_of.insert(v, Some(self.nodes.len()));
+            self.nodes.push(SplitNode::Expanded(edges));
+            stack.pop();
+        }
+        Some((self.node_of[&top], sign))
+    }
+
+    /// The variable of each node, in the nodes' order.
+    fn node_vars(&self) -> Vec<VarId> {
+        let mut vars = vec![0; self.nodes.len()];
+        for (&v, node) in &self.node_of {
+            if let Some(k) = node {
+                vars[*k] = v;
+            }
+        }
+        vars
+    }
+}
