@@ -128,6 +128,17 @@ fn a_dense_row_is_split_through_the_forces_it_sums() {
         }
     }
     assert_eq!(dense_row_nonzeros, n, "der(w) reads every state");
+    // A Coulomb-like term on an event relation in the hub's equation: the
+    // compiled code reads the relation's stored value between events, the
+    // symbolic partials would read it live, so the row is not split.
+    let source = std::fs::read_to_string(common::project("tests/models/hub.rmo")).expect("hub");
+    let with_relation = source.replace(
+        "2*der(w) = torque*cos(phi) - 0.5*w;",
+        "2*der(w) = torque*cos(phi) - 0.5*w - (if w > 0 then 0.1 else -0.1);",
+    );
+    assert_ne!(with_relation, source);
+    let c = common::compile(&with_relation, None);
+    assert!(JacobianPattern::of_model(&c.causal).split.is_none());
 }
 
 #[test]

@@ -27,10 +27,11 @@
 //! an algebraic loop) leaves the model on the plain colouring.
 
 use super::jacobian::{StateDeps, colour_columns};
-use crate::flat::{ExprArena, ExprId, Function, VarId};
+use crate::flat::{ExprArena, ExprId, Function, Node, VarId};
 use crate::structure::{Block, Causal, Role};
 use crate::symbolic::{self, eval::Env, fndiff::Derivatives};
 use rustc_hash::FxHashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A derivative that reads more states than this is a dense row.
 const DENSE_ROW: usize = 48;
@@ -64,6 +65,9 @@ pub struct DenseRowSplit {
     pub aliases: Vec<(VarId, VarId, f64)>,
     arena: ExprArena,
     functions: Vec<Function>,
+    /// Set when a partial could not be evaluated: the plain colouring is
+    /// used from then on, rather than paying for both at every Jacobian.
+    disabled: AtomicBool,
 }
 
 /// A variable the split reads.
@@ -177,12 +181,13 @@ impl DenseRowSplit {
             nodes: b.nodes,
             arena: b.arena,
             functions: b.functions.functions,
+            disabled: AtomicBool::new(false),
         })
     }
 
     /// The partial derivatives at the point whose variables (by id) are
-    /// `values`, with `pre` their left limits, at time `time`; `None` if
-    /// one cannot be evaluated.
+    /// `values`, with `pre` their left limits, at time `time`; false if
+    /// one cannot be evaluated (and from then on: the split is disabled).
     pub fn eval_partials(
         &self,
         values: &[f64],
@@ -190,6 +195,9 @@ impl DenseRowSplit {
         time: f64,
         out: &mut Vec<f64>,
     ) -> bool {
+        if self.disabled.load(Ordering::Relaxed) {
+            return false;
+        }
         let env = Env {
             values,
             pre: Some(pre),
@@ -202,7 +210,10 @@ impl DenseRowSplit {
         for &e in &self.partials {
             match symbolic::eval::eval(&self.arena, e, &env) {
                 Ok(v) if v.is_finite() => out.push(v),
-                _ => return false,
+                _ => {
+                    self.disabled.store(true, Ordering::Relaxed);
+                    return false;
+                }
             }
         }
         true
@@ -304,6 +315,16 @@ impl Builder<'_> {
             let Block::Explicit { value, .. } = self.c.blocks[block] else {
                 return None;
             };
+            // The compiled code reads an event relation's stored value
+            // between events; the partials, evaluated symbolically, would
+            // read it live and could take the other branch.
+            if self
+                .c
+                .arena
+                .any_node(value, |n| matches!(n, Node::Rel { event: true, .. }))
+            {
+                return None;
+            }
             let reads = self.c.arena.vars_of(value);
             let pending: Vec<VarId> = reads
                 .iter()

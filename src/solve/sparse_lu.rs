@@ -70,8 +70,12 @@ impl ColumnOrder {
 /// column `order.perm[j]` of A; row k is row `pivot_row[k]` of A).
 #[derive(Default)]
 pub struct PivotedLu {
-    /// Whether the patterns below hold a factorization to refactor.
+    /// Whether the patterns below hold a factorization to refactor, and
+    /// the number of entries of the matrix they were planned for (a
+    /// caller keeps one `PivotedLu` per pattern; this guards against
+    /// another).
     planned: bool,
+    planned_nnz: usize,
     /// `pivot_row[k]`: the row of A that is row k of the factors;
     /// `pivot_pos` its inverse.
     pivot_row: Vec<usize>,
@@ -94,6 +98,8 @@ pub struct PivotedLu {
 }
 
 struct Pivoting {
+    /// The order its workspace is sized for.
+    n: usize,
     lu: SimplicialLu<usize, f64>,
     row_perm: Vec<usize>,
     row_perm_inv: Vec<usize>,
@@ -115,7 +121,11 @@ impl PivotedLu {
         if a.values.iter().any(|v| !v.is_finite()) {
             return false;
         }
-        if self.planned && self.pivot_row.len() == a.n && self.refactor(order, a) {
+        if self.planned
+            && self.pivot_row.len() == a.n
+            && self.planned_nnz == a.row_idx.len()
+            && self.refactor(order, a)
+        {
             return true;
         }
         self.pivotings += 1;
@@ -127,8 +137,12 @@ impl PivotedLu {
     fn plan(&mut self, order: &ColumnOrder, a: &Csc) -> bool {
         self.planned = false;
         let n = a.n;
+        if self.pivoting.as_ref().is_some_and(|p| p.n != n) {
+            self.pivoting = None;
+        }
         let p = self.pivoting.get_or_insert_with(|| {
             Box::new(Pivoting {
+                n,
                 lu: SimplicialLu::new(),
                 row_perm: Vec::new(),
                 row_perm_inv: Vec::new(),
@@ -183,6 +197,7 @@ impl PivotedLu {
         self.x.clear();
         self.x.resize(n, 0.0);
         self.planned = true;
+        self.planned_nnz = a.row_idx.len();
         true
     }
 
@@ -213,8 +228,13 @@ impl PivotedLu {
             x[j] = 0.0;
             self.u_val[ue - 1] = pivot;
             let below = &self.l_idx[self.l_ptr[j]..self.l_ptr[j + 1]];
+            // (`f64::max` would skip a NaN: the sum carries it instead.)
             let largest = below.iter().fold(0.0f64, |m, &r| m.max(x[r].abs()));
-            let acceptable = pivot != 0.0 && pivot.abs() >= PIVOT_THRESHOLD * largest;
+            let finite = below.iter().map(|&r| x[r]).sum::<f64>().is_finite();
+            let acceptable = finite
+                && pivot.is_finite()
+                && pivot != 0.0
+                && pivot.abs() >= PIVOT_THRESHOLD * largest;
             let inverse = 1.0 / pivot;
             for q in self.l_ptr[j]..self.l_ptr[j + 1] {
                 let r = self.l_idx[q];
@@ -407,6 +427,37 @@ mod tests {
         assert!(lu.factor(&order, &large.csc()));
         assert!(large.residual(&mut lu, &order) < 1e-12);
         assert_eq!(lu.pivotings, 2);
+    }
+
+    /// One `PivotedLu` given matrices of another pattern or size plans
+    /// again instead of refactoring on patterns that do not fit.
+    #[test]
+    fn another_pattern_is_planned_afresh() {
+        let mut lu = PivotedLu::default();
+        for m in [grid(4, 1.0), grid(5, 1.0), grid(4, 1.0)] {
+            let order = m.order();
+            assert!(lu.factor(&order, &m.csc()));
+            assert!(m.residual(&mut lu, &order) < 1e-13);
+        }
+        assert_eq!(lu.pivotings, 3);
+        // Same size, another pattern: a tridiagonal matrix of 16.
+        let entries: Vec<_> = (0..16)
+            .flat_map(|i| {
+                let mut e = vec![(i, i, 4.0)];
+                if i > 0 {
+                    e.push((i, i - 1, -1.0));
+                }
+                if i + 1 < 16 {
+                    e.push((i, i + 1, -1.5));
+                }
+                e
+            })
+            .collect();
+        let m = Matrix::new(16, &entries);
+        let order = m.order();
+        assert!(lu.factor(&order, &m.csc()));
+        assert!(m.residual(&mut lu, &order) < 1e-13);
+        assert_eq!(lu.pivotings, 4);
     }
 
     #[test]
