@@ -651,7 +651,9 @@ impl Bdf {
                     }
                 }
                 self.stats.jacobians += 1;
-                self.stale_lu = self.lu.take();
+                if let Some(lu) = self.lu.take() {
+                    self.stale_lu = Some(lu);
+                }
                 jac_current = true;
             }
             self.y_predict = y_predict;

@@ -26,10 +26,10 @@
 //! A dense row that passes through anything else (an implicit equation,
 //! an algebraic loop) leaves the model on the plain colouring.
 
-use super::jacobian::{StateDeps, colour_columns};
+use super::jacobian::{JacobianPattern, StateDeps, colour_columns};
 use crate::flat::{ExprArena, ExprId, Function, Node, VarId};
-use crate::structure::{Block, Causal, Role};
-use crate::symbolic::{self, eval::Env, fndiff::Derivatives};
+use crate::structure::{Block, Causal};
+use crate::symbolic::{self, eval::Env};
 use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -60,8 +60,8 @@ pub struct DenseRowSplit {
     /// The partial derivatives, in their own arena with the functions
     /// (and derivative functions) they call.
     pub partials: Vec<ExprId>,
-    /// The model's aliases (var, of, sign): the partials may read them,
-    /// and the frame holds only their sources.
+    /// The aliases (var, of, sign) the partials read: the frame holds
+    /// only their sources.
     pub aliases: Vec<(VarId, VarId, f64)>,
     arena: ExprArena,
     functions: Vec<Function>,
@@ -76,21 +76,26 @@ pub enum SplitNode {
     /// Computed from others: (node read, index into `partials`, sign of
     /// the reference: -1 through a negated alias).
     Expanded(Vec<(usize, usize, f64)>),
-    /// Read from the tangent runs: its states, whose derivatives are
-    /// entries `first..first + states.len()` of the leaves' lists.
-    Leaf { states: Vec<u32>, first: usize },
+    /// Variable `var`, read from the tangent runs: its states, whose
+    /// derivatives are entries `first..first + states.len()` of the
+    /// leaves' lists.
+    Leaf {
+        var: VarId,
+        states: Vec<u32>,
+        first: usize,
+    },
     /// State k itself.
     State(u32),
 }
 
 impl DenseRowSplit {
-    /// The split of `c`'s Jacobian, if it has dense rows, they all expand,
-    /// and the colouring it allows takes under half the colours of
-    /// `plain_colours`.
+    /// The split of `c`'s Jacobian (with the plain `pattern`), if it has
+    /// dense rows, they all expand, and the colouring it allows takes
+    /// under half the pattern's colours.
     pub(super) fn of_model(
         c: &Causal,
         deps: &StateDeps,
-        plain_colours: usize,
+        pattern: &JacobianPattern,
     ) -> Option<DenseRowSplit> {
         let n = c.states.len();
         let is_dense = |v: VarId| deps.of_var(v).is_none_or(|s| s.len() > DENSE_ROW);
@@ -111,8 +116,6 @@ impl DenseRowSplit {
             node_of: FxHashMap::default(),
             nodes: Vec::new(),
             partials: Vec::new(),
-            arena: c.arena.clone(),
-            functions: c.functions.clone(),
             leaf_entries: 0,
         };
         for (k, block) in c.blocks.iter().enumerate() {
@@ -127,13 +130,16 @@ impl DenseRowSplit {
                 rows.push((i, node?, sign));
             }
         }
-        // The conflict rows: the sparse derivatives, then the leaves.
-        let mut cols: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for (i, &d) in c.state_ders.iter().enumerate() {
-            if let (false, Some(s)) = (dense[i], deps.of_var(d)) {
-                s.iter().for_each(|&j| cols[j as usize].push(i));
-            }
-        }
+        // The conflict rows: the pattern's sparse rows, then the leaves.
+        let mut cols: Vec<Vec<usize>> = (0..n)
+            .map(|j| {
+                pattern
+                    .column(j)
+                    .map(|k| pattern.row_idx[k])
+                    .filter(|&i| !dense[i])
+                    .collect()
+            })
+            .collect();
         let mut n_rows = n;
         for node in &b.nodes {
             if let SplitNode::Leaf { states, .. } = node {
@@ -143,15 +149,12 @@ impl DenseRowSplit {
         }
         let mut col_ptr = vec![0];
         let mut row_idx = Vec::new();
-        for (j, col) in cols.iter_mut().enumerate() {
-            col.push(j);
-            col.sort_unstable();
-            col.dedup();
+        for col in &cols {
             row_idx.extend_from_slice(col);
             col_ptr.push(row_idx.len());
         }
         let colours = colour_columns(n_rows, n, &col_ptr, &row_idx);
-        if 2 * colours.len() >= plain_colours {
+        if 2 * colours.len() >= pattern.colours.len() {
             return None;
         }
         let mut colour_of = vec![0usize; n];
@@ -159,28 +162,42 @@ impl DenseRowSplit {
             colour.iter().for_each(|&j| colour_of[j as usize] = k);
         }
         let mut colour_leaves = vec![Vec::new(); colours.len()];
-        for (node, &var) in b.nodes.iter().zip(&b.node_vars()) {
-            if let SplitNode::Leaf { states, first } = node {
+        for node in &b.nodes {
+            if let SplitNode::Leaf { var, states, first } = node {
                 for (p, &j) in states.iter().enumerate() {
-                    colour_leaves[colour_of[j as usize]].push((first + p, var));
+                    colour_leaves[colour_of[j as usize]].push((first + p, *var));
                 }
             }
         }
+        // Only now, the split being worth it: the partials, in a copy of
+        // the arena (forming them adds nodes and derivative functions).
+        let mut arena = c.arena.clone();
+        let mut functions = c.functions.clone();
+        let mut partials = Vec::with_capacity(b.partials.len());
+        for &(value, u) in &b.partials {
+            partials.push(symbolic::partial(&mut arena, value, u, &mut functions).ok()?);
+        }
+        // The aliases the partials read (alias elimination substitutes
+        // most): the frame holds only their sources.
+        let read: rustc_hash::FxHashSet<VarId> =
+            partials.iter().flat_map(|&p| arena.vars_of(p)).collect();
+        let aliases = c
+            .aliases
+            .iter()
+            .filter(|a| read.contains(&a.var))
+            .map(|a| (a.var, a.of, if a.negated { -1.0 } else { 1.0 }))
+            .collect();
         Some(DenseRowSplit {
             colours,
             dense,
             rows,
             colour_leaves,
             leaf_entries: b.leaf_entries,
-            partials: b.partials,
-            aliases: c
-                .aliases
-                .iter()
-                .map(|a| (a.var, a.of, if a.negated { -1.0 } else { 1.0 }))
-                .collect(),
+            partials,
+            aliases,
             nodes: b.nodes,
-            arena: b.arena,
-            functions: b.functions.functions,
+            arena,
+            functions: functions.functions,
             disabled: AtomicBool::new(false),
         })
     }
@@ -237,7 +254,7 @@ impl DenseRowSplit {
                         adjoint[r] += a * sign * pv[p];
                     }
                 }
-                SplitNode::Leaf { states, first } => {
+                SplitNode::Leaf { states, first, .. } => {
                     for (p, &j) in states.iter().enumerate() {
                         acc[j as usize] += a * leaf[first + p];
                     }
@@ -256,28 +273,19 @@ struct Builder<'a> {
     /// Node of each variable met (`None`: it reads no state).
     node_of: FxHashMap<VarId, Option<usize>>,
     nodes: Vec<SplitNode>,
-    partials: Vec<ExprId>,
-    arena: ExprArena,
-    functions: Derivatives,
+    /// The partials to form, by their index in the expanded nodes' edges:
+    /// (expression, variable as it references it).
+    partials: Vec<(ExprId, VarId)>,
     leaf_entries: usize,
 }
 
 impl Builder<'_> {
-    /// The variable a reference to `v` reads, and the reference's sign.
-    fn target(&self, v: VarId) -> (VarId, f64) {
-        if self.c.roles[v as usize] == Role::Alias
-            && let Some(a) = self.c.aliases.iter().find(|a| a.var == v)
-        {
-            return (a.of, if a.negated { -1.0 } else { 1.0 });
-        }
-        (v, 1.0)
-    }
-
     /// The node of variable `v` (after its alias), made with the nodes it
-    /// reads first; `Some(None)` if it reads no state, `None` if it cannot
-    /// be split. Iterative, so deep chains of assignments do not recurse.
+    /// reads first, and the sign of the reference; `Some((None, _))` if it
+    /// reads no state, `None` if it cannot be split. Iterative, so deep
+    /// chains of assignments do not recurse.
     fn node(&mut self, v: VarId) -> Option<(Option<usize>, f64)> {
-        let (top, sign) = self.target(v);
+        let (top, sign) = self.deps.reference(v);
         // A stack of variables whose reads are being made.
         let mut stack = vec![top];
         while let Some(&v) = stack.last() {
@@ -305,7 +313,11 @@ impl Builder<'_> {
                     let first = self.leaf_entries;
                     self.leaf_entries += states.len();
                     self.node_of.insert(v, Some(self.nodes.len()));
-                    self.nodes.push(SplitNode::Leaf { states, first });
+                    self.nodes.push(SplitNode::Leaf {
+                        var: v,
+                        states,
+                        first,
+                    });
                     stack.pop();
                     continue;
                 }
@@ -328,39 +340,26 @@ impl Builder<'_> {
             let reads = self.c.arena.vars_of(value);
             let pending: Vec<VarId> = reads
                 .iter()
-                .map(|&u| self.target(u).0)
+                .map(|&u| self.deps.reference(u).0)
                 .filter(|u| !self.node_of.contains_key(u))
                 .collect();
             if !pending.is_empty() {
                 stack.extend(pending);
                 continue;
             }
-            // Every read has its node: the partials.
+            // Every read has its node: the edges, their partials to form.
             let mut edges = Vec::new();
             for &u in &reads {
-                let (t, s) = self.target(u);
-                let Some(node) = self.node_of[&t] else {
-                    continue;
-                };
-                let p = symbolic::partial(&mut self.arena, value, u, &mut self.functions).ok()?;
-                edges.push((node, self.partials.len(), s));
-                self.partials.push(p);
+                let (t, s) = self.deps.reference(u);
+                if let Some(node) = self.node_of[&t] {
+                    edges.push((node, self.partials.len(), s));
+                    self.partials.push((value, u));
+                }
             }
             self.node_of.insert(v, Some(self.nodes.len()));
             self.nodes.push(SplitNode::Expanded(edges));
             stack.pop();
         }
         Some((self.node_of[&top], sign))
-    }
-
-    /// The variable of each node, in the nodes' order.
-    fn node_vars(&self) -> Vec<VarId> {
-        let mut vars = vec![0; self.nodes.len()];
-        for (&v, node) in &self.node_of {
-            if let Some(k) = node {
-                vars[*k] = v;
-            }
-        }
-        vars
     }
 }

@@ -605,8 +605,8 @@ impl GeneralizedAlpha {
         let r = super::bdf::OdeProblem::jacobian(&mut ode, t, x, &mut self.jac);
         run.stats.model_evaluations += ode.evaluations;
         self.stats.jacobians += 1;
-        if self.lu.is_some() {
-            self.stale_lu = self.lu.take();
+        if let Some(lu) = self.lu.take() {
+            self.stale_lu = Some(lu);
         }
         r.map_err(|e| run.status_error(e.0, Entry::Tangent))
     }

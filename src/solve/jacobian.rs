@@ -95,7 +95,8 @@ impl Deps {
 /// once through the BLT blocks in evaluation order.
 pub(super) struct StateDeps {
     deps: Vec<Deps>,
-    alias_of: rustc_hash::FxHashMap<u32, u32>,
+    /// Each alias's source and sign (-1 if negated).
+    alias_of: rustc_hash::FxHashMap<u32, (u32, f64)>,
 }
 
 impl StateDeps {
@@ -112,7 +113,11 @@ impl StateDeps {
         // no state.
         let mut sd = StateDeps {
             deps: vec![Deps::Some(Vec::new()); nv],
-            alias_of: c.aliases.iter().map(|a| (a.var, a.of)).collect(),
+            alias_of: c
+                .aliases
+                .iter()
+                .map(|a| (a.var, (a.of, if a.negated { -1.0 } else { 1.0 })))
+                .collect(),
         };
         for (k, &s) in c.states.iter().chain(sources).enumerate() {
             sd.deps[s as usize] = Deps::Some(vec![k as u32]);
@@ -141,7 +146,13 @@ impl StateDeps {
 
     /// The variable whose value a reference to `v` reads.
     fn target(&self, v: u32) -> u32 {
-        self.alias_of.get(&v).copied().unwrap_or(v)
+        self.reference(v).0
+    }
+
+    /// The variable a reference to `v` reads, and the reference's sign
+    /// (-1 through a negated alias).
+    pub(super) fn reference(&self, v: u32) -> (u32, f64) {
+        self.alias_of.get(&v).copied().unwrap_or((v, 1.0))
     }
 
     /// The states (indices into `Causal::states`) that `exprs` read, `None`
@@ -192,7 +203,7 @@ impl JacobianPattern {
             col.dedup();
         }
         let mut pattern = JacobianPattern::from_columns(n, cols);
-        pattern.split = DenseRowSplit::of_model(c, &deps, pattern.colours.len());
+        pattern.split = DenseRowSplit::of_model(c, &deps, &pattern);
         pattern
     }
 

@@ -6,6 +6,7 @@ use super::jacobian::{Jacobian, JacobianPattern};
 use crate::jit::frame::{Frame, status};
 use crate::jit::interp;
 use crate::jit::lower::Program;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 pub use crate::jit::frame::Entry;
@@ -170,11 +171,14 @@ impl<'a> ModelOde<'a> {
         let mut partials = Vec::new();
         {
             let slots = self.frame.slots();
-            let mut values = slots[vars..vars + n_vars].to_vec();
-            let mut pres = slots[pre..pre + n_vars].to_vec();
-            for &(a, of, sign) in &split.aliases {
-                values[a as usize] = sign * values[of as usize];
-                pres[a as usize] = sign * pres[of as usize];
+            let mut values = Cow::Borrowed(&slots[vars..vars + n_vars]);
+            let mut pres = Cow::Borrowed(&slots[pre..pre + n_vars]);
+            if !split.aliases.is_empty() {
+                let (values, pres) = (values.to_mut(), pres.to_mut());
+                for &(a, of, sign) in &split.aliases {
+                    values[a as usize] = sign * values[of as usize];
+                    pres[a as usize] = sign * pres[of as usize];
+                }
             }
             if !split.eval_partials(&values, &pres, self.frame.time(), &mut partials) {
                 return Ok(false);
@@ -256,7 +260,6 @@ impl OdeProblem for ModelOde<'_> {
         {
             return Ok(());
         }
-        jac.clear();
         for colour in &pattern.colours {
             self.coloured_run(&pattern, colour, None, jac)?;
         }
