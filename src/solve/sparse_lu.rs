@@ -70,12 +70,11 @@ impl ColumnOrder {
 /// column `order.perm[j]` of A; row k is row `pivot_row[k]` of A).
 #[derive(Default)]
 pub struct PivotedLu {
-    /// Whether the patterns below hold a factorization to refactor, and
-    /// the number of entries of the matrix they were planned for (a
+    /// The order and number of entries of the matrix the patterns below
+    /// were planned for, if they hold a factorization to refactor (a
     /// caller keeps one `PivotedLu` per pattern; this guards against
     /// another).
-    planned: bool,
-    planned_nnz: usize,
+    planned: Option<(usize, usize)>,
     /// `pivot_row[k]`: the row of A that is row k of the factors;
     /// `pivot_pos` its inverse.
     pivot_row: Vec<usize>,
@@ -121,11 +120,7 @@ impl PivotedLu {
         if a.values.iter().any(|v| !v.is_finite()) {
             return false;
         }
-        if self.planned
-            && self.pivot_row.len() == a.n
-            && self.planned_nnz == a.row_idx.len()
-            && self.refactor(order, a)
-        {
+        if self.planned == Some((a.n, a.row_idx.len())) && self.refactor(order, a) {
             return true;
         }
         self.pivotings += 1;
@@ -135,7 +130,7 @@ impl PivotedLu {
     /// faer's partial-pivoting factorization of `a`, kept for its pivots
     /// and the patterns of L and U they give.
     fn plan(&mut self, order: &ColumnOrder, a: &Csc) -> bool {
-        self.planned = false;
+        self.planned = None;
         let n = a.n;
         if self.pivoting.as_ref().is_some_and(|p| p.n != n) {
             self.pivoting = None;
@@ -190,14 +185,10 @@ impl PivotedLu {
         self.l_val.resize(self.l_idx.len(), 0.0);
         self.u_val.resize(self.u_idx.len(), 0.0);
         self.pivot_row.clone_from(&p.row_perm);
-        self.pivot_pos.resize(n, 0);
-        for (k, &r) in self.pivot_row.iter().enumerate() {
-            self.pivot_pos[r] = k;
-        }
+        self.pivot_pos.clone_from(&p.row_perm_inv);
         self.x.clear();
         self.x.resize(n, 0.0);
-        self.planned = true;
-        self.planned_nnz = a.row_idx.len();
+        self.planned = Some((n, a.row_idx.len()));
         true
     }
 
