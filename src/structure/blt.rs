@@ -102,8 +102,8 @@ pub fn sort(s: &mut Analysis) -> Result<Vec<Block>, Diagnostic> {
         eprintln!(
             "    blt: solvability {:.2} ms (start point {})",
             c0.elapsed().as_secs_f64() * 1e3,
-            if start.point.is_some() {
-                "evaluated"
+            if start.used_point {
+                "used"
             } else {
                 "not needed"
             }
@@ -246,10 +246,10 @@ struct StartValues {
     /// gives those parameters the same values, without a walk over the
     /// whole model.
     literals: Option<(Vec<f64>, Vec<bool>)>,
-    /// The start point of every variable (`pantelides::start_point`).
-    point: Option<Vec<f64>>,
     /// The calls made by these evaluations.
     calls: symbolic::eval::CallMemo,
+    /// Whether an evaluation needed the start point.
+    used_point: bool,
 }
 
 impl StartValues {
@@ -270,10 +270,10 @@ impl StartValues {
             (values, known)
         });
         let values = if reads_only(&s.arena, x, known) {
-            numbers
+            numbers.as_slice()
         } else {
-            self.point
-                .get_or_insert_with(|| super::pantelides::start_point(s))
+            self.used_point = true;
+            s.start()
         };
         let env = symbolic::eval::Env {
             calls: Some(&self.calls),

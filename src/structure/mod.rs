@@ -187,9 +187,21 @@ pub struct Analysis {
     /// Per function, which arguments each output depends on (computed on
     /// first use; see [`flat::Function::output_dependencies`]).
     call_deps: std::cell::RefCell<HashMap<u32, Option<CallDeps>>>,
+    /// The start point ([`pantelides::start_point`]), evaluated when first
+    /// needed ([`Self::start`]).
+    start: std::cell::OnceCell<Vec<f64>>,
 }
 
 impl Analysis {
+    /// The start point of every variable, evaluated once: by the dummy
+    /// derivatives' choice and then by the BLT sort, between which neither
+    /// the variables nor the equations change (it must not be asked for
+    /// before index reduction has added its equations). Evaluating it can
+    /// run long functions (a cycloid profile of thousands of points).
+    pub fn start(&self) -> &[f64] {
+        self.start.get_or_init(|| pantelides::start_point(self))
+    }
+
     fn new(flat: FlatModel) -> Analysis {
         let unknowns = balance::unknowns(&flat);
         let n = flat.vars.len();
@@ -240,6 +252,7 @@ impl Analysis {
             states: Vec::new(),
             summary: Summary::default(),
             call_deps: Default::default(),
+            start: Default::default(),
         }
     }
 

@@ -351,7 +351,7 @@ impl<'b> Pantelides<'b> {
         let start = if rows.is_empty() {
             Vec::new()
         } else {
-            start_point(self.s)
+            self.s.start().to_vec()
         };
         let mut dummies = Vec::new();
         let debug = std::env::var_os("RMOC_DEBUG_STATES").is_some();
