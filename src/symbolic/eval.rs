@@ -33,6 +33,16 @@ pub struct CallMemo(std::cell::RefCell<rustc_hash::FxHashMap<u32, LastCall>>);
 /// A call site's last arguments and outputs.
 type LastCall = (Vec<f64>, Vec<f64>);
 
+impl CallMemo {
+    /// Output `output` of call site `call`'s last call, if it was made.
+    pub fn last_output(&self, call: u32, output: usize) -> Option<f64> {
+        self.0
+            .borrow()
+            .get(&call)
+            .and_then(|(_, outs)| outs.get(output).copied())
+    }
+}
+
 /// Evaluates `e`; relations and conditions take their mathematical values.
 pub fn eval(arena: &ExprArena, e: ExprId, env: &Env) -> Result<f64, String> {
     // `reachable` is sorted by id and children come before parents, so one
