@@ -717,16 +717,14 @@ pub fn start_point(s: &Analysis) -> Vec<f64> {
     let n = s.vars.len();
     let mut values = vec![0.0; n];
     let mut done = vec![false; n];
-    // One memo for every evaluation of the model's arena here, and the
-    // call sites already evaluated as some variable's whole binding.
+    // One memo for every evaluation of the model's arena here.
     let calls = symbolic::eval::CallMemo::default();
-    let mut sites = rustc_hash::FxHashSet::default();
     fn value_of(
         s: &Analysis,
         v: usize,
         values: &mut Vec<f64>,
         done: &mut Vec<bool>,
-        (calls, sites): (&symbolic::eval::CallMemo, &mut rustc_hash::FxHashSet<u32>),
+        calls: &symbolic::eval::CallMemo,
         depth: usize,
     ) -> f64 {
         if done[v] || depth > 200 {
@@ -741,12 +739,12 @@ pub fn start_point(s: &Analysis) -> Vec<f64> {
         };
         // An element of an array bound to a call (`profile[i, j] =
         // cycloidProfile(...)`, thousands of elements with one call site):
-        // once one element has been evaluated, the others are the call's
-        // other outputs, without walking its arguments again (their
-        // variables are evaluated, and keep their values).
+        // once the site has been called here, the others are the call's
+        // other outputs, without walking its arguments again. (Every call
+        // here came after the variables of its arguments, which keep their
+        // values.)
         if let Some(e) = e
             && let Node::Call { call, output } = s.arena.node(e)
-            && sites.contains(&call)
             && let Some(x) = calls.last_output(call, output as usize)
         {
             values[v] = x;
@@ -754,7 +752,7 @@ pub fn start_point(s: &Analysis) -> Vec<f64> {
         }
         if let Some(e) = e {
             for dep in s.arena.vars_of(e) {
-                value_of(s, dep as usize, values, done, (calls, sites), depth + 1);
+                value_of(s, dep as usize, values, done, calls, depth + 1);
             }
             let env = symbolic::eval::Env {
                 values,
@@ -765,14 +763,11 @@ pub fn start_point(s: &Analysis) -> Vec<f64> {
                 calls: Some(calls),
             };
             values[v] = symbolic::eval::eval(&s.arena, e, &env).unwrap_or(0.0);
-            if let Node::Call { call, .. } = s.arena.node(e) {
-                sites.insert(call);
-            }
         }
         values[v]
     }
     for v in 0..n {
-        value_of(s, v, &mut values, &mut done, (&calls, &mut sites), 0);
+        value_of(s, v, &mut values, &mut done, &calls, 0);
     }
     // Variables without a start value take the value their defining equation
     // gives (`ex = cos(phi)*e[1]` is 1, not 0, at the start): a few sweeps of
