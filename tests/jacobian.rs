@@ -37,6 +37,19 @@ fn jacobian_and_runs(c: &rmoc::Compiled, pattern: Arc<JacobianPattern>) -> (Vec<
     (values, runs)
 }
 
+/// Every entry of `a` within 1e-12 (relative above 1) of `b`'s.
+fn assert_same_jacobian(label: &str, a: &[Vec<f64>], b: &[Vec<f64>]) {
+    assert_eq!(a.len(), b.len(), "{label}: sizes");
+    for (i, (ra, rb)) in a.iter().zip(b).enumerate() {
+        for (j, (&x, &y)) in ra.iter().zip(rb).enumerate() {
+            assert!(
+                (x - y).abs() <= 1e-12 * (1.0 + y.abs()),
+                "{label}: J[{i}, {j}] = {x} / {y}"
+            );
+        }
+    }
+}
+
 fn check(label: &str, c: &rmoc::Compiled) -> usize {
     let n = c.causal.states.len();
     let pattern = Arc::new(JacobianPattern::of_model(&c.causal));
@@ -44,19 +57,9 @@ fn check(label: &str, c: &rmoc::Compiled) -> usize {
     assert_eq!(one_per_state.colours.len(), n);
     let coloured = jacobian_at_start(c, pattern.clone());
     let full = jacobian_at_start(c, one_per_state);
-    let mut nonzeros = 0;
-    for i in 0..n {
-        for j in 0..n {
-            let (a, b) = (coloured[i][j], full[i][j]);
-            assert!(
-                (a - b).abs() <= 1e-12 * (1.0 + b.abs()),
-                "{label}: J[{i}, {j}] = {a} from the colouring, {b} from one run per state"
-            );
-            if b != 0.0 {
-                nonzeros += 1;
-            }
-        }
-    }
+    let label = format!("{label}: from the colouring / from one run per state");
+    assert_same_jacobian(&label, &coloured, &full);
+    let nonzeros = full.iter().flatten().filter(|&&b| b != 0.0).count();
     assert!(
         pattern.colours.len() <= n.max(1),
         "{label}: {} colours for {n} states",
@@ -114,19 +117,8 @@ fn a_dense_row_is_split_through_the_forces_it_sums() {
     plain.split = None;
     let (plain, runs) = jacobian_and_runs(&c, Arc::new(plain));
     assert_eq!(runs, n as u64, "one run per state without it");
-    let mut dense_row_nonzeros = 0;
-    for i in 0..n {
-        for j in 0..n {
-            let (a, b) = (split[i][j], plain[i][j]);
-            assert!(
-                (a - b).abs() <= 1e-12 * (1.0 + b.abs()),
-                "J[{i}, {j}] = {a} split, {b} plain"
-            );
-            if b != 0.0 && i == 1 {
-                dense_row_nonzeros += 1;
-            }
-        }
-    }
+    assert_same_jacobian("split / plain", &split, &plain);
+    let dense_row_nonzeros = plain[1].iter().filter(|&&b| b != 0.0).count();
     assert_eq!(dense_row_nonzeros, n, "der(w) reads every state");
     // A Coulomb-like term on an event relation in the hub's equation: the
     // compiled code reads the relation's stored value between events, the
