@@ -52,17 +52,16 @@ end Sweep;
     }
 }
 
-/// Two gears closing without torque: the reconnection's impact conserves
-/// the momentum along the line of action and reverses the closing speed
-/// times e (eq. 24).
-#[test]
-fn a_reconnection_conserves_momentum_and_reverses_the_speed_by_e() {
-    let src = r#"
+/// Two gears closing without torque at 0.02 - (-0.01) rad/s on base radii
+/// 0.07 and 0.1 m; a reconnection with restitution `e` on `share` of the
+/// equivalent masses.
+const IMPACT: &str = r#"
 model Impact
   parameter Real e = 0.5;
+  parameter Real share = 1;
   Gears.SpurPair pair(zp = 50, rbp = 0.07, rbg = 0.1, Jp = 0.01, Jg = 0.04,
     pairTable = [0, 10, 100; 0, 3e8, 3e8; 1, 3e8, 3e8], pairs = 1, kLoad = 3e8, mu = 1e-6, e = e,
-    phiNominal = 0.3, phi_p(start = -1e-4), w_p(start = 0.02), w_g(start = -0.01));
+    impactShare = share, phiNominal = 0.3, phi_p(start = -1e-4), w_p(start = 0.02), w_g(start = -0.01));
   Mechanics.Rotational.Torque tp(tau = 0);
   Mechanics.Rotational.Torque tg(tau = 0);
 equation
@@ -71,7 +70,13 @@ equation
   annotation(experiment(StopTime = 0.02, Interval = 1e-4, __rmoc_solver = "newmark", __rmoc_step = 1e-6));
 end Impact;
 "#;
-    let path = common::model_file("Impact", src);
+
+/// Two gears closing without torque: the reconnection's impact conserves
+/// the momentum along the line of action and reverses the closing speed
+/// times e (eq. 24).
+#[test]
+fn a_reconnection_conserves_momentum_and_reverses_the_speed_by_e() {
+    let path = common::model_file("Impact", IMPACT);
     for e in [0.0, 0.5, 1.0] {
         let r = run(&path, "Impact", &[&format!("e={e}")]);
         let (rbp, rbg, jp, jg) = (0.07, 0.1, 0.01, 0.04);
@@ -103,6 +108,39 @@ end Impact;
             );
         }
         assert!(r.stats.state_events >= 1, "{}", r.stats);
+    }
+}
+
+/// An impact of the contact region only (`impactShare` s < 1): at the
+/// reconnection's event the closing speed drops by s (1 + e) of itself,
+/// not to -e of it, and the momentum along the line of action is kept
+/// (the rows before and after the event, at one time).
+#[test]
+fn a_partial_impact_takes_its_share_of_the_closing_speed() {
+    let path = common::model_file("Impact", IMPACT);
+    let (rbp, rbg, jp, jg) = (0.07, 0.1, 0.01, 0.04);
+    let (mp, mg) = (jp / (rbp * rbp), jg / (rbg * rbg));
+    for share in [0.03, 0.25, 1.0] {
+        let r = run(&path, "Impact", &["e=0.5", &format!("share={share}")]);
+        let t = &r.times;
+        let i = (0..t.len() - 1)
+            .find(|&i| t[i] == t[i + 1])
+            .expect("an event row pair");
+        let (wp, wg) = (column(&r, "pair.w_p"), column(&r, "pair.w_g"));
+        let (vp0, vg0, vp1, vg1) = (rbp * wp[i], rbg * wg[i], rbp * wp[i + 1], rbg * wg[i + 1]);
+        let momentum = |a: f64, b: f64| mp * a + mg * b;
+        assert!(
+            (momentum(vp1, vg1) - momentum(vp0, vg0)).abs() < 1e-12,
+            "share {share}: momentum {} then {}",
+            momentum(vp0, vg0),
+            momentum(vp1, vg1)
+        );
+        let (close0, close1) = (vp0 - vg0, vp1 - vg1);
+        let expected = close0 * (1.0 - share * 1.5);
+        assert!(
+            (close1 - expected).abs() < 1e-12,
+            "share {share}: closing {close0} then {close1}, expected {expected}"
+        );
     }
 }
 

@@ -5,8 +5,11 @@
       The RMS of the oscillating DTE against the mesh frequency for an up and
       a down sweep in one plot (PREFIX.png and PREFIX.svg; the paper's Figs.
       8-9), and the features of the curves as JSON on standard output: the
-      primary peak, the band below it where the sweeps differ by 2x or more
-      (coexisting solutions), the second and third peaks. The RMS is taken
+      primary peak (the run-up's largest response over 2000-3410 Hz, where a
+      softening resonance jumps onto its upper branch), the down sweep's
+      largest response (where it leaves that branch), the band below the
+      primary peak where the sweeps differ by 2x or more (coexisting
+      solutions), the second and third peaks. The RMS is taken
       per window of `--cycles` mesh cycles of the `dte` column when the
       result has it densely (rows at least 8 per mesh cycle), else the
       model's own running RMS `dteRms`.
@@ -96,16 +99,23 @@ def features(fu, ru, fd, rd):
     up, down = on_grid(fu, ru, grid), on_grid(fd, rd, grid)
     both = np.maximum(up, down)
 
-    def peak(lo, hi):
+    def peak(lo, hi, curve=both):
         m = (grid >= lo) & (grid <= hi)
         if not m.any():
             return None, None  # a shortened sweep that does not reach it
-        i = np.argmax(both[m])
-        return float(grid[m][i]), float(both[m][i])
+        i = np.argmax(curve[m])
+        return float(grid[m][i]), float(curve[m][i])
 
     if len(grid) == 0:
         sys.exit("whine.py: the two sweeps share no mesh frequencies")
-    primary = peak(2000, 3410)
+    # The primary resonance is where the run-up meets it: with a softening
+    # jump the run-up's largest response is at its jump onto the upper
+    # branch, which then stretches below it (the down sweep follows it to
+    # its own jump, where the down sweep's largest response is: reported
+    # apart). The larger of the two curves would put the "peak" at the foot
+    # of a softening upper branch, below the band of coexistence.
+    primary = peak(2000, 3410, up)
+    down_primary = peak(2000, 3410, down)
     # The band just below the primary peak where the down sweep is 2x the up.
     ratio = down / np.maximum(up, 1e-30)
     band = []
@@ -125,6 +135,8 @@ def features(fu, ru, fd, rd):
         "largest_ratio_at_hz": float(grid[worst]),
         "primary_peak_hz": primary[0],
         "primary_peak_rms_m": primary[1],
+        "down_sweep_peak_hz": down_primary[0],
+        "down_sweep_peak_rms_m": down_primary[1],
         "coexistence_band_hz": band,
         "coexistence_width_hz": (band[1] - band[0]) if band else 0.0,
         "second_peak_hz": peak(1100, 1600)[0],
