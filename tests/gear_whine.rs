@@ -175,6 +175,7 @@ fn the_impulse_test_gives_2650_hz_and_8_percent_damping() {
         let f = n as f64 / (peaks[n].0 - peaks[0].0);
         let delta = (peaks[0].1 / peaks[n].1).ln() / n as f64;
         let zeta = delta / (4.0 * std::f64::consts::PI.powi(2) + delta * delta).sqrt();
+        eprintln!("z0 = {z0}: {f:.0} Hz, damping ratio {zeta:.4}");
         assert!((f - 2650.0).abs() <= 100.0, "z0 = {z0}: {f} Hz");
         assert!(
             (zeta - 0.08).abs() <= 0.01,
@@ -312,8 +313,9 @@ fn the_steady_run_on_the_bdf_agrees_with_newmark() {
 /// branch, where every contact element is unloaded once in each mesh
 /// cycle, for part of it; arriving from 2000 Hz it stays on the lower,
 /// where the teeth carry the load throughout and the DTE's RMS is lower.
-/// (The paper's upper branch is unloaded for about half of each cycle;
-/// this lumped model, 12% of it: issue 17 keeps that open.)
+/// The paper's upper branch is unloaded for about half of each cycle
+/// (Fig. 12); issue 17 asks for 30-60% (this model: 31%, with the RMS
+/// 1.9x the lower branch's).
 #[test]
 fn at_2400_hz_the_upper_branch_loses_contact_every_cycle_and_the_lower_never() {
     let path = example();
@@ -343,7 +345,7 @@ fn at_2400_hz_the_upper_branch_loses_contact_every_cycle_and_the_lower_never() {
     );
     let share = unloaded / (cycles / 2400.0);
     assert!(
-        (0.05..0.6).contains(&share),
+        (0.3..0.6).contains(&share),
         "upper branch unloaded {share} of each cycle"
     );
     let (losses, unloaded, _, lower_rms) = branch(2000.0);
@@ -353,7 +355,7 @@ fn at_2400_hz_the_upper_branch_loses_contact_every_cycle_and_the_lower_never() {
         "lower branch: never unloaded"
     );
     assert!(
-        upper_rms > 1.2 * lower_rms,
+        upper_rms > 1.5 * lower_rms,
         "RMS DTE upper {upper_rms:e}, lower {lower_rms:e}"
     );
 }

@@ -104,3 +104,29 @@ def test_sweeps_that_miss_the_primary_resonance_report_no_band(tmp_path):
     r = whine("sweep", tmp_path / "up.csv", tmp_path / "down.csv")
     assert r["primary_peak_hz"] is None and r["coexistence_band_hz"] == [], r
     assert abs(r["second_peak_hz"] - 1300) <= 40, r
+
+
+def test_shortened_sweeps_of_the_example_show_the_softening_jump(tmp_path):
+    # Issue 17, acceptance 2, on the example itself: run-up and run-down over
+    # 2000-2900 Hz at the full sweeps' rate (128 rpm/s), measured by
+    # whine.py. The full 25 s sweeps give: primary peak 2494 Hz, the down
+    # sweep 2x the up over 2338-2392 Hz, second peak 1276 Hz, third 858 Hz
+    # (docs/benchmarks.md 3e); these shortened ones 2494 Hz and 2326-2392.
+    import pytest
+
+    rmoc = os.path.join(HERE, "..", "..", "target", "release", "rmoc")
+    if not os.path.exists(rmoc):
+        pytest.skip("no target/release/rmoc: build it first (cargo build --release)")
+    model = os.path.join(HERE, "..", "gear_whine.rmo")
+    runs = []
+    for name, start, end in (("up", 2400, 3480), ("down", 3480, 2400)):
+        out = tmp_path / f"{name}.mat"
+        args = [rmoc, "simulate", model, "-q", "-o", str(out)]
+        args += ["-p", f"rpmStart={start}", "-p", f"rpmEnd={end}", "-p", "duration=8.44"]
+        runs.append(subprocess.Popen(args))
+    assert all(run.wait() == 0 for run in runs)
+    r = whine("sweep", tmp_path / "up.mat", tmp_path / "down.mat")
+    assert 2450 <= r["primary_peak_hz"] <= 2800, r
+    assert r["coexistence_width_hz"] >= 50, r
+    lo, hi = r["coexistence_band_hz"]
+    assert hi < r["primary_peak_hz"] and r["down_sweep_peak_hz"] < 2400, r
