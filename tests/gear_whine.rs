@@ -184,8 +184,8 @@ fn the_impulse_test_gives_2650_hz_and_8_percent_damping() {
     }
 }
 
-/// A restitution outside [0, 1], a mesh-stiffness table with a
-/// non-positive stiffness and a sweep whose speed would be negative are
+/// A restitution or an impact share outside [0, 1], a mesh-stiffness
+/// table with a non-positive stiffness and a sweep whose speed would be negative are
 /// refused at the start with their reasons, exit status 1 and no result.
 #[test]
 fn bad_mesh_and_sweep_parameters_are_refused() {
@@ -197,6 +197,10 @@ fn bad_mesh_and_sweep_parameters_are_refused() {
         (
             "-p pair.e=1.5",
             "the coefficient of restitution e must lie in [0, 1]",
+        ),
+        (
+            "-p impactShare=1.2",
+            "the impact share impactShare must lie in [0, 1]",
         ),
         ("-p rpmEnd=-100", "wStart and wEnd must not be negative"),
     ];
