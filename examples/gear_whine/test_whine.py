@@ -106,25 +106,32 @@ def test_sweeps_that_miss_the_primary_resonance_report_no_band(tmp_path):
     assert abs(r["second_peak_hz"] - 1300) <= 40, r
 
 
-def test_shortened_sweeps_of_the_example_show_the_softening_jump(tmp_path):
-    # Issue 17, acceptance 2, on the example itself: run-up and run-down over
-    # 2000-2900 Hz at the full sweeps' rate (128 rpm/s), measured by
-    # whine.py. The full 25 s sweeps give: primary peak 2494 Hz, the down
-    # sweep 2x the up over 2338-2392 Hz, second peak 1276 Hz, third 858 Hz
-    # (docs/benchmarks.md 3e); these shortened ones 2493 Hz and 2326-2391.
+def start_sweep(out, rpm_start, rpm_end, duration):
+    """Starts examples/gear_whine.rmo's sweep from rpm_start to rpm_end over
+    `duration` seconds (the run ends with it), written to `out`; skips the
+    test without a release build."""
     import pytest
 
     rmoc = os.path.join(HERE, "..", "..", "target", "release", "rmoc")
     if not os.path.exists(rmoc):
         pytest.skip("no target/release/rmoc: build it first (cargo build --release)")
     model = os.path.join(HERE, "..", "gear_whine.rmo")
-    runs = []
-    for name, start, end in (("up", 2400, 3480), ("down", 3480, 2400)):
-        out = tmp_path / f"{name}.mat"
-        args = [rmoc, "simulate", model, "-q", "-o", str(out)]
-        args += ["-p", f"rpmStart={start}", "-p", f"rpmEnd={end}", "-p", "duration=8.44"]
-        args += ["--stop-time", "8.44"]
-        runs.append(subprocess.Popen(args))
+    args = [rmoc, "simulate", model, "-q", "-o", str(out)]
+    args += ["-p", f"rpmStart={rpm_start}", "-p", f"rpmEnd={rpm_end}", "-p", f"duration={duration}"]
+    args += ["--stop-time", str(duration)]
+    return subprocess.Popen(args)
+
+
+def test_shortened_sweeps_of_the_example_show_the_softening_jump(tmp_path):
+    # Issue 17, acceptance 2, on the example itself: run-up and run-down over
+    # 2000-2900 Hz at the full sweeps' rate (128 rpm/s), measured by
+    # whine.py. The full 25 s sweeps give: primary peak 2494 Hz, the down
+    # sweep 2x the up over 2338-2392 Hz, second peak 1276 Hz, third 858 Hz
+    # (docs/benchmarks.md 3e); these shortened ones 2493 Hz and 2326-2391.
+    runs = [
+        start_sweep(tmp_path / "up.mat", 2400, 3480, 8.44),
+        start_sweep(tmp_path / "down.mat", 3480, 2400, 8.44),
+    ]
     assert all(run.wait() == 0 for run in runs)
     r = whine("sweep", tmp_path / "up.mat", tmp_path / "down.mat")
     assert 2450 <= r["primary_peak_hz"] <= 2800, r
@@ -138,17 +145,8 @@ def test_a_shortened_run_up_of_the_example_shows_the_second_and_third_resonances
     # and fn/3, on a run-up over 800-1500 Hz at the full sweeps' rate
     # (128 rpm/s); no coexisting branches there, so the run-up serves as
     # both sweeps. The full sweeps: 1276 and 858 Hz; this one 1279 and 862.
-    import pytest
-
-    rmoc = os.path.join(HERE, "..", "..", "target", "release", "rmoc")
-    if not os.path.exists(rmoc):
-        pytest.skip("no target/release/rmoc: build it first (cargo build --release)")
-    model = os.path.join(HERE, "..", "gear_whine.rmo")
     out = tmp_path / "up.mat"
-    args = [rmoc, "simulate", model, "-q", "-o", str(out)]
-    args += ["-p", "rpmStart=960", "-p", "rpmEnd=1800", "-p", "duration=6.5625"]
-    args += ["--stop-time", "6.5625"]
-    subprocess.run(args, check=True)
+    assert start_sweep(out, 960, 1800, 6.5625).wait() == 0
     r = whine("sweep", out, out)
     # (Both bounds inside the sweep's 800-1500 Hz: peaks, not its ends.)
     assert 1250 <= r["second_peak_hz"] <= 1450, r

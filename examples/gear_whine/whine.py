@@ -130,6 +130,7 @@ def features(fu, ru, fd, rd):
         if ratio[top] >= 2:
             band = [float(grid[i + 1]), float(grid[top])]
     worst = int(np.argmax(ratio))
+    second, third = peak(1100, 1600), peak(750, 1050)
     return {
         "largest_ratio_down_up": float(ratio[worst]),
         "largest_ratio_at_hz": float(grid[worst]),
@@ -139,10 +140,10 @@ def features(fu, ru, fd, rd):
         "down_sweep_peak_rms_m": down_primary[1],
         "coexistence_band_hz": band,
         "coexistence_width_hz": (band[1] - band[0]) if band else 0.0,
-        "second_peak_hz": peak(1100, 1600)[0],
-        "second_peak_rms_m": peak(1100, 1600)[1],
-        "third_peak_hz": peak(750, 1050)[0],
-        "third_peak_rms_m": peak(750, 1050)[1],
+        "second_peak_hz": second[0],
+        "second_peak_rms_m": second[1],
+        "third_peak_hz": third[0],
+        "third_peak_rms_m": third[1],
     }
 
 
