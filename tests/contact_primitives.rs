@@ -495,6 +495,77 @@ fn curve_circles_smooth_gap_converges_at_fourth_order() {
     }
 }
 
+/// `Contact.curveStrays` bounds how far each smooth segment strays from
+/// its chord, which is what lets `curveCircles` refine only the segments
+/// near the nearest chord: on the flower of the screening test (5 petals,
+/// 20 segments a petal, inflections), the cubic sampled at 200 points of
+/// each segment never strays beyond its bound, the bound is within 4x of
+/// the largest stray sampled, and far below the half segment that bounds
+/// every cubic.
+#[test]
+fn curve_strays_bound_the_smooth_segments() {
+    let src = r#"
+function deviation "the largest distance, over 200 samples, of smooth segment i of curve from its chord"
+  input Real curve[:, 2];
+  input Integer i;
+  output Real d;
+protected
+  Integer n = size(curve, 1) - 1;
+  Integer v;
+  Real ex = curve[i + 1, 1] - curve[i, 1];
+  Real ey = curve[i + 1, 2] - curve[i, 2];
+  Real bx;
+  Real by;
+  Real ux;
+  Real uy;
+  Real s;
+algorithm
+  v := if i > 1 then i - 1 else n;
+  (bx, by) := Contact.hermiteOffset(ex, ey, curve[v + 1, 1] - curve[v, 1], curve[v + 1, 2] - curve[v, 2]);
+  v := if i < n then i + 1 else 1;
+  (ux, uy) := Contact.hermiteOffset(ex, ey, curve[v + 1, 1] - curve[v, 1], curve[v + 1, 2] - curve[v, 2]);
+  d := 0;
+  for k in 0:200 loop
+    s := k/200;
+    // c(s) - chord(s) = s (1 - s)^2 u0 - s^2 (1 - s) u1
+    d := max(d, sqrt((s*(1 - s)^2*bx - s^2*(1 - s)*ux)^2 + (s*(1 - s)^2*by - s^2*(1 - s)*uy)^2));
+  end for;
+end deviation;
+
+model Strays
+  constant Real pi = 3.141592653589793;
+  parameter Integer nseg = 100;
+  parameter Real R = 0.05;
+  parameter Real curve[nseg + 1, 2] = {{R*(1 + 0.06*cos(5*2*pi*i/nseg))*cos(2*pi*i/nseg), R*(1 + 0.06*cos(5*2*pi*i/nseg))*sin(2*pi*i/nseg)} for i in 0:nseg};
+  Real stray[nseg] = Contact.curveStrays(curve);
+  Real sampled[nseg] = {deviation(curve, i) for i in 1:nseg};
+  Real half[nseg] = {0.5*sqrt((curve[i + 1, 1] - curve[i, 1])^2 + (curve[i + 1, 2] - curve[i, 2])^2) for i in 1:nseg};
+end Strays;
+"#;
+    let res = common::simulate(src, Some("Strays"), &Run::default());
+    let (mut tightest, mut loosest) = (f64::INFINITY, 0.0f64);
+    for i in 1..=100 {
+        let last = |name: &str| {
+            *common::column(&res, &format!("{name}[{i}]"))
+                .last()
+                .expect("rows")
+        };
+        let (stray, sampled, half) = (last("stray"), last("sampled"), last("half"));
+        assert!(
+            sampled <= stray,
+            "segment {i}: strays {sampled} beyond its bound {stray}"
+        );
+        assert!(
+            stray < 0.05 * half,
+            "segment {i}: bound {stray} against half a segment {half}"
+        );
+        tightest = tightest.min(stray / sampled.max(1e-300));
+        loosest = loosest.max(stray / sampled.max(1e-300));
+    }
+    assert!(loosest < 4.0, "a bound {loosest} times the stray sampled");
+    assert!(tightest >= 1.0);
+}
+
 /// Polar screening needs a curve that turns once round its body's origin;
 /// any other is refused with a diagnostic, not searched wrongly.
 #[test]
