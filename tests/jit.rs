@@ -617,3 +617,103 @@ end Tuple;
     // x = 2: p = 3, q = 1, a = 8.
     assert_eq!(common::last(&r, "z"), 10.0 * 3.0 + 1.0 + 800.0);
 }
+
+/// A derivative function is linear in its tangent arguments, so the
+/// tangent code does not call it when they are all zero (a Jacobian
+/// colour whose seeds do not reach the call) and sets its outputs to
+/// zero instead. On a chain of five masses whose middle spring's force is
+/// a user function, the coloured Jacobian (three colours: two of them
+/// miss the spring) equals central differences, and the call to the
+/// derivative function in the tangent entry is guarded.
+#[test]
+fn a_derivative_call_whose_tangents_vanish_is_skipped() {
+    use rmoc::solve::bdf::OdeProblem;
+    use rmoc::solve::jacobian::{Jacobian, JacobianPattern};
+    use rmoc::solve::model::{ModelOde, StateSlots};
+    use std::sync::Arc;
+    let src = r#"
+function springForce "a hardening spring, written as an algorithm"
+  input Real d;
+  output Real f;
+algorithm
+  f := 100*d;
+  for i in 1:3 loop
+    f := f + 10*d^3/i;
+  end for;
+end springForce;
+
+model Chain
+  parameter Integer n = 5;
+  Real x[n](start = {0.1*i + 0.01*i^2 for i in 1:n}, each fixed = true);
+  Real v[n](each start = 0, each fixed = true);
+  Real f[n + 1];
+equation
+  f[1] = 50*x[1];
+  f[n + 1] = 0;
+  for i in 2:n loop
+    f[i] = if i == 3 then springForce(x[i] - x[i - 1]) else 50*(x[i] - x[i - 1]);
+  end for;
+  for i in 1:n loop
+    der(x[i]) = v[i];
+    der(v[i]) = f[i + 1] - f[i] - 0.1*v[i];
+  end for;
+end Chain;
+"#;
+    let c = common::compile(src, Some("Chain"));
+    // The tangent entry guards its calls of derivative functions.
+    fn guarded(stmts: &[Stmt]) -> bool {
+        stmts.iter().any(|s| match s {
+            Stmt::If(_, then, els) => {
+                matches!(then.as_slice(), [Stmt::Call { .. }])
+                    && els
+                        .iter()
+                        .all(|e| matches!(e, Stmt::Set(_, ir::Expr::Const(z)) if *z == 0.0))
+                    || guarded(then)
+                    || guarded(els)
+            }
+            Stmt::Loop(b) => guarded(b),
+            _ => false,
+        })
+    }
+    let tangent_bodies: Vec<&[Stmt]> = c
+        .program
+        .entries()
+        .into_iter()
+        .filter(|f| f.name.starts_with("tangent"))
+        .map(|f| f.body.as_slice())
+        .collect();
+    assert!(!tangent_bodies.is_empty());
+    assert!(
+        tangent_bodies.iter().any(|b| guarded(b)),
+        "no guarded call in the tangent code"
+    );
+    let pattern = Arc::new(JacobianPattern::of_model(&c.causal));
+    assert!(pattern.colours.len() < c.causal.states.len());
+    let jit = rmoc::jit::codegen::compile(&c.program).expect("jit");
+    let mut frame = rmoc::jit::frame::Frame::new(&c.program.layout);
+    assert_eq!(jit.run(Entry::Parameters, frame.values()), 0);
+    assert_eq!(jit.run(Entry::Starts, frame.values()), 0);
+    let slots = StateSlots::of(&c.causal, &c.program.layout);
+    let x: Vec<f64> = c.causal.states.iter().map(|&s| frame.var(s)).collect();
+    let n = x.len();
+    let mut ode = ModelOde::new(&jit, &mut frame, &slots, &pattern);
+    let mut jac = Jacobian::new(n, Some(pattern.clone()), false);
+    ode.jacobian(0.0, &x, &mut jac).expect("jacobian");
+    for j in 0..n {
+        let h = 1e-6;
+        let (mut xp, mut xm) = (x.clone(), x.clone());
+        xp[j] += h;
+        xm[j] -= h;
+        let (mut fp, mut fm) = (vec![0.0; n], vec![0.0; n]);
+        ode.rhs(0.0, &xp, &mut fp).expect("rhs");
+        ode.rhs(0.0, &xm, &mut fm).expect("rhs");
+        for i in 0..n {
+            let fd = (fp[i] - fm[i]) / (2.0 * h);
+            assert!(
+                (jac.get(i, j) - fd).abs() <= 1e-6 * (1.0 + fd.abs()),
+                "d f{i} / d x{j}: {} against {fd}",
+                jac.get(i, j)
+            );
+        }
+    }
+}

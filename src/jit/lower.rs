@@ -226,6 +226,7 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
         rel_index,
         sample_index,
         fn_outputs: fn_outputs(&c.functions.functions),
+        tangent_args: c.functions.tangent_args(),
         function_frame: false,
     };
 
@@ -301,7 +302,7 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
     }
     let tangent = t.finish(&l);
     // Derivative functions made for the tangent code are lowered last.
-    let (user, function_checks) = lower_functions(&c.functions.functions);
+    let (user, function_checks) = lower_functions(&c.functions);
 
     // zero crossings
     let mut z = Lowerer::new(&ctx, "zero_crossings");
@@ -543,6 +544,9 @@ struct Shared {
     sample_index: HashMap<ExprId, u32>,
     /// Scalarized output count of each user function.
     fn_outputs: Vec<usize>,
+    /// Where the tangent arguments of a derivative function start
+    /// ([`crate::symbolic::fndiff::Derivatives::tangent_args`]).
+    tangent_args: Vec<Option<usize>>,
     /// In a user function, `Var(i)` is frame slot `i` (no model layout).
     function_frame: bool,
 }
@@ -737,11 +741,7 @@ impl<'s> Lowerer<'s> {
                             .collect();
                         let nout = self.sh_function_outputs(site.func);
                         let outs: Vec<u32> = (0..nout).map(|_| self.local()).collect();
-                        self.stmts.push(Stmt::Call {
-                            func: site.func,
-                            args,
-                            outs: outs.clone(),
-                        });
+                        self.call_unless_tangents_vanish(site.func, args, &outs);
                         self.calls.insert(call, outs.clone());
                         outs
                     }
@@ -761,6 +761,56 @@ impl<'s> Lowerer<'s> {
             return Expr::Local(t);
         }
         e
+    }
+
+    /// Calls `func`; a derivative function whose tangent arguments are all
+    /// zero (a colour's seeds that do not reach the call) is not called
+    /// and its outputs are zero, since it is linear in them.
+    fn call_unless_tangents_vanish(&mut self, func: u32, mut args: Vec<Expr>, outs: &[u32]) {
+        let from = self.sh.tangent_args.get(func as usize).copied().flatten();
+        let Some(from) = from.filter(|&k| k < args.len()) else {
+            self.stmts.push(Stmt::Call {
+                func,
+                args,
+                outs: outs.to_vec(),
+            });
+            return;
+        };
+        let zeros = |outs: &[u32]| -> Vec<Stmt> {
+            outs.iter()
+                .map(|&o| Stmt::Set(o, Expr::Const(0.0)))
+                .collect()
+        };
+        let mut any: Option<Expr> = None;
+        for arg in &mut args[from..] {
+            if matches!(arg, Expr::Const(x) if *x == 0.0) {
+                continue;
+            }
+            if !matches!(arg, Expr::Local(_) | Expr::Load(_) | Expr::Const(_)) {
+                let t = self.local();
+                self.stmts
+                    .push(Stmt::Set(t, std::mem::replace(arg, Expr::Local(t))));
+            }
+            let nonzero = Expr::Bin(
+                Op2::Rel(RelOp::Ne),
+                Box::new(arg.clone()),
+                Box::new(Expr::Const(0.0)),
+            );
+            any = Some(match any {
+                None => nonzero,
+                Some(a) => Expr::Bin(Op2::Or, Box::new(a), Box::new(nonzero)),
+            });
+        }
+        let Some(any) = any else {
+            self.stmts.extend(zeros(outs));
+            return;
+        };
+        let call = Stmt::Call {
+            func,
+            args,
+            outs: outs.to_vec(),
+        };
+        self.stmts.push(Stmt::If(any, vec![call], zeros(outs)));
     }
 
     fn sh_function_outputs(&self, f: u32) -> usize {
@@ -1780,8 +1830,12 @@ impl Lowerer<'_> {
 
 /// User functions (and the derivative functions made from them) as IR, and
 /// the run-time checks in their bodies.
-fn lower_functions(fs: &[flat::Function]) -> (Vec<Func>, Vec<FunctionCheck>) {
+fn lower_functions(
+    derivatives: &crate::symbolic::fndiff::Derivatives,
+) -> (Vec<Func>, Vec<FunctionCheck>) {
+    let fs = &derivatives.functions;
     let outs = fn_outputs(fs);
+    let tangent_args = derivatives.tangent_args();
     let mut checks = Vec::new();
     let funcs = fs
         .iter()
@@ -1791,6 +1845,7 @@ fn lower_functions(fs: &[flat::Function]) -> (Vec<Func>, Vec<FunctionCheck>) {
                 rel_index: HashMap::default(),
                 sample_index: HashMap::default(),
                 fn_outputs: outs.clone(),
+                tangent_args: tangent_args.clone(),
                 function_frame: true,
             };
             let mut lw = Lowerer::new(&sh, &f.name);

@@ -69,6 +69,22 @@ impl Derivatives {
         Ok(arena.intern(Node::Call { call: c, output }))
     }
 
+    /// For each function, where the tangent arguments of its scalarized
+    /// arguments start if it is a derivative function made here (its
+    /// inputs are the original's, then their tangents: the second half),
+    /// else `None`. Such a function is linear in its tangents, so all of
+    /// them zero make all its outputs zero.
+    pub fn tangent_args(&self) -> Vec<Option<usize>> {
+        let mut from = vec![None; self.functions.len()];
+        for &d in self.derived.values() {
+            if let Some(f) = self.functions.get(d as usize) {
+                let scalars: usize = f.inputs.iter().map(|r| r.len()).sum();
+                from[d as usize] = Some(scalars / 2);
+            }
+        }
+        from
+    }
+
     /// The index of `f_der`, creating it on first use.
     pub fn derivative_function(&mut self, f: u32) -> Result<u32, String> {
         if let Some(&d) = self.derived.get(&f) {
