@@ -56,10 +56,11 @@
 //! halvings cut short, the next ones double (2x the last) until one
 //! reaches the grid again, instead of trying the whole way at once: across
 //! a contact's impact each failed attempt costs a Jacobian, and a needle
-//! thrown across its clearance (`tests/models/structural/
-//! needle_in_clearance.rmo`) halved 927 times without this, 298 with it. Without a step they
-//! are adaptive: the local error is the distance of the step's end from
-//! the extrapolated cubic of the last step, held to the run's tolerances.
+//! thrown across its clearance
+//! (`tests/models/structural/needle_in_clearance.rmo`) halved 927 times
+//! without this, 298 with it. Without a step they are adaptive: the
+//! local error is the distance of the step's end from the extrapolated
+//! cubic of the last step, held to the run's tolerances.
 //!
 //! Relations are live (the discontinuity handling of Miao et al., seed 000,
 //! section 4.3, for penalty contacts written with if-expressions): the
