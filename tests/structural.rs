@@ -262,6 +262,40 @@ fn bad_settings_of_the_structural_integrators_are_refused() {
         assert!(stderr.contains(words), "{args:?}: {stderr}");
         assert!(!out.exists(), "{args:?} left a result");
     }
+    // The solver the experiment annotation names counts: the needle's
+    // model runs on generalized-alpha, so `--rho-inf` needs no `--solver`
+    // and `--beta` is refused with the solver named.
+    let needle = common::project("tests/models/structural/needle_in_clearance.rmo");
+    let needle = needle.to_str().expect("path");
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_rmoc"))
+            .arg("simulate")
+            .arg(needle)
+            .args(["--stop-time", "0.002"])
+            .args(args)
+            .args(["-o", out_str])
+            .output()
+            .expect("run rmoc")
+    };
+    let o = run(&["--rho-inf", "0.5"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.exists());
+    std::fs::remove_file(&out).expect("remove the result");
+    let o = run(&["--beta", "0.3"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "`--beta` and `--gamma` set Newmark's parameters, and this run uses `generalized-alpha`"
+        ),
+        "{stderr}"
+    );
+    assert!(!out.exists(), "--beta left a result");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

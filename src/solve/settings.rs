@@ -82,19 +82,13 @@ impl RunRequest {
                 "invalid run settings: `--rho-inf` must be in [0, 1], not {r}"
             )));
         }
-        if self.rho_inf.is_some() && self.solver.as_deref() != Some("generalized-alpha") {
-            return Err(Diagnostic::error_nospan(
-                "`--rho-inf` sets the generalized-alpha method's dissipation",
-            )
-            .with_hint("add `--solver generalized-alpha`"));
+        // (Whether the run's solver takes `--rho-inf`, `--beta` and
+        // `--gamma` is checked in `resolve`: the model's experiment
+        // annotation may name it.)
+        if self.solver.is_some() {
+            self.check_method_options(self.solver.as_deref())?;
         }
         let newmark = self.newmark_beta.is_some() || self.newmark_gamma.is_some();
-        if newmark && self.solver.as_deref() != Some("newmark") {
-            return Err(Diagnostic::error_nospan(
-                "`--beta` and `--gamma` set Newmark's parameters",
-            )
-            .with_hint("add `--solver newmark`"));
-        }
         let (beta, gamma) = (
             self.newmark_beta.unwrap_or(0.25),
             self.newmark_gamma.unwrap_or(0.5),
@@ -120,6 +114,32 @@ impl RunRequest {
             return Err(Diagnostic::error_nospan(format!(
                 "invalid run settings: the absolute tolerance must be positive, not {a}"
             )));
+        }
+        Ok(())
+    }
+
+    /// `--rho-inf` belongs to generalized-alpha, `--beta` and `--gamma` to
+    /// Newmark: `solver` is the run's (the command line's, else the
+    /// experiment annotation's).
+    fn check_method_options(&self, solver: Option<&str>) -> Result<(), Diagnostic> {
+        let uses = |s: Option<&str>| match s {
+            Some(s) => format!(", and this run uses `{s}`"),
+            None => String::new(),
+        };
+        if self.rho_inf.is_some() && solver != Some("generalized-alpha") {
+            return Err(Diagnostic::error_nospan(format!(
+                "`--rho-inf` sets the generalized-alpha method's dissipation{}",
+                uses(solver)
+            ))
+            .with_hint("add `--solver generalized-alpha`"));
+        }
+        let newmark = self.newmark_beta.is_some() || self.newmark_gamma.is_some();
+        if newmark && solver != Some("newmark") {
+            return Err(Diagnostic::error_nospan(format!(
+                "`--beta` and `--gamma` set Newmark's parameters{}",
+                uses(solver)
+            ))
+            .with_hint("add `--solver newmark`"));
         }
         Ok(())
     }
@@ -179,6 +199,7 @@ impl RunRequest {
                 "add `--solver moreau` (or newmark, generalized-alpha), or leave `--step` out",
             ));
         }
+        self.check_method_options(chosen)?;
         let given_step = self.step.or(e.step.filter(|h| h.is_finite() && *h > 0.0));
         let fixed_step = given_step.unwrap_or((stop - start) / 10_000.0);
         let solver = match chosen {
