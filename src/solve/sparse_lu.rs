@@ -75,20 +75,23 @@ pub struct PivotedLu {
     /// caller keeps one `PivotedLu` per pattern; this guards against
     /// another).
     planned: Option<(usize, usize)>,
-    /// `pivot_row[k]`: the row of A that is row k of the factors;
-    /// `pivot_pos` its inverse.
+    /// `pivot_row[k]`: the row of A that is row k of the factors.
     pivot_row: Vec<usize>,
-    pivot_pos: Vec<usize>,
     /// Strictly lower part of L (the unit diagonal is implied), rows
     /// increasing within a column.
     l_ptr: Vec<usize>,
-    l_idx: Vec<usize>,
+    l_idx: Vec<u32>,
     l_val: Vec<f64>,
     /// U with each column's diagonal entry last, rows increasing.
     u_ptr: Vec<usize>,
-    u_idx: Vec<usize>,
+    u_idx: Vec<u32>,
     u_val: Vec<f64>,
-    /// A dense column, zero between uses.
+    /// `scatter[k]`: the factors' row of entry k of A (in A's storage
+    /// order): the inverse of `pivot_row` at `a.row_idx[k]`.
+    scatter: Vec<u32>,
+    /// A dense column, zero between uses. Every index in `l_idx`, `u_idx`
+    /// and `scatter` is below its length (checked by `plan`): the kernels
+    /// below index it unchecked.
     x: Vec<f64>,
     /// faer's pivoting factorization and its workspace.
     pivoting: Option<Box<Pivoting>>,
@@ -163,6 +166,9 @@ impl PivotedLu {
         }
         // faer numbers the factors' rows by pivot position.
         let (l, u) = (p.lu.l_factor_unsorted(), p.lu.u_factor_unsorted());
+        let Ok(n32) = u32::try_from(n) else {
+            return false;
+        };
         self.l_ptr.clear();
         self.l_idx.clear();
         self.u_ptr.clear();
@@ -171,21 +177,41 @@ impl PivotedLu {
         self.u_ptr.push(0);
         for j in 0..n {
             let start = self.l_idx.len();
-            self.l_idx
-                .extend(l.row_idx_of_col_raw(j).iter().filter(|&&r| r > j));
+            // (Rows below n: they fit in u32.)
+            self.l_idx.extend(
+                l.row_idx_of_col_raw(j)
+                    .iter()
+                    .filter(|&&r| r > j)
+                    .map(|&r| u32::try_from(r).unwrap_or(u32::MAX)),
+            );
             self.l_idx[start..].sort_unstable();
             self.l_ptr.push(self.l_idx.len());
             let start = self.u_idx.len();
-            self.u_idx
-                .extend(u.row_idx_of_col_raw(j).iter().filter(|&&r| r < j));
+            self.u_idx.extend(
+                u.row_idx_of_col_raw(j)
+                    .iter()
+                    .filter(|&&r| r < j)
+                    .map(|&r| u32::try_from(r).unwrap_or(u32::MAX)),
+            );
             self.u_idx[start..].sort_unstable();
-            self.u_idx.push(j);
+            self.u_idx.push(j as u32);
             self.u_ptr.push(self.u_idx.len());
+        }
+        self.scatter.clear();
+        self.scatter.extend(a.row_idx.iter().map(|&r| {
+            p.row_perm_inv
+                .get(r)
+                .and_then(|&k| u32::try_from(k).ok())
+                .unwrap_or(u32::MAX)
+        }));
+        // The invariant the kernels rely on (see `x`).
+        let fits = |i: &[u32]| i.iter().all(|&r| r < n32);
+        if !(fits(&self.l_idx) && fits(&self.u_idx) && fits(&self.scatter)) {
+            return false;
         }
         self.l_val.resize(self.l_idx.len(), 0.0);
         self.u_val.resize(self.u_idx.len(), 0.0);
         self.pivot_row.clone_from(&p.row_perm);
-        self.pivot_pos.clone_from(&p.row_perm_inv);
         self.x.clear();
         self.x.resize(n, 0.0);
         self.planned = Some((n, a.row_idx.len()));
@@ -197,39 +223,61 @@ impl PivotedLu {
     /// columns of L that U's column j reaches. False (the factors then
     /// unusable) when a pivot falls below the threshold.
     fn refactor(&mut self, order: &ColumnOrder, a: &Csc) -> bool {
-        let x = &mut self.x;
+        let PivotedLu {
+            l_ptr,
+            l_idx,
+            l_val,
+            u_ptr,
+            u_idx,
+            u_val,
+            scatter,
+            x,
+            ..
+        } = self;
+        let x = &mut x[..a.n];
         for j in 0..a.n {
             let col = order.perm[j];
-            for k in a.col_ptr[col]..a.col_ptr[col + 1] {
-                x[self.pivot_pos[a.row_idx[k]]] = a.values[k];
+            let (s, e) = (a.col_ptr[col], a.col_ptr[col + 1]);
+            for (&r, &v) in scatter[s..e].iter().zip(&a.values[s..e]) {
+                // SAFETY: `scatter` is below `x.len()` (`plan`).
+                unsafe { *x.get_unchecked_mut(r as usize) = v };
             }
-            let (us, ue) = (self.u_ptr[j], self.u_ptr[j + 1]);
+            let (us, ue) = (u_ptr[j], u_ptr[j + 1]);
             for p in us..ue - 1 {
-                let k = self.u_idx[p];
+                let k = u_idx[p] as usize;
                 let xk = x[k];
-                self.u_val[p] = xk;
+                u_val[p] = xk;
                 x[k] = 0.0;
                 if xk != 0.0 {
-                    for q in self.l_ptr[k]..self.l_ptr[k + 1] {
-                        x[self.l_idx[q]] -= self.l_val[q] * xk;
+                    let (ls, le) = (l_ptr[k], l_ptr[k + 1]);
+                    for (&r, &l) in l_idx[ls..le].iter().zip(&l_val[ls..le]) {
+                        // SAFETY: `l_idx` is below `x.len()` (`plan`).
+                        unsafe { *x.get_unchecked_mut(r as usize) -= l * xk };
                     }
                 }
             }
             let pivot = x[j];
             x[j] = 0.0;
-            self.u_val[ue - 1] = pivot;
-            let below = &self.l_idx[self.l_ptr[j]..self.l_ptr[j + 1]];
+            u_val[ue - 1] = pivot;
+            let (ls, le) = (l_ptr[j], l_ptr[j + 1]);
+            let below = &l_idx[ls..le];
             // (`f64::max` would skip a NaN: the sum carries it instead.)
-            let largest = below.iter().fold(0.0f64, |m, &r| m.max(x[r].abs()));
-            let finite = below.iter().map(|&r| x[r]).sum::<f64>().is_finite();
+            let largest = below
+                .iter()
+                .fold(0.0f64, |m, &r| m.max(x[r as usize].abs()));
+            let finite = below
+                .iter()
+                .map(|&r| x[r as usize])
+                .sum::<f64>()
+                .is_finite();
             let acceptable = finite
                 && pivot.is_finite()
                 && pivot != 0.0
                 && pivot.abs() >= PIVOT_THRESHOLD * largest;
             let inverse = 1.0 / pivot;
-            for q in self.l_ptr[j]..self.l_ptr[j + 1] {
-                let r = self.l_idx[q];
-                self.l_val[q] = x[r] * inverse;
+            for (&r, l) in below.iter().zip(&mut l_val[ls..le]) {
+                let r = r as usize;
+                *l = x[r] * inverse;
                 x[r] = 0.0;
             }
             if !acceptable {
@@ -249,24 +297,30 @@ impl PivotedLu {
 
     /// Solves A x = b in place.
     pub fn solve(&mut self, order: &ColumnOrder, b: &mut [f64]) {
-        let y = &mut self.x;
+        let n = self.pivot_row.len();
+        let y = &mut self.x[..n];
         for (yk, &r) in y.iter_mut().zip(&self.pivot_row) {
             *yk = b[r];
         }
-        for j in 0..y.len() {
+        let (l_ptr, l_idx, l_val) = (&self.l_ptr, &self.l_idx, &self.l_val);
+        for j in 0..n {
             let yj = y[j];
             if yj != 0.0 {
-                for q in self.l_ptr[j]..self.l_ptr[j + 1] {
-                    y[self.l_idx[q]] -= self.l_val[q] * yj;
+                let (ls, le) = (l_ptr[j], l_ptr[j + 1]);
+                for (&r, &l) in l_idx[ls..le].iter().zip(&l_val[ls..le]) {
+                    // SAFETY: `l_idx` is below `x.len()` (`plan`).
+                    unsafe { *y.get_unchecked_mut(r as usize) -= l * yj };
                 }
             }
         }
-        for j in (0..y.len()).rev() {
-            let (us, ue) = (self.u_ptr[j], self.u_ptr[j + 1]);
-            let yj = y[j] / self.u_val[ue - 1];
+        let (u_ptr, u_idx, u_val) = (&self.u_ptr, &self.u_idx, &self.u_val);
+        for j in (0..n).rev() {
+            let (us, ue) = (u_ptr[j], u_ptr[j + 1]);
+            let yj = y[j] / u_val[ue - 1];
             if yj != 0.0 {
-                for p in us..ue - 1 {
-                    y[self.u_idx[p]] -= self.u_val[p] * yj;
+                for (&r, &u) in u_idx[us..ue - 1].iter().zip(&u_val[us..ue - 1]) {
+                    // SAFETY: `u_idx` is below `x.len()` (`plan`).
+                    unsafe { *y.get_unchecked_mut(r as usize) -= u * yj };
                 }
             }
             b[order.perm[j]] = yj;
