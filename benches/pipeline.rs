@@ -399,6 +399,7 @@ fn gearbox() {
                 monitor: None,
                 rows: None,
                 keep_frame: false,
+                outputs: Vec::new(),
             };
             let t1 = Instant::now();
             let r = rmoc::solve::simulate(&c.causal, &c.program, &jit, &opts).expect("runs");

@@ -160,6 +160,9 @@ struct SimulateArgs {
     /// Print the final values of the variables and parameters matching a pattern (`*` and `?` within one dotted component, `**` across them).
     #[arg(long = "print", value_name = "PATTERN")]
     print: Vec<String>,
+    /// The result columns to write, by pattern (`*` and `?` within one dotted component, `**` across them; default: all); `--print` sees only these.
+    #[arg(long, value_name = "PATTERN", num_args = 1..)]
+    outputs: Vec<String>,
     /// Print solver statistics.
     #[arg(long)]
     stats: bool,
@@ -239,6 +242,7 @@ impl RunArgs {
                 LinearSolverArg::Dense => rmoc::solve::jacobian::LinearSolver::Dense,
                 LinearSolverArg::Sparse => rmoc::solve::jacobian::LinearSolver::Sparse,
             },
+            outputs: Vec::new(),
         }
     }
 }
@@ -328,7 +332,7 @@ struct SweepArgs {
     /// Worker threads (default: one per core).
     #[arg(short = 'j', long, value_name = "N")]
     jobs: Option<usize>,
-    /// The result columns to summarize, by pattern (`*` and `?` within one dotted component, `**` across them; default: all).
+    /// The result columns to summarize and to save with `--save-results`, by pattern (`*` and `?` within one dotted component, `**` across them; default: all).
     #[arg(long, value_name = "PATTERN", num_args = 1..)]
     outputs: Vec<String>,
     /// The statistics of every summarized column: final, max, min, mean, rms
@@ -852,7 +856,8 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
         Ok(x) => x,
         Err(code) => return code,
     };
-    let request = a.run.request(a.params.clone());
+    let mut request = a.run.request(a.params.clone());
+    request.outputs = a.outputs.clone();
     if let Err(d) = request.check() {
         return report(&lib, &[d]);
     }

@@ -1,6 +1,6 @@
 //! The command line as a user meets it: `--help` (every option described),
 //! the line a successful `simulate` prints, `-p` suggestions, `--print` of
-//! whole numbers and Booleans, and the documentation's command list and
+//! whole numbers and Booleans, `--outputs`, and the documentation's command list and
 //! solvers kept equal to the binary's.
 
 mod common;
@@ -187,4 +187,55 @@ fn the_documented_commands_and_solvers_are_the_binarys() {
         );
     }
     assert!(!unsupported.contains("solvers other than BDF"));
+}
+
+/// `--outputs` writes the chosen columns alone, with the values of the
+/// same columns in a run that writes every column; a pattern that matches
+/// no column stops the run before it writes anything, naming the nearest.
+#[test]
+fn outputs_write_the_chosen_columns_alone() {
+    let model = model_file("oscillator", include_str!("models/oscillator.rmo"));
+    let model = model.to_str().expect("path");
+    let dir = scratch_dir("cli-outputs");
+    let all = dir.join("all.csv");
+    let some = dir.join("some.csv");
+    let run = |out: &std::path::Path, extra: &[&str]| {
+        let mut args = vec!["simulate", model, "-q", "-o", out.to_str().expect("path")];
+        args.extend_from_slice(extra);
+        exit_and_text(&rmoc_cli(&args))
+    };
+    let (code, text) = run(&all, &[]);
+    assert_eq!(code, Some(0), "{text}");
+    let (code, text) = run(&some, &["--outputs", "v", "der(?)"]);
+    assert_eq!(code, Some(0), "{text}");
+    let table = |p: &std::path::Path| -> Vec<Vec<String>> {
+        std::fs::read_to_string(p)
+            .expect("result")
+            .lines()
+            .map(|l| {
+                l.split(',')
+                    .map(|c| c.trim_matches('"').to_string())
+                    .collect()
+            })
+            .collect()
+    };
+    let (all, some) = (table(&all), table(&some));
+    assert_eq!(some[0], ["time", "v", "der(x)", "der(v)"]);
+    assert!(all[0].len() > some[0].len(), "{:?}", all[0]);
+    assert_eq!(all.len(), some.len());
+    for (a, s) in all.iter().zip(&some).skip(1) {
+        for (k, name) in some[0].iter().enumerate() {
+            let j = all[0].iter().position(|n| n == name).expect("column");
+            assert_eq!(a[j], s[k], "{name}");
+        }
+    }
+    let none = dir.join("none.csv");
+    let (code, text) = run(&none, &["--outputs", "vv"]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("`--outputs vv` matches no result column"),
+        "{text}"
+    );
+    assert!(text.contains("did you mean `v`?"), "{text}");
+    assert!(!none.exists(), "a result file after the refusal");
 }

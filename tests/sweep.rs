@@ -427,3 +427,25 @@ fn bad_sweeps_are_refused_with_a_diagnostic() {
         &["cannot read `/nonexistent/points.csv`"],
     );
 }
+
+/// With `--outputs`, the saved results hold the chosen columns alone (the
+/// summary reads the same values).
+#[test]
+fn saved_results_hold_the_outputs_columns() {
+    let model = model_file("oscillator", OSCILLATOR);
+    let (code, text, dir) = sweep(
+        &model,
+        &["-p", "k=1,3", "--outputs", "x", "--save-results", "-q"],
+    );
+    assert_eq!(code, Some(0), "{text}");
+    let summary = Table::read(&dir.join("summary.csv"));
+    for point in 0..2 {
+        let saved = Table::read(&dir.join(format!("point_{point}.csv")));
+        assert_eq!(saved.header, ["time", "x"]);
+        let last = saved.rows.last().expect("rows");
+        assert_eq!(
+            last[1].parse::<f64>().expect("x"),
+            summary.get(point, "x").parse::<f64>().expect("x")
+        );
+    }
+}

@@ -59,6 +59,9 @@ pub struct Options {
     /// Keep the model's frame at the stop time in [`Results::frame`] (for
     /// a linearization there).
     pub keep_frame: bool,
+    /// The result columns to keep, by pattern ([`chosen_columns`]); empty:
+    /// every column.
+    pub outputs: Vec<String>,
 }
 
 /// Where a run's rows go as it records them.
@@ -189,6 +192,38 @@ impl Results {
     pub fn column(&self, name: &str) -> Option<usize> {
         self.names.iter().position(|n| n == name)
     }
+}
+
+/// The result columns matching any of `patterns` (all of them when there
+/// are none), as positions in `names`, with their names: what
+/// `--outputs` keeps (`rmoc simulate`'s result file, `rmoc sweep`'s
+/// summary and saved results). A pattern that matches nothing is an
+/// error that names the closest column.
+pub fn chosen_columns(
+    names: &[String],
+    patterns: &[String],
+) -> Result<Vec<(usize, String)>, Diagnostic> {
+    if patterns.is_empty() {
+        return Ok(names.iter().cloned().enumerate().collect());
+    }
+    for p in patterns {
+        if !names.iter().any(|n| crate::output::plot::glob(p, n)) {
+            let d = Diagnostic::error_nospan(format!("`--outputs {p}` matches no result column"));
+            let near = crate::diag::closest(p, names.iter().map(String::as_str));
+            return Err(match near {
+                Some(n) => d.with_hint(format!("did you mean `{n}`?")),
+                None => d.with_hint(
+                    "`*` matches within one dotted component, `**` across them: `--outputs 'gear.*' 'mesh.**'`",
+                ),
+            });
+        }
+    }
+    Ok(names
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| patterns.iter().any(|p| crate::output::plot::glob(p, n)))
+        .map(|(k, n)| (k, n.clone()))
+        .collect())
 }
 
 /// The columns of the result: every variable of the model except
@@ -1059,6 +1094,7 @@ pub fn initialize_only(
         monitor: None,
         rows: None,
         keep_frame: false,
+        outputs: Vec::new(),
     };
     let mut run = Run::new(c, p, backend, &opts);
     run.frame.set_time(start);
@@ -1102,7 +1138,20 @@ fn simulate_inner(
         ));
     }
     let l = p.layout.clone();
-    let columns = output_columns(c, &l);
+    let mut columns = output_columns(c, &l);
+    if !opts.outputs.is_empty() {
+        let names: Vec<String> = columns.iter().map(|x| x.0.clone()).collect();
+        let kept = chosen_columns(&names, &opts.outputs).map_err(|d| d.with_note(STOPPED))?;
+        let mut keep = vec![false; columns.len()];
+        for (k, _) in kept {
+            keep[k] = true;
+        }
+        let mut k = 0;
+        columns.retain(|_| {
+            k += 1;
+            keep[k - 1]
+        });
+    }
     let mut run = Run::new(c, p, backend, opts);
     run.results = Results {
         names: columns.iter().map(|x| x.0.clone()).collect(),

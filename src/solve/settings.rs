@@ -53,6 +53,8 @@ pub struct RunRequest {
     pub newmark_beta: Option<f64>,
     pub newmark_gamma: Option<f64>,
     pub linear_solver: LinearSolver,
+    /// The result columns to keep, by pattern (`--outputs`; empty: all).
+    pub outputs: Vec<String>,
 }
 
 impl RunRequest {
@@ -276,6 +278,7 @@ impl RunRequest {
             monitor: None,
             rows: None,
             keep_frame: false,
+            outputs: self.outputs.clone(),
         })
     }
 }

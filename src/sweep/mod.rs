@@ -150,37 +150,6 @@ impl Table {
     }
 }
 
-/// The result columns a sweep summarizes: those matching any of
-/// `patterns` (all of them when there are none), as positions in the
-/// run's columns, with their names. A pattern that matches nothing is an
-/// error that names the closest column.
-pub fn chosen_columns(
-    names: &[String],
-    patterns: &[String],
-) -> Result<Vec<(usize, String)>, Diagnostic> {
-    if patterns.is_empty() {
-        return Ok(names.iter().cloned().enumerate().collect());
-    }
-    for p in patterns {
-        if !names.iter().any(|n| crate::output::plot::glob(p, n)) {
-            let d = Diagnostic::error_nospan(format!("`--outputs {p}` matches no result column"));
-            let near = crate::diag::closest(p, names.iter().map(String::as_str));
-            return Err(match near {
-                Some(n) => d.with_hint(format!("did you mean `{n}`?")),
-                None => d.with_hint(
-                    "`*` matches within one dotted component, `**` across them: `--outputs 'gear.*' 'mesh.**'`",
-                ),
-            });
-        }
-    }
-    Ok(names
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| patterns.iter().any(|p| crate::output::plot::glob(p, n)))
-        .map(|(k, n)| (k, n.clone()))
-        .collect())
-}
-
 /// Runs every point of `plan` with the options `base` (whose own
 /// parameter overrides hold at every point unless the plan sets the same
 /// parameter). `on_point` hears of each point as it ends (progress);
@@ -200,12 +169,20 @@ pub fn run(
             .into_iter()
             .map(|c| c.0)
             .collect();
-    let chosen = chosen_columns(&names, &settings.outputs)?;
+    let chosen = crate::solve::chosen_columns(&names, &settings.outputs)?;
     let columns: Vec<String> = chosen
         .iter()
         .flat_map(|(_, n)| settings.statistics.iter().map(move |s| s.column(n)))
         .collect();
-    let positions: Vec<usize> = chosen.iter().map(|c| c.0).collect();
+    // The runs keep the chosen columns alone (their saved results too).
+    let mut base = base.clone();
+    base.outputs = settings.outputs.clone();
+    let base = &base;
+    let positions: Vec<usize> = if settings.outputs.is_empty() {
+        chosen.iter().map(|c| c.0).collect()
+    } else {
+        (0..chosen.len()).collect()
+    };
     if let Some(save) = &settings.save {
         std::fs::create_dir_all(&save.dir).map_err(|e| {
             Diagnostic::error_nospan(format!(
