@@ -1,0 +1,104 @@
+"""Tests of tolerance_study.py on a stand-in whose answers are known (run by
+.ci/run: python -m pytest -q examples/wip).
+
+The stand-in is tests/hysteresis.rs's play and spring (an output inertia
+turned by the torque sequence against a spring beyond free play), with the
+reducer's error parameters acting by stated laws: the stiffness falls by
+1000 per metre of bearing clearance and rises by 500 per metre of eccentric
+radius error, the play grows by 0.1 arcmin per micrometre of clearance and
+by 1000 times |dphi| (symmetric in the phase error), and the eccentricity
+acts on nothing, or, in the second model, on the stiffness. The script's
+table must give those laws back and its trend checks must say which hold.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+RMOC = os.environ.get("RMOC", os.path.join(ROOT, "target", "release", "rmoc"))
+
+K0 = 1200.0  # N m/arcmin
+B0 = 2.0  # arcmin
+
+MODELS = """
+model StandIn "play and spring whose stiffness and play follow the error parameters by known laws"
+  constant Real arcmin = 3.141592653589793/10800;
+  parameter Integer cranks = 2;
+  parameter Real dr[cranks] = fill(0, cranks);
+  parameter Real de[cranks] = fill(0, cranks);
+  parameter Real dphi[cranks] = fill(0, cranks);
+  parameter Real clearance = 0;
+  parameter Real eccentricityEffect = 0 "relative stiffness change per metre of eccentricity error";
+  parameter Real k = 1200/arcmin*(1 + 500*dr[1] - 1000*clearance + eccentricityEffect*de[1]) "N m/rad";
+  parameter Real b = (2 + 0.1*clearance/1e-6 + 1000*abs(dphi[1]))*arcmin "total play, rad";
+  parameter Real d = 200 "damping in contact, N m s/rad";
+  Mechanics.Rotational.TorqueSequence load(rated = 3200, tseg = 0.5);
+  Mechanics.Rotational.Inertia shaft(J = 0.05, phi(start = 0, fixed = true), w(start = 0, fixed = true));
+  Real theta = shaft.phi;
+  Real T = load.tau;
+  Real springTorque;
+  Mechanics.Rotational.Torque spring;
+equation
+  connect(load.flange, shaft.flange_a);
+  connect(spring.flange, shaft.flange_b);
+  spring.tau = -springTorque;
+  springTorque = if theta > b/2 then k*(theta - b/2) + d*shaft.w
+                 elseif theta < -b/2 then k*(theta + b/2) + d*shaft.w
+                 else 0.1*d*shaft.w;
+  annotation(experiment(StopTime = 2.5, Interval = 1e-4, Tolerance = 1e-8));
+end StandIn;
+
+model EccentricStandIn "the stand-in whose stiffness moves by 2% per 6 um of eccentricity error"
+  extends StandIn(eccentricityEffect = 0.02/6e-6);
+end EccentricStandIn;
+"""
+
+
+def study(tmp_path, model):
+    path = tmp_path / "standin.rmo"
+    path.write_text(MODELS)
+    table = tmp_path / f"{model}.json"
+    out = subprocess.run(
+        [sys.executable, os.path.join(HERE, "tolerance_study.py"), "--rmoc", RMOC,
+         "--file", str(path), "--model", model, "--out", str(tmp_path / model),
+         "--json", str(table)],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    return out, json.loads(table.read_text())
+
+
+def test_the_table_gives_the_stand_ins_laws_back(tmp_path):
+    out, t = study(tmp_path, "StandIn")
+    rows = {r["condition"]: r for r in t["rows"]}
+    nominal = rows["nominal"]
+    assert abs(nominal["stiffness_mean"] / K0 - 1) < 2e-3, nominal
+    assert abs(nominal["backlash_arcmin"] - B0) < 0.01, nominal
+    # Stiffness: -2% at 20 um of clearance, -0.5% at dr = -10 um.
+    for label, expected in [("bearing clearance c = 20 um", 0.98), ("bearing clearance c = 10 um", 0.99),
+                            ("eccentric radius dr = -10 um", 0.995)]:
+        ratio = rows[label]["stiffness_mean"] / nominal["stiffness_mean"]
+        assert abs(ratio - expected) < 1e-3, (label, ratio)
+    # Play: 2 + 0.1 per um of clearance; +0.58 arcmin at +-120 arcsec.
+    assert abs(rows["bearing clearance c = 20 um"]["backlash_arcmin"] - 4.0) < 0.01
+    phase_play = B0 + 1000 * 120 * math.pi / 648000  # arcmin
+    for label in ["phase dphi = -120 arcsec", "phase dphi = +120 arcsec"]:
+        assert abs(rows[label]["backlash_arcmin"] - phase_play) < 0.01, rows[label]
+    checks = {c["what"]: c for c in t["checks"]}
+    assert all(c["holds"] for c in t["checks"]), t["checks"]
+    assert abs(checks["clearance 0 -> 20 um: backlash x"]["value"] - 2.0) < 0.01
+    assert checks["eccentricity +-6 um: largest change of a metric"]["value"] < 1e-3
+    assert checks["phase +-120 arcsec: largest difference of + and -"]["value"] < 1e-3
+    assert "| bearing clearance c = 20 um |" in out and "DOES NOT HOLD" not in out
+
+
+def test_a_trend_that_fails_is_reported(tmp_path):
+    out, t = study(tmp_path, "EccentricStandIn")
+    checks = {c["what"]: c for c in t["checks"]}
+    eccentricity = checks["eccentricity +-6 um: largest change of a metric"]
+    assert not eccentricity["holds"]
+    assert abs(eccentricity["value"] - 0.02) < 2e-3, eccentricity
+    assert "eccentricity +-6 um: largest change of a metric: " in out and "DOES NOT HOLD" in out
