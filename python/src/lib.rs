@@ -284,7 +284,7 @@ impl NativeModel {
             }
         }
         let names = self.columns();
-        let chosen = rmoc::sweep::chosen_columns(&names, outputs.as_deref().unwrap_or(&[]))
+        let chosen = rmoc::solve::chosen_columns(&names, outputs.as_deref().unwrap_or(&[]))
             .map_err(|d| PyValueError::new_err(rmoc::diag::one_line(&self.sources, &d)))?;
         let columns: Vec<usize> = chosen.iter().map(|c| c.0).collect();
         let request = settings.request(params);

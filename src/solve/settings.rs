@@ -201,7 +201,6 @@ impl RunRequest {
                 "add `--solver moreau` (or newmark, generalized-alpha), or leave `--step` out",
             ));
         }
-        self.check_method_options(chosen)?;
         let given_step = self.step.or(e.step.filter(|h| h.is_finite() && *h > 0.0));
         let fixed_step = given_step.unwrap_or((stop - start) / 10_000.0);
         let solver = match chosen {
@@ -246,6 +245,8 @@ impl RunRequest {
             None => None,
         }
         .unwrap_or(Solver::Moreau { step: fixed_step });
+        // (After the annotation's solver is known to exist.)
+        self.check_method_options(chosen)?;
         let fixed = match solver {
             Solver::Moreau { step } => Some(step),
             Solver::GeneralizedAlpha { step, .. } => step,

@@ -204,9 +204,11 @@ impl PivotedLu {
                 .and_then(|&k| u32::try_from(k).ok())
                 .unwrap_or(u32::MAX)
         }));
-        // The invariant the kernels rely on (see `x`).
+        // The invariant the kernels rely on (see `x`); patterns that break
+        // it are dropped, so that `solve` finds no factors at all.
         let fits = |i: &[u32]| i.iter().all(|&r| r < n32);
         if !(fits(&self.l_idx) && fits(&self.u_idx) && fits(&self.scatter)) {
+            self.clear();
             return false;
         }
         self.l_val.resize(self.l_idx.len(), 0.0);
@@ -288,6 +290,19 @@ impl PivotedLu {
             }
         }
         true
+    }
+
+    /// No factors: `solve` then does nothing.
+    fn clear(&mut self) {
+        self.planned = None;
+        for v in [&mut self.l_ptr, &mut self.u_ptr, &mut self.pivot_row] {
+            v.clear();
+        }
+        for v in [&mut self.l_idx, &mut self.u_idx, &mut self.scatter] {
+            v.clear();
+        }
+        self.l_val.clear();
+        self.u_val.clear();
     }
 
     /// Entries of L and U (L's unit diagonal not counted).
