@@ -58,21 +58,21 @@ end EccentricStandIn;
 """
 
 
-def study(tmp_path, model):
+def study(tmp_path, model, *extra):
     path = tmp_path / "standin.rmo"
     path.write_text(MODELS)
     table = tmp_path / f"{model}.json"
     out = subprocess.run(
         [sys.executable, os.path.join(HERE, "tolerance_study.py"), "--rmoc", RMOC,
          "--file", str(path), "--model", model, "--out", str(tmp_path / model),
-         "--json", str(table)],
+         "--json", str(table), *extra],
         check=True, capture_output=True, text=True,
     ).stdout
     return out, json.loads(table.read_text())
 
 
 def test_the_table_gives_the_stand_ins_laws_back(tmp_path):
-    out, t = study(tmp_path, "StandIn")
+    out, t = study(tmp_path, "StandIn", "--plots")
     rows = {r["condition"]: r for r in t["rows"]}
     nominal = rows["nominal"]
     assert abs(nominal["stiffness_mean"] / K0 - 1) < 2e-3, nominal
@@ -93,6 +93,8 @@ def test_the_table_gives_the_stand_ins_laws_back(tmp_path):
     assert checks["eccentricity +-6 um: largest change of a metric"]["value"] < 1e-3
     assert checks["phase +-120 arcsec: largest difference of + and -"]["value"] < 1e-3
     assert "| bearing clearance c = 20 um |" in out and "DOES NOT HOLD" not in out
+    for k in range(len(t["rows"])):
+        assert (tmp_path / "StandIn" / f"point_{k}.svg").read_text().startswith("<svg")
 
 
 def test_a_trend_that_fails_is_reported(tmp_path):

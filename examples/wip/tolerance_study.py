@@ -4,7 +4,7 @@
 
     python3 examples/wip/tolerance_study.py [--rmoc target/release/rmoc]
         [--file examples/wip/reducer.rmo] [--model Reducer] [--tseg 0.5]
-        [--interval 1e-4] [--rated 3200] [-j 2] [--out DIR] [--json FILE]
+        [--interval 1e-4] [--rated 3200] [-j 2] [--out DIR] [--json FILE] [--plots]
 
 Each condition is one point of one `rmoc sweep` (the model compiled once,
 the points run in parallel): the five-stage torque sequence (eq. 25, stage
@@ -97,6 +97,7 @@ def main():
     ap.add_argument("-j", "--jobs", type=int, default=None)
     ap.add_argument("--out", default="tolerance_study", help="folder of the sweep")
     ap.add_argument("--json", default=None, help="also write the table as JSON")
+    ap.add_argument("--plots", action="store_true", help="also draw each point's loop (DIR/point_K.svg)")
     a = ap.parse_args()
 
     names = sorted({n for _, ps in CONDITIONS for n in ps})
@@ -121,8 +122,11 @@ def main():
         if statuses[k] != "ok":
             sys.exit(f"point {k} ({label}) did not run: {statuses[k]} (see {a.out}/summary.csv)")
         result = os.path.join(a.out, f"point_{k:0{width}d}.csv")
-        ind = json.loads(run([a.rmoc, "hysteresis", result, "--torque", "T",
-                              "--angle", "theta", "--rated", repr(a.rated), "--json"]))
+        hysteresis = [a.rmoc, "hysteresis", result, "--torque", "T", "--angle", "theta",
+                      "--rated", repr(a.rated), "--json"]
+        if a.plots:
+            hysteresis += ["-o", os.path.join(a.out, f"point_{k:0{width}d}.svg")]
+        ind = json.loads(run(hysteresis))
         rows.append({"condition": label, "parameters": ps, **{m: number(ind[m]) for m, _ in METRICS}})
 
     nominal = rows[0]
