@@ -148,28 +148,7 @@ fn a_synthetic_loop_gives_its_stiffness_play_and_lost_motion() {
 /// the damper's lag leave (1e-3).
 #[test]
 fn a_simulated_play_and_spring_give_their_stiffness_and_play() {
-    let src = r#"
-model PlayAndSpring
-  constant Real arcmin = 3.141592653589793/10800;
-  parameter Real k = 1200/arcmin "stiffness beyond the play, N m/rad";
-  parameter Real b = 2*arcmin "total play, rad";
-  parameter Real d = 200 "damping in contact, N m s/rad";
-  Mechanics.Rotational.TorqueSequence load(rated = 3200, tseg = 0.5);
-  Mechanics.Rotational.Inertia shaft(J = 0.05, phi(start = 0, fixed = true), w(start = 0, fixed = true));
-  Real theta = shaft.phi;
-  Real T = load.tau;
-  Real springTorque;
-  Mechanics.Rotational.Torque spring;
-equation
-  connect(load.flange, shaft.flange_a);
-  connect(spring.flange, shaft.flange_b);
-  spring.tau = -springTorque;
-  springTorque = if theta > b/2 then k*(theta - b/2) + d*shaft.w
-                 elseif theta < -b/2 then k*(theta + b/2) + d*shaft.w
-                 else 0.1*d*shaft.w;
-  annotation(experiment(StopTime = 2.5, Interval = 1e-4, Tolerance = 1e-8));
-end PlayAndSpring;
-"#;
+    let src = include_str!("models/play_and_spring.rmo");
     let model = common::model_file("play.rmo", src);
     let csv = scratch("play.csv");
     let o = rmoc(&[

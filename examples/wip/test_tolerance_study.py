@@ -1,7 +1,7 @@
 """Tests of tolerance_study.py on a stand-in whose answers are known (run by
 .ci/run: python -m pytest -q examples/wip).
 
-The stand-in is tests/hysteresis.rs's play and spring (an output inertia
+The stand-in extends tests/hysteresis.rs's play and spring (an output inertia
 turned by the torque sequence against a spring beyond free play), with the
 reducer's error parameters acting by stated laws: the stiffness falls by
 1000 per metre of bearing clearance and rises by 500 per metre of eccentric
@@ -24,32 +24,18 @@ RMOC = os.environ.get("RMOC", os.path.join(ROOT, "target", "release", "rmoc"))
 K0 = 1200.0  # N m/arcmin
 B0 = 2.0  # arcmin
 
-MODELS = """
+# tests/models/play_and_spring.rmo (tests/hysteresis.rs's stand-in), with
+# the error parameters acting on its stiffness k and play b.
+MODELS = open(os.path.join(ROOT, "tests", "models", "play_and_spring.rmo")).read() + """
 model StandIn "play and spring whose stiffness and play follow the error parameters by known laws"
-  constant Real arcmin = 3.141592653589793/10800;
+  extends PlayAndSpring(k = 1200/arcmin*(1 + 500*dr[1] - 1000*clearance + eccentricityEffect*de[1]),
+    b = (2 + 0.1*clearance/1e-6 + 1000*abs(dphi[1]))*arcmin);
   parameter Integer cranks = 2;
   parameter Real dr[cranks] = fill(0, cranks);
   parameter Real de[cranks] = fill(0, cranks);
   parameter Real dphi[cranks] = fill(0, cranks);
   parameter Real clearance = 0;
   parameter Real eccentricityEffect = 0 "relative stiffness change per metre of eccentricity error";
-  parameter Real k = 1200/arcmin*(1 + 500*dr[1] - 1000*clearance + eccentricityEffect*de[1]) "N m/rad";
-  parameter Real b = (2 + 0.1*clearance/1e-6 + 1000*abs(dphi[1]))*arcmin "total play, rad";
-  parameter Real d = 200 "damping in contact, N m s/rad";
-  Mechanics.Rotational.TorqueSequence load(rated = 3200, tseg = 0.5);
-  Mechanics.Rotational.Inertia shaft(J = 0.05, phi(start = 0, fixed = true), w(start = 0, fixed = true));
-  Real theta = shaft.phi;
-  Real T = load.tau;
-  Real springTorque;
-  Mechanics.Rotational.Torque spring;
-equation
-  connect(load.flange, shaft.flange_a);
-  connect(spring.flange, shaft.flange_b);
-  spring.tau = -springTorque;
-  springTorque = if theta > b/2 then k*(theta - b/2) + d*shaft.w
-                 elseif theta < -b/2 then k*(theta + b/2) + d*shaft.w
-                 else 0.1*d*shaft.w;
-  annotation(experiment(StopTime = 2.5, Interval = 1e-4, Tolerance = 1e-8));
 end StandIn;
 
 model EccentricStandIn "the stand-in whose stiffness moves by 2% per 6 um of eccentricity error"
