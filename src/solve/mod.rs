@@ -1142,15 +1142,7 @@ fn simulate_inner(
     if !opts.outputs.is_empty() {
         let names: Vec<String> = columns.iter().map(|x| x.0.clone()).collect();
         let kept = chosen_columns(&names, &opts.outputs).map_err(|d| d.with_note(STOPPED))?;
-        let mut keep = vec![false; columns.len()];
-        for (k, _) in kept {
-            keep[k] = true;
-        }
-        let mut k = 0;
-        columns.retain(|_| {
-            k += 1;
-            keep[k - 1]
-        });
+        columns = kept.iter().map(|&(k, _)| columns[k].clone()).collect();
     }
     let mut run = Run::new(c, p, backend, opts);
     run.results = Results {
