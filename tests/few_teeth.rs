@@ -403,8 +403,6 @@ end ContactRatio;
 /// and both branches are equally stiff.
 #[test]
 fn the_few_teeth_example_loop_has_the_closed_form_backlash() {
-    let path = common::project("examples/few_teeth.rmo");
-    let c = common::compile_file(&path, None);
     let request = rmoc::solve::settings::RunRequest {
         stop_time: Some(0.25),
         interval: Some(1e-4),
@@ -412,12 +410,7 @@ fn the_few_teeth_example_loop_has_the_closed_form_backlash() {
         params: vec!["tseg=0.05".into()],
         ..Default::default()
     };
-    let opts = request
-        .resolve(&c.causal)
-        .unwrap_or_else(|d| panic!("{}", d.message));
-    let jit = rmoc::jit::codegen::compile(&c.program).expect("jit");
-    let r = rmoc::solve::simulate(&c.causal, &c.program, &jit, &opts)
-        .unwrap_or_else(|d| panic!("{:?}", d.iter().map(|x| &x.message).collect::<Vec<_>>()));
+    let r = common::run_request(&common::project("examples/few_teeth.rmo"), None, request);
     let to_arcmin = 180.0 * 60.0 / PI;
     let angle: Vec<f64> = common::column(&r, "theta")
         .iter()

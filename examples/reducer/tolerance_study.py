@@ -2,9 +2,9 @@
 """The tolerance study of a cycloid-pin reducer: Table 10 of Miao et al. 2026
 (seed 000, sections 5.3-5.4), from rmoc runs of one model.
 
-    python3 examples/wip/tolerance_study.py [--rmoc target/release/rmoc]
-        [--file examples/wip/reducer.rmo] [--model Reducer] [--tseg 0.5]
-        [--interval 1e-4] [--rated 3200] [-j 2] [--out DIR] [--json FILE] [--plots]
+    python3 examples/reducer/tolerance_study.py [--rmoc target/release/rmoc]
+        [--file examples/reducer.rmo] [--model Reducer] [--tseg 0.5]
+        [--interval 1e-3] [--rated 3200] [-j 2] [--out DIR] [--json FILE] [--plots]
 
 Each condition is one point of one `rmoc sweep` (the model compiled once,
 the points run in parallel): the five-stage torque sequence (eq. 25, stage
@@ -89,10 +89,10 @@ def largest(values):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rmoc", default=os.path.join(ROOT, "target", "release", "rmoc"))
-    ap.add_argument("--file", default=os.path.join(HERE, "reducer.rmo"))
+    ap.add_argument("--file", default=os.path.join(ROOT, "examples", "reducer.rmo"))
     ap.add_argument("--model", default="Reducer")
     ap.add_argument("--tseg", type=float, default=0.5, help="stage length of the torque sequence, s")
-    ap.add_argument("--interval", type=float, default=1e-4, help="output interval, s")
+    ap.add_argument("--interval", type=float, default=1e-3, help="output interval, s (the example's own)")
     ap.add_argument("--rated", type=float, default=3200.0, help="rated torque, N m")
     ap.add_argument("-j", "--jobs", type=int, default=None)
     ap.add_argument("--out", default="tolerance_study", help="folder of the sweep")

@@ -1,5 +1,5 @@
 """Tests of tolerance_study.py on a stand-in whose answers are known (run by
-.ci/run: python -m pytest -q examples/wip).
+.ci/run: python -m pytest -q examples/reducer).
 
 The stand-in extends tests/hysteresis.rs's play and spring (an output inertia
 turned by the torque sequence against a spring beyond free play), with the
