@@ -15,7 +15,7 @@ const ARCMIN: f64 = PI / (180.0 * 60.0);
 /// position with its velocity (generalized-alpha's second-order form).
 #[test]
 fn the_reducer_has_more_than_a_hundred_degrees_of_freedom() {
-    let c = common::compile_file(&common::project("examples/reducer.rmo"), Some("Reducer"));
+    let c = common::compile_file(&common::project("examples/reducer.rmo"), None);
     // The carrier (one angle), two discs (x, y, phi) and 48 needles (x, y,
     // phi): 151 positions, 302 states.
     assert_eq!(c.causal.states.len(), 302);
@@ -38,11 +38,7 @@ fn the_reducer_loop_on_a_short_sequence() {
         params: vec!["load.tseg=0.02".into()],
         ..Default::default()
     };
-    let r = common::run_request(
-        &common::project("examples/reducer.rmo"),
-        Some("Reducer"),
-        request,
-    );
+    let r = common::run_request(&common::project("examples/reducer.rmo"), None, request);
     let alpha = r.stats.alpha.expect("generalized-alpha statistics");
     assert_eq!(alpha.positions, 151);
     let angle: Vec<f64> = common::column(&r, "theta")
