@@ -239,3 +239,31 @@ fn outputs_write_the_chosen_columns_alone() {
     assert!(text.contains("did you mean `v`?"), "{text}");
     assert!(!none.exists(), "a result file after the refusal");
 }
+
+/// `--outputs` with an array's name keeps the array's elements (and only
+/// them: not a longer name that starts alike).
+#[test]
+fn outputs_take_an_arrays_elements_by_its_name() {
+    let model = model_file(
+        "array_outputs",
+        "model A\n  Real T[2, 2](each start = 1, each fixed = true);\n  Real T2 = 2*T[1, 1];\nequation\n  der(T) = -T;\n  annotation(experiment(StopTime = 0.1));\nend A;\n",
+    );
+    let out = scratch_dir("cli-array-outputs").join("a.csv");
+    let args = [
+        "simulate",
+        model.to_str().expect("path"),
+        "-q",
+        "-o",
+        out.to_str().expect("path"),
+        "--outputs",
+        "T",
+    ];
+    let (code, text) = exit_and_text(&rmoc_cli(&args));
+    assert_eq!(code, Some(0), "{text}");
+    let result = std::fs::read_to_string(&out).expect("result");
+    let header = result.lines().next().expect("header");
+    assert_eq!(
+        header,
+        "\"time\",\"T[1,1]\",\"T[1,2]\",\"T[2,1]\",\"T[2,2]\""
+    );
+}

@@ -37,7 +37,9 @@ const MAX_PANELS: usize = 32;
 /// with `.` for `/`: `*` matches any run of characters and `?` one
 /// character within one component (`gear.*` matches `gear.w`, not
 /// `gear.frame.x`), `**` as a whole component matches any number of
-/// components (`**.w`, `mesh.**`).
+/// components (`**.w`, `mesh.**`). A pattern component without a
+/// subscript also matches the elements of an array of that name: `T`
+/// matches `T[1,2]`, `needle.x` matches `needle[3].x`.
 pub fn glob(pattern: &str, name: &str) -> bool {
     let pattern: Vec<&str> = pattern.split('.').collect();
     let name: Vec<&str> = name.split('.').collect();
@@ -50,11 +52,22 @@ fn components(pattern: &[&str], name: &[&str]) -> bool {
         Some((&"**", rest)) => (0..=name.len()).any(|k| components(rest, &name[k..])),
         Some((first, rest)) => match name.split_first() {
             Some((n, name_rest)) => {
-                component(first.as_bytes(), n.as_bytes()) && components(rest, name_rest)
+                (component(first.as_bytes(), n.as_bytes())
+                    || (!first.contains('[')
+                        && array_name(n).is_some_and(|a| component(first.as_bytes(), a))))
+                    && components(rest, name_rest)
             }
             None => false,
         },
     }
+}
+
+/// The array's name of a subscripted component (`T` of `T[1,2]`).
+fn array_name(component: &str) -> Option<&[u8]> {
+    let open = component.find('[')?;
+    component
+        .ends_with(']')
+        .then(|| &component.as_bytes()[..open])
 }
 
 /// `*` and `?` within one component (iterative, with one backtrack point).
@@ -499,6 +512,16 @@ mod tests {
         assert!(glob("mesh.**.N", "mesh.N"));
         assert!(glob("**", "a.b.c"));
         assert!(!glob("mesh.**.N", "gear.contact.N"));
+        // A name without a subscript takes in the array's elements.
+        assert!(glob("T", "T[1,2]"));
+        assert!(glob("needle.x", "needle[3].x"));
+        assert!(glob("needle.*", "needle[3].vx"));
+        assert!(glob("**.x", "needle[3].x"));
+        assert!(!glob("T", "T2[1]"));
+        assert!(!glob("T", "Tx"));
+        assert!(!glob("T[1,*]", "T[2,1]"));
+        assert!(glob("T[1,*]", "T[1,2]"));
+        assert!(!glob("needle.x", "needle[3].frame.x"));
         assert!(glob("der(*.w)", "der(gear.w)"));
     }
 
