@@ -90,3 +90,13 @@ def test_a_trend_that_fails_is_reported(tmp_path):
     assert not eccentricity["holds"]
     assert abs(eccentricity["value"] - 0.02) < 2e-3, eccentricity
     assert "eccentricity +-6 um: largest change of a metric: " in out and "DOES NOT HOLD" in out
+
+
+def test_a_nominal_clearance_is_added_to_every_point(tmp_path):
+    # Eq. 29: c' = c_nom + delta_c. With c_nom = 5 um the stand-in's play is
+    # 2.5 arcmin at the nominal point and 4.5 at delta_c = 20 um.
+    _, t = study(tmp_path, "StandIn", "--nominal-clearance", "5e-6")
+    rows = {r["condition"]: r for r in t["rows"]}
+    assert abs(rows["nominal"]["backlash_arcmin"] - 2.5) < 0.01, rows["nominal"]
+    assert abs(rows["phase dphi = +120 arcsec"]["backlash_arcmin"] - (2.5 + 1000 * 120 * math.pi / 648000)) < 0.01
+    assert abs(rows["bearing clearance c = 20 um"]["backlash_arcmin"] - 4.5) < 0.01

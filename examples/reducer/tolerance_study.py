@@ -5,6 +5,7 @@
     python3 examples/reducer/tolerance_study.py [--rmoc target/release/rmoc]
         [--file examples/reducer.rmo] [--model Reducer] [--tseg 0.5]
         [--interval 1e-3] [--rated 3200] [-j 2] [--out DIR] [--json FILE] [--plots]
+        [--nominal-clearance C]
 
 Each condition is one point of one `rmoc sweep` (the model compiled once,
 the points run in parallel): the five-stage torque sequence (eq. 25, stage
@@ -21,7 +22,9 @@ The error classes, as the model's parameters (seed 000, eqs. 26-29):
   dr[1]    eccentric radius of crank 1 (eq. 26): -10 um (more clearance);
   de[1]    eccentricity of crank 1 (eq. 27): -6 and +6 um;
   dphi[1]  phase of crank 1's eccentric (eq. 28): -120 and +120 arcsec;
-  clearance  radial clearance of every needle bearing (eq. 29): 10, 20 um.
+  clearance  radial clearance of every needle bearing (eq. 29, c' = c_nom +
+             delta_c): delta_c = 10, 20 um on --nominal-clearance c_nom
+             (default 0; every point takes c_nom).
 The paper draws the crank errors at random per crank (U(-D, D)); its table
 lists one value per condition, so here one crank carries the error and the
 others stay nominal (a phase error that every crank shared would turn the
@@ -98,6 +101,8 @@ def main():
     ap.add_argument("--out", default="tolerance_study", help="folder of the sweep")
     ap.add_argument("--json", default=None, help="also write the table as JSON")
     ap.add_argument("--plots", action="store_true", help="also draw each point's loop (DIR/point_K.svg)")
+    ap.add_argument("--nominal-clearance", type=float, default=0.0,
+                    help="c_nom of eq. 29, m: every point's bearing clearance is c_nom + its delta_c")
     a = ap.parse_args()
 
     names = sorted({n for _, ps in CONDITIONS for n in ps})
@@ -107,7 +112,9 @@ def main():
         w = csv.writer(f)
         w.writerow(names + ["load.tseg"])
         for _, ps in CONDITIONS:
-            w.writerow([repr(ps.get(n, 0.0)) for n in names] + [repr(a.tseg)])
+            # Eq. 29: c' = c_nom + delta_c (the conditions give delta_c).
+            base = {"clearance": a.nominal_clearance}
+            w.writerow([repr(base.get(n, 0.0) + ps.get(n, 0.0)) for n in names] + [repr(a.tseg)])
     cmd = [a.rmoc, "sweep", a.file, "--model", a.model, "--samples", samples,
            "--outputs", "T", "theta", "--save-results", "-o", a.out, "-q",
            "--stop-time", repr(5 * a.tseg), "--interval", repr(a.interval)]
@@ -130,7 +137,8 @@ def main():
         rows.append({"condition": label, "parameters": ps, **{m: number(ind[m]) for m, _ in METRICS}})
 
     nominal = rows[0]
-    print(f"Tolerance study: {a.file} ({a.model}), stages of {a.tseg} s, rated {a.rated} N m\n")
+    print(f"Tolerance study: {a.file} ({a.model}), stages of {a.tseg} s, rated {a.rated} N m, "
+          f"nominal bearing clearance {a.nominal_clearance:g} m\n")
     head = "| condition | " + " | ".join(f"{t} | change" for _, t in METRICS) + " |"
     print(head)
     print("|---" * (1 + 2 * len(METRICS)) + "|")
