@@ -680,6 +680,21 @@ impl ExprArena {
         false
     }
 
+    /// [`Self::vars_of`] through `memo`: the elements of an array bound to
+    /// one call (`profile[i, j] = cycloidProfile(...)`: thousands of
+    /// `Call` nodes of one call site, each an output) mention the
+    /// variables of the site's arguments, walked once per site.
+    pub fn vars_of_memo(&self, root: ExprId, memo: &mut VarsMemo) -> std::rc::Rc<[VarId]> {
+        match self.node(root) {
+            Node::Call { call, .. } => memo
+                .sites
+                .entry(call)
+                .or_insert_with(|| self.vars_of(root).into())
+                .clone(),
+            _ => self.vars_of(root).into(),
+        }
+    }
+
     /// The variables (`Var`) an expression mentions, sorted, each once.
     pub fn vars_of(&self, root: ExprId) -> Vec<VarId> {
         let mut v: Vec<VarId> = self
@@ -1034,4 +1049,11 @@ mod tests {
         let m = a.neg(e);
         assert_eq!(a.display(m, &name), "-v0^2");
     }
+}
+
+/// The variables of each call site's arguments, for
+/// [`ExprArena::vars_of_memo`].
+#[derive(Default)]
+pub struct VarsMemo {
+    sites: FxHashMap<u32, std::rc::Rc<[VarId]>>,
 }

@@ -14,7 +14,7 @@
 
 pub mod expr;
 
-pub use expr::{CallSite, ExprArena, ExprId, Fn1, Fn2, Node, RelOp, RewriteMemo, VarId};
+pub use expr::{CallSite, ExprArena, ExprId, Fn1, Fn2, Node, RelOp, RewriteMemo, VarId, VarsMemo};
 
 use crate::syntax::ast::Span;
 use fixedbitset::FixedBitSet;

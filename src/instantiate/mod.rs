@@ -153,6 +153,11 @@ pub struct Flattener<'l> {
     /// s). Keyed by the expression's address and scope; the entry holds
     /// the expression, so the address is not reused while it is cached.
     pub(super) array_binding_values: HashMap<(*const ast::Expr, Scope), EvaluatedBinding>,
+    /// Call sites whose arguments passed the variability check of a
+    /// binding, with `true` when as a constant's: the other elements of
+    /// an array bound to that call pass without another walk
+    /// (`check_binding_variability`).
+    pub(super) variability_checked_calls: rustc_hash::FxHashSet<(u32, bool)>,
     evaluating: Vec<VarId>,
     /// Package constants by class and name, as numbers (see
     /// [`PackageConstant`]).
@@ -231,6 +236,7 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
         pending_attrs: Vec::new(),
         pending_binding: HashMap::new(),
         array_binding_values: HashMap::new(),
+        variability_checked_calls: Default::default(),
         evaluating: Vec::new(),
         package_constants: HashMap::new(),
         class_parameters: Default::default(),
@@ -2209,11 +2215,13 @@ impl<'l> Flattener<'l> {
         let n = self.vars.len();
         let mut state = vec![0u8; n];
         let mut path: Vec<VarId> = Vec::new();
+        let mut memo = flat::VarsMemo::default();
         fn visit(
             f: &Flattener,
             v: VarId,
             state: &mut [u8],
             path: &mut Vec<VarId>,
+            memo: &mut flat::VarsMemo,
         ) -> Option<Vec<VarId>> {
             match state[v as usize] {
                 2 => return None,
@@ -2226,9 +2234,9 @@ impl<'l> Flattener<'l> {
             state[v as usize] = 1;
             path.push(v);
             if let Some(b) = f.vars[v as usize].binding {
-                for d in f.arena.vars_of(b) {
+                for &d in f.arena.vars_of_memo(b, memo).iter() {
                     if f.vars[d as usize].is_parameter()
-                        && let Some(c) = visit(f, d, state, path)
+                        && let Some(c) = visit(f, d, state, path, memo)
                     {
                         return Some(c);
                     }
@@ -2240,7 +2248,7 @@ impl<'l> Flattener<'l> {
         }
         for v in 0..n as VarId {
             if self.vars[v as usize].is_parameter()
-                && let Some(cycle) = visit(self, v, &mut state, &mut path)
+                && let Some(cycle) = visit(self, v, &mut state, &mut path, &mut memo)
             {
                 let first = cycle[0];
                 let names: Vec<String> = cycle

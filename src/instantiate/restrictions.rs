@@ -548,7 +548,7 @@ impl Flattener<'_> {
     /// variability, no `time`, `der` or `pre`, in it or in the arguments
     /// of a function it calls.
     pub(super) fn check_binding_variability(
-        &self,
+        &mut self,
         v: VarId,
         e: flat::ExprId,
         span: Span,
@@ -559,6 +559,14 @@ impl Flattener<'_> {
             Variability::Parameter => false,
             _ => return Ok(()),
         };
+        // An element of an array bound to a call whose arguments passed.
+        let site = match self.arena.node(e) {
+            flat::Node::Call { call, .. } => Some((call, constant)),
+            _ => None,
+        };
+        if site.is_some_and(|k| self.variability_checked_calls.contains(&k)) {
+            return Ok(());
+        }
         let what = if constant { "constant" } else { "parameter" };
         for id in self.arena.reachable(&[e]) {
             let culprit = match self.arena.node(id) {
@@ -599,6 +607,9 @@ impl Flattener<'_> {
                     var.name.rsplit('.').next().unwrap_or(&var.name)
                 )
             }));
+        }
+        if let Some(k) = site {
+            self.variability_checked_calls.insert(k);
         }
         Ok(())
     }

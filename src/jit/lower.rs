@@ -514,16 +514,23 @@ fn parameter_order(c: &Causal) -> Vec<VarId> {
     let n = c.vars.len();
     let mut state = vec![0u8; n];
     let mut out = Vec::new();
-    fn visit(c: &Causal, v: VarId, state: &mut [u8], out: &mut Vec<VarId>) {
+    let mut memo = crate::flat::VarsMemo::default();
+    fn visit(
+        c: &Causal,
+        v: VarId,
+        state: &mut [u8],
+        out: &mut Vec<VarId>,
+        memo: &mut crate::flat::VarsMemo,
+    ) {
         if state[v as usize] != 0 {
             return;
         }
         state[v as usize] = 1;
         let var = &c.vars[v as usize];
         if let Some(b) = var.binding.or(var.start) {
-            for d in c.arena.vars_of(b) {
+            for &d in c.arena.vars_of_memo(b, memo).iter() {
                 if c.vars[d as usize].is_parameter() {
-                    visit(c, d, state, out);
+                    visit(c, d, state, out, memo);
                 }
             }
         }
@@ -532,7 +539,7 @@ fn parameter_order(c: &Causal) -> Vec<VarId> {
     }
     for v in 0..n as VarId {
         if c.vars[v as usize].is_parameter() {
-            visit(c, v, &mut state, &mut out);
+            visit(c, v, &mut state, &mut out, &mut memo);
         }
     }
     out
@@ -635,6 +642,14 @@ impl<'s> Lowerer<'s> {
     }
 
     fn expr(&mut self, a: &ExprArena, id: ExprId) -> Expr {
+        // Another output of a call already made (the elements of an array
+        // bound to one call: without this, each walked the call's
+        // arguments again, quadratic in the array's size).
+        if let Node::Call { call, output } = a.node(id)
+            && let Some(outs) = self.calls.get(&call)
+        {
+            return Expr::Local(outs[output as usize]);
+        }
         // Nodes used more than once below `id` are computed once into a local.
         let order = a.reachable(&[id]);
         let mut uses: HashMap<ExprId, u32> =

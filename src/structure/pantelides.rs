@@ -719,12 +719,13 @@ pub fn start_point(s: &Analysis) -> Vec<f64> {
     let mut done = vec![false; n];
     // One memo for every evaluation of the model's arena here.
     let calls = symbolic::eval::CallMemo::default();
+    let mut vars = crate::flat::VarsMemo::default();
     fn value_of(
         s: &Analysis,
         v: usize,
         values: &mut Vec<f64>,
         done: &mut Vec<bool>,
-        calls: &symbolic::eval::CallMemo,
+        (calls, vars): (&symbolic::eval::CallMemo, &mut crate::flat::VarsMemo),
         depth: usize,
     ) -> f64 {
         if done[v] || depth > 200 {
@@ -751,8 +752,8 @@ pub fn start_point(s: &Analysis) -> Vec<f64> {
             return x;
         }
         if let Some(e) = e {
-            for dep in s.arena.vars_of(e) {
-                value_of(s, dep as usize, values, done, calls, depth + 1);
+            for &dep in s.arena.vars_of_memo(e, vars).iter() {
+                value_of(s, dep as usize, values, done, (calls, vars), depth + 1);
             }
             let env = symbolic::eval::Env {
                 values,
@@ -767,7 +768,7 @@ pub fn start_point(s: &Analysis) -> Vec<f64> {
         values[v]
     }
     for v in 0..n {
-        value_of(s, v, &mut values, &mut done, &calls, 0);
+        value_of(s, v, &mut values, &mut done, (&calls, &mut vars), 0);
     }
     // Variables without a start value take the value their defining equation
     // gives (`ex = cos(phi)*e[1]` is 1, not 0, at the start): a few sweeps of
