@@ -157,10 +157,10 @@ struct SimulateArgs {
     /// Result file: .csv or .mat (default: MODEL_res.csv).
     #[arg(short = 'o')]
     output: Option<PathBuf>,
-    /// Print the final values of the variables and parameters matching a pattern (`*` and `?` within one dotted component, `**` across them).
+    /// Print the final values of the variables and parameters matching a pattern (`*` and `?` within one dotted component, `**` across them, an array's name its elements).
     #[arg(long = "print", value_name = "PATTERN")]
     print: Vec<String>,
-    /// The result columns to write, by pattern (`*` and `?` within one dotted component, `**` across them; default: all); `--print` sees only these.
+    /// The result columns to write, by pattern (`*` and `?` within one dotted component, `**` across them, an array's name its elements; default: all); `--print` sees only these.
     #[arg(long, value_name = "PATTERN", num_args = 1..)]
     outputs: Vec<String>,
     /// Print solver statistics.
@@ -332,7 +332,7 @@ struct SweepArgs {
     /// Worker threads (default: one per core).
     #[arg(short = 'j', long, value_name = "N")]
     jobs: Option<usize>,
-    /// The result columns to summarize and to save with `--save-results`, by pattern (`*` and `?` within one dotted component, `**` across them; default: all).
+    /// The result columns to summarize and to save with `--save-results`, by pattern (`*` and `?` within one dotted component, `**` across them, an array's name its elements; default: all).
     #[arg(long, value_name = "PATTERN", num_args = 1..)]
     outputs: Vec<String>,
     /// The statistics of every summarized column: final, max, min, mean, rms

@@ -64,21 +64,21 @@ def test_the_table_gives_the_stand_ins_laws_back(tmp_path):
     assert abs(nominal["stiffness_mean"] / K0 - 1) < 2e-3, nominal
     assert abs(nominal["backlash_arcmin"] - B0) < 0.01, nominal
     # Stiffness: -2% at 20 um of clearance, -0.5% at dr = -10 um.
-    for label, expected in [("bearing clearance c = 20 um", 0.98), ("bearing clearance c = 10 um", 0.99),
+    for label, expected in [("bearing clearance delta_c = 20 um", 0.98), ("bearing clearance delta_c = 10 um", 0.99),
                             ("eccentric radius dr = -10 um", 0.995)]:
         ratio = rows[label]["stiffness_mean"] / nominal["stiffness_mean"]
         assert abs(ratio - expected) < 1e-3, (label, ratio)
     # Play: 2 + 0.1 per um of clearance; +0.58 arcmin at +-120 arcsec.
-    assert abs(rows["bearing clearance c = 20 um"]["backlash_arcmin"] - 4.0) < 0.01
+    assert abs(rows["bearing clearance delta_c = 20 um"]["backlash_arcmin"] - 4.0) < 0.01
     phase_play = B0 + 1000 * 120 * math.pi / 648000  # arcmin
     for label in ["phase dphi = -120 arcsec", "phase dphi = +120 arcsec"]:
         assert abs(rows[label]["backlash_arcmin"] - phase_play) < 0.01, rows[label]
     checks = {c["what"]: c for c in t["checks"]}
     assert all(c["holds"] for c in t["checks"]), t["checks"]
-    assert abs(checks["clearance 0 -> 20 um: backlash x"]["value"] - 2.0) < 0.01
+    assert abs(checks["clearance delta_c 0 -> 20 um: backlash x"]["value"] - 2.0) < 0.01
     assert checks["eccentricity +-6 um: largest change of a metric"]["value"] < 1e-3
     assert checks["phase +-120 arcsec: largest difference of + and -"]["value"] < 1e-3
-    assert "| bearing clearance c = 20 um |" in out and "DOES NOT HOLD" not in out
+    assert "| bearing clearance delta_c = 20 um |" in out and "DOES NOT HOLD" not in out
     for k in range(len(t["rows"])):
         assert (tmp_path / "StandIn" / f"point_{k}.svg").read_text().startswith("<svg")
 
@@ -99,4 +99,7 @@ def test_a_nominal_clearance_is_added_to_every_point(tmp_path):
     rows = {r["condition"]: r for r in t["rows"]}
     assert abs(rows["nominal"]["backlash_arcmin"] - 2.5) < 0.01, rows["nominal"]
     assert abs(rows["phase dphi = +120 arcsec"]["backlash_arcmin"] - (2.5 + 1000 * 120 * math.pi / 648000)) < 0.01
-    assert abs(rows["bearing clearance c = 20 um"]["backlash_arcmin"] - 4.5) < 0.01
+    assert abs(rows["bearing clearance delta_c = 20 um"]["backlash_arcmin"] - 4.5) < 0.01
+    assert t["nominal_clearance"] == 5e-6
+    assert abs(rows["bearing clearance delta_c = 20 um"]["simulated"]["clearance"] - 25e-6) < 1e-12
+    assert rows["nominal"]["simulated"]["clearance"] == 5e-6

@@ -84,11 +84,14 @@ impl<'l> Flattener<'l> {
         }
         self.functions_in_progress.push(key.clone());
         let saved = std::mem::replace(&mut self.arena, ExprArena::new());
-        // Cached binding values hold ids of the arena they were made in.
+        // Cached binding values and checked call sites hold ids of the
+        // arena they were made in.
         let saved_bindings = std::mem::take(&mut self.array_binding_values);
+        let saved_checked = std::mem::take(&mut self.variability_checked_calls);
         let r = self.compile_function_body(class, &full, arg_shapes, span);
         let arena = std::mem::replace(&mut self.arena, saved);
         self.array_binding_values = saved_bindings;
+        self.variability_checked_calls = saved_checked;
         self.functions_in_progress.pop();
         let (mut f, outs) = r?;
         f.arena = arena;

@@ -39,7 +39,8 @@ const MAX_PANELS: usize = 32;
 /// `gear.frame.x`), `**` as a whole component matches any number of
 /// components (`**.w`, `mesh.**`). A pattern component without a
 /// subscript also matches the elements of an array of that name: `T`
-/// matches `T[1,2]`, `needle.x` matches `needle[3].x`.
+/// matches `T[1,2]`, `needle.x` matches `needle[3].x`, `der(T)` matches
+/// `der(T[1])` (and `?` matches every one-letter array's elements).
 pub fn glob(pattern: &str, name: &str) -> bool {
     let pattern: Vec<&str> = pattern.split('.').collect();
     let name: Vec<&str> = name.split('.').collect();
@@ -54,7 +55,7 @@ fn components(pattern: &[&str], name: &[&str]) -> bool {
             Some((n, name_rest)) => {
                 (component(first.as_bytes(), n.as_bytes())
                     || (!first.contains('[')
-                        && array_name(n).is_some_and(|a| component(first.as_bytes(), a))))
+                        && unsubscripted(n).is_some_and(|a| component(first.as_bytes(), &a))))
                     && components(rest, name_rest)
             }
             None => false,
@@ -62,12 +63,23 @@ fn components(pattern: &[&str], name: &[&str]) -> bool {
     }
 }
 
-/// The array's name of a subscripted component (`T` of `T[1,2]`).
-fn array_name(component: &str) -> Option<&[u8]> {
-    let open = component.find('[')?;
-    component
-        .ends_with(']')
-        .then(|| &component.as_bytes()[..open])
+/// A component with its subscripts taken out (`T` of `T[1,2]`, `der(T)`
+/// of `der(T[1])`, `a` of `a[1][2]`), if it has any.
+fn unsubscripted(component: &str) -> Option<Vec<u8>> {
+    if !component.contains('[') {
+        return None;
+    }
+    let mut out = Vec::with_capacity(component.len());
+    let mut depth = 0usize;
+    for &b in component.as_bytes() {
+        match b {
+            b'[' => depth += 1,
+            b']' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => out.push(b),
+            _ => {}
+        }
+    }
+    Some(out)
 }
 
 /// `*` and `?` within one component (iterative, with one backtrack point).
@@ -522,6 +534,10 @@ mod tests {
         assert!(!glob("T[1,*]", "T[2,1]"));
         assert!(glob("T[1,*]", "T[1,2]"));
         assert!(!glob("needle.x", "needle[3].frame.x"));
+        assert!(glob("der(T)", "der(T[1])"));
+        assert!(glob("der(needle.x)", "der(needle[2].x)"));
+        assert!(glob("a", "a[1][2]"));
+        assert!(!glob("der(T)", "der(T2[1])"));
         assert!(glob("der(*.w)", "der(gear.w)"));
     }
 

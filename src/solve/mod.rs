@@ -213,7 +213,7 @@ pub fn chosen_columns(
             return Err(match near {
                 Some(n) => d.with_hint(format!("did you mean `{n}`?")),
                 None => d.with_hint(
-                    "`*` matches within one dotted component, `**` across them: `--outputs 'gear.*' 'mesh.**'`",
+                    "`*` matches within one dotted component, `**` across them, an array's name its elements: `--outputs 'gear.*' 'mesh.**' T`",
                 ),
             });
         }
