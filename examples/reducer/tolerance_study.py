@@ -106,15 +106,17 @@ def main():
     a = ap.parse_args()
 
     names = sorted({n for _, ps in CONDITIONS for n in ps})
+    # The values each point simulates. Eq. 29: c' = c_nom + delta_c (the
+    # conditions give delta_c).
+    base = {"clearance": a.nominal_clearance}
+    simulated = [{n: base.get(n, 0.0) + ps.get(n, 0.0) for n in names} for _, ps in CONDITIONS]
     os.makedirs(a.out, exist_ok=True)
     samples = os.path.join(a.out, "samples.csv")
     with open(samples, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(names + ["load.tseg"])
-        for _, ps in CONDITIONS:
-            # Eq. 29: c' = c_nom + delta_c (the conditions give delta_c).
-            base = {"clearance": a.nominal_clearance}
-            w.writerow([repr(base.get(n, 0.0) + ps.get(n, 0.0)) for n in names] + [repr(a.tseg)])
+        for values in simulated:
+            w.writerow([repr(values[n]) for n in names] + [repr(a.tseg)])
     cmd = [a.rmoc, "sweep", a.file, "--model", a.model, "--samples", samples,
            "--outputs", "T", "theta", "--save-results", "-o", a.out, "-q",
            "--stop-time", repr(5 * a.tseg), "--interval", repr(a.interval)]
@@ -134,9 +136,7 @@ def main():
         if a.plots:
             hysteresis += ["-o", os.path.join(a.out, f"point_{k:0{width}d}.svg")]
         ind = json.loads(run(hysteresis))
-        # The values simulated (eq. 29: the clearance is c_nom + delta_c).
-        simulated = {n: ({"clearance": a.nominal_clearance}.get(n, 0.0) + ps.get(n, 0.0)) for n in names}
-        rows.append({"condition": label, "parameters": ps, "simulated": simulated,
+        rows.append({"condition": label, "parameters": ps, "simulated": simulated[k],
                      **{m: number(ind[m]) for m, _ in METRICS}})
 
     nominal = rows[0]

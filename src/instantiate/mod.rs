@@ -465,23 +465,14 @@ impl<'l> Flattener<'l> {
             && let Some(b) = &pa.modifier.binding
         {
             let ty = self.vars[v as usize].ty;
-            let e = self.eval_binding_scalar(b, &name, ty)?;
-            let val = eval::Value::scalar(ScalarType::Real, e);
+            // (eval_binding_scalar refuses a value that is not a scalar.)
+            let rhs = self.eval_binding_scalar(b, &name, ty)?;
             let lhs = self.arena.var(v);
-            if !val.dims.is_empty() {
-                return self.err(
-                    b.expr.span,
-                    format!(
-                        "`{name}` is a scalar but its binding has size {}",
-                        eval::shape_text(&val.dims)
-                    ),
-                );
-            }
             let scope = self.inst_path(b.scope.inst);
             self.bound_by_equation.insert(v);
             self.equations.push(flat::Equation {
                 lhs,
-                rhs: val.elems[0],
+                rhs,
                 span: b.expr.span,
                 scope,
             });

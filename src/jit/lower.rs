@@ -645,10 +645,10 @@ impl<'s> Lowerer<'s> {
         // Another output of a call already made (the elements of an array
         // bound to one call: without this, each walked the call's
         // arguments again, quadratic in the array's size).
-        if let Node::Call { call, output } = a.node(id)
-            && let Some(outs) = self.calls.get(&call)
+        if let Node::Call { call, .. } = a.node(id)
+            && self.calls.contains_key(&call)
         {
-            return Expr::Local(outs[output as usize]);
+            return self.expr_rec(a, id, &HashMap::default());
         }
         // Nodes used more than once below `id` are computed once into a local.
         let order = a.reachable(&[id]);
