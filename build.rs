@@ -4,7 +4,7 @@
 //! postcard, so a model that uses the contact library does not spend most of
 //! `rmoc check` in the parser (docs/benchmarks.md, "Front end").
 //!
-//! The parser is rmoc's own (`src/syntax`, with `src/diag.rs` for its
+//! The parser is rmoc's own (`src/syntax`, with `src/diag/` for its
 //! errors), compiled into this script too: one grammar, one tree builder.
 //! A class that fails to parse here is left out and parsed, with its error
 //! reported, at run time like any library file.
@@ -12,8 +12,8 @@
 // As in src/lib.rs: diagnostics are returned by value on purpose.
 #![allow(clippy::result_large_err)]
 
-#[allow(dead_code)]
-#[path = "src/diag.rs"]
+#[allow(dead_code, unused_imports)]
+#[path = "src/diag/mod.rs"]
 mod diag;
 #[allow(dead_code, unused_imports)]
 #[path = "src/syntax/mod.rs"]
@@ -50,7 +50,7 @@ fn main() {
     println!("cargo:rerun-if-changed=stdlib");
     println!("cargo:rerun-if-changed=grammar/rmo.pest");
     println!("cargo:rerun-if-changed=src/syntax");
-    println!("cargo:rerun-if-changed=src/diag.rs");
+    println!("cargo:rerun-if-changed=src/diag");
     let mut files = Vec::new();
     collect(base, base, &mut files);
     let mut src = String::from("pub static STDLIB_FILES: &[(&str, &str)] = &[\n");

@@ -22,7 +22,7 @@ pub mod sweep;
 pub mod symbolic;
 pub mod syntax;
 
-use diag::{Diagnostic, SourceMap};
+use diag::{Diagnostic, DiagnosticKind, SourceMap};
 use instantiate::library::{ClassId, Library};
 use std::path::Path;
 use syntax::ast;
@@ -54,8 +54,11 @@ fn read_and_parse(path: &Path) -> (SourceMap, Result<ast::StoredDefinition, Vec<
 /// The text of a model file.
 pub fn read_source(path: &Path) -> Result<String, Diagnostic> {
     std::fs::read_to_string(path).map_err(|e| {
-        Diagnostic::error_nospan(format!("cannot read `{}`: {e}", path.display()))
-            .with_hint("check the file name and that it is readable")
+        Diagnostic::error_nospan(
+            DiagnosticKind::Io,
+            format!("cannot read `{}`: {e}", path.display()),
+        )
+        .with_hint("check the file name and that it is readable")
     })
 }
 
@@ -190,6 +193,7 @@ fn check_end_names(def: &ast::StoredDefinition) -> Vec<Diagnostic> {
             {
                 out.push(
                     Diagnostic::error(
+                        DiagnosticKind::Syntax,
                         end.span,
                         format!("`{}` is closed by `end {};`", c.name.name, end.name),
                     )
@@ -243,23 +247,25 @@ pub fn select_model(
                 .split('.')
                 .map(|p| ast::Ident {
                     name: p.to_string(),
-                    span: ast::Span::default(),
+                    span: crate::diag::Span::default(),
                 })
                 .collect();
             let dotted = ast::Name {
                 parts,
                 global: false,
-                span: ast::Span::default(),
+                span: crate::diag::Span::default(),
             };
             lib.lookup(None, &dotted).map_err(|_| {
                 let names: Vec<String> = candidates.iter().map(|c| c.name.name.clone()).collect();
-                Diagnostic::error_nospan(format!("no model `{n}` in this file")).with_hint(
-                    if names.is_empty() {
-                        "the file defines no model".to_string()
-                    } else {
-                        format!("the file defines: {}", names.join(", "))
-                    },
+                Diagnostic::error_nospan(
+                    DiagnosticKind::Setting,
+                    format!("no model `{n}` in this file"),
                 )
+                .with_hint(if names.is_empty() {
+                    "the file defines no model".to_string()
+                } else {
+                    format!("the file defines: {}", names.join(", "))
+                })
             })
         }
         None => match candidates.as_slice() {
@@ -273,6 +279,7 @@ pub fn select_model(
                 Ok(loaded.classes[pos])
             }
             [] => Err(Diagnostic::error_nospan(
+                DiagnosticKind::Setting,
                 "the file defines no model to simulate (all are partial, or packages)",
             )
             .with_hint("add a non-partial `model`, or name one with --model")),
@@ -291,6 +298,7 @@ pub fn select_model(
                 }
                 let names: Vec<String> = many.iter().map(|c| c.name.name.clone()).collect();
                 Err(Diagnostic::error(
+                    DiagnosticKind::Setting,
                     many[1].name.span,
                     format!(
                         "the file defines {} models; choose one with --model",
@@ -381,9 +389,10 @@ pub fn check_model(
         // Initialization is part of checking: inconsistent initial conditions
         // are found at the start values, with the interpreter (no JIT needed).
         let program = jit::lower::lower_for_check(&mut causal).map_err(|m| {
-            vec![Diagnostic::error_nospan(format!(
-                "code generation failed: {m}"
-            ))]
+            vec![Diagnostic::error_nospan(
+                DiagnosticKind::Unsupported,
+                format!("code generation failed: {m}"),
+            )]
         })?;
         let interp = solve::model::Interpreter { program: &program };
         let mut warnings = std::mem::take(&mut causal.warnings);
@@ -454,9 +463,10 @@ pub fn compile(lib: &mut Library, model: ClassId) -> Result<Compiled, Vec<Diagno
         );
     }
     let mut program = jit::lower::lower(&mut causal).map_err(|m| {
-        vec![Diagnostic::error_nospan(format!(
-            "code generation failed: {m}"
-        ))]
+        vec![Diagnostic::error_nospan(
+            DiagnosticKind::Unsupported,
+            format!("code generation failed: {m}"),
+        )]
     })?;
     let t3 = std::time::Instant::now();
     jit::reroll::reroll_program(&mut program);
@@ -477,10 +487,13 @@ pub fn compile(lib: &mut Library, model: ClassId) -> Result<Compiled, Vec<Diagno
         }
     }
     if let Err(e) = jit::ir::verify(program.entries(), &program.user) {
-        return Err(vec![Diagnostic::error_nospan(format!(
-            "internal error: generated code failed verification: {}",
-            e.0
-        ))]);
+        return Err(vec![Diagnostic::error_nospan(
+            DiagnosticKind::Internal,
+            format!(
+                "internal error: generated code failed verification: {}",
+                e.0
+            ),
+        )]);
     }
     Ok(Compiled { causal, program })
 }
@@ -503,8 +516,11 @@ impl Simulator {
         } else {
             Some(
                 solve::model::Hybrid::compile(&compiled.program).map_err(|e| {
-                    Diagnostic::error_nospan(format!("code generation failed: {e}"))
-                        .with_hint("--no-jit runs the model with the interpreter")
+                    Diagnostic::error_nospan(
+                        DiagnosticKind::Internal,
+                        format!("code generation failed: {e}"),
+                    )
+                    .with_hint("--no-jit runs the model with the interpreter")
                 })?,
             )
         };
@@ -561,6 +577,7 @@ impl Simulator {
         let results = self.simulate(&opts)?;
         let Some(frame) = results.frame else {
             return Err(vec![Diagnostic::error_nospan(
+                DiagnosticKind::Solver,
                 "the run stopped before the operating point",
             )]);
         };

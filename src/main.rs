@@ -8,7 +8,7 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use clap::{Parser, Subcommand};
-use rmoc::diag::{self, Diagnostic};
+use rmoc::diag::{self, Diagnostic, DiagnosticKind};
 use rmoc::output::plot::glob;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -361,7 +361,7 @@ fn main() -> ExitCode {
     match worker.map(|h| h.join()) {
         Ok(Ok(code)) => code,
         _ => {
-            eprintln!("error: internal failure (please report this model)");
+            eprintln!("error[internal]: internal failure (please report this model)");
             ExitCode::from(1)
         }
     }
@@ -455,8 +455,11 @@ fn parse_only_check(file: &std::path::Path) -> ExitCode {
     let (sources, parsed) = rmoc::parse_file(file);
     match parsed {
         Ok(def) if def.classes.is_empty() => {
-            let d = Diagnostic::error_nospan(format!("`{}` defines no class", file.display()))
-                .with_hint("a model file holds at least one `model ... end ...;`");
+            let d = Diagnostic::error_nospan(
+                DiagnosticKind::Syntax,
+                format!("`{}` defines no class", file.display()),
+            )
+            .with_hint("a model file holds at least one `model ... end ...;`");
             eprint!("{}", diag::render(&sources, &[d], color()));
             ExitCode::from(1)
         }
@@ -476,12 +479,12 @@ fn parse_only_check(file: &std::path::Path) -> ExitCode {
 }
 
 /// A command-line or result-file error (no source span): rendered, exit 1.
-fn fail_nospan(msg: String, hint: &str) -> ExitCode {
+fn fail_nospan(kind: DiagnosticKind, msg: String, hint: &str) -> ExitCode {
     eprint!(
         "{}",
         diag::render(
             &Default::default(),
-            &[Diagnostic::error_nospan(msg).with_hint(hint)],
+            &[Diagnostic::error_nospan(kind, msg).with_hint(hint)],
             color()
         )
     );
@@ -497,18 +500,21 @@ fn read_result(result: &std::path::Path) -> Result<rmoc::output::ResultTable, Ex
     });
     if !known {
         return Err(fail_nospan(
+            DiagnosticKind::Io,
             format!("`{}` is not a CSV or MAT result", result.display()),
             "give a result file: write one with `rmoc simulate MODEL -o res.csv` (or res.mat)",
         ));
     }
     let table = rmoc::output::read(result).map_err(|e| {
         fail_nospan(
+            DiagnosticKind::Io,
             format!("cannot read `{}`: {e}", result.display()),
             "give a result file written by `rmoc simulate -o res.csv` (or res.mat)",
         )
     })?;
     if table.rows.iter().any(|r| r.len() != table.names.len()) {
         return Err(fail_nospan(
+            DiagnosticKind::Table,
             format!("`{}`: rows and header differ in length", result.display()),
             "give a result file written by `rmoc simulate -o res.csv`",
         ));
@@ -555,6 +561,7 @@ fn hysteresis(
             angle
         };
         return fail_nospan(
+            DiagnosticKind::UnresolvedName,
             format!("the result has no column `{missing}`"),
             &columns_hint(&names),
         );
@@ -565,6 +572,7 @@ fn hysteresis(
         Ok(i) => i,
         Err(msg) => {
             return fail_nospan(
+                DiagnosticKind::Setting,
                 format!("{}: {msg}", result.display()),
                 "drive the output through a loading sequence that reaches the rated torque both ways (Mechanics.Rotational.TorqueSequence) and give --rated its peak",
             );
@@ -616,7 +624,7 @@ fn hysteresis(
             table: &table,
         };
         if let Err(msg) = rmoc::output::plot::plot(&[source], &req, out) {
-            return fail_nospan(msg, "check the output path");
+            return fail_nospan(DiagnosticKind::Io, msg, "check the output path");
         }
     }
     ExitCode::SUCCESS
@@ -627,6 +635,7 @@ fn hysteresis(
 fn refuse_plot_format(out: &std::path::Path, what: &str, stem: &str) -> Option<ExitCode> {
     (!rmoc::output::plot::writable_format(out)).then(|| {
         fail_nospan(
+            DiagnosticKind::Setting,
             format!("cannot write `{}`: {what} SVG or PNG", out.display()),
             &format!("name the output `.svg` or `.png`, e.g. `-o {stem}.png`"),
         )
@@ -683,7 +692,7 @@ fn plot(
                 }) || req.x.is_some_and(|x| !t.names.iter().any(|n| n == x))
             });
             let names = &missing.unwrap_or(&tables[0]).1.names;
-            fail_nospan(msg, &columns_hint(names))
+            fail_nospan(DiagnosticKind::UnresolvedName, msg, &columns_hint(names))
         }
     }
 }
@@ -714,10 +723,11 @@ fn check(file: &std::path::Path, model: Option<&str>, parse_only: bool) -> ExitC
     if loaded.classes.is_empty() {
         return report(
             &lib,
-            &[
-                Diagnostic::error_nospan(format!("`{}` defines no class", file.display()))
-                    .with_hint("a model file holds at least one `model ... end ...;`"),
-            ],
+            &[Diagnostic::error_nospan(
+                DiagnosticKind::Syntax,
+                format!("`{}` defines no class", file.display()),
+            )
+            .with_hint("a model file holds at least one `model ... end ...;`")],
         );
     }
     let targets: Vec<_> = match model {
@@ -780,7 +790,10 @@ fn flatten(file: &std::path::Path, model: Option<&str>, json: bool) -> ExitCode 
                     Err(e) => {
                         return report(
                             &lib,
-                            &[Diagnostic::error_nospan(format!("cannot write JSON: {e}"))],
+                            &[Diagnostic::error_nospan(
+                                DiagnosticKind::Io,
+                                format!("cannot write JSON: {e}"),
+                            )],
                         );
                     }
                 }
@@ -893,10 +906,10 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
             Err(e) => {
                 return report(
                     &lib,
-                    &[Diagnostic::error_nospan(format!(
-                        "cannot write `{}`: {e}",
-                        out.display()
-                    ))],
+                    &[Diagnostic::error_nospan(
+                        DiagnosticKind::Io,
+                        format!("cannot write `{}`: {e}", out.display()),
+                    )],
                 );
             }
         }
@@ -931,10 +944,10 @@ fn simulate(a: &SimulateArgs) -> ExitCode {
     if let Err(e) = written {
         return report(
             &lib,
-            &[Diagnostic::error_nospan(format!(
-                "cannot write `{}`: {e}",
-                out.display()
-            ))],
+            &[Diagnostic::error_nospan(
+                DiagnosticKind::Io,
+                format!("cannot write `{}`: {e}", out.display()),
+            )],
         );
     }
     if !a.quiet && results.interrupted.is_none() {
@@ -1048,6 +1061,7 @@ fn sweep(a: &SweepArgs) -> ExitCode {
     }
     if a.params.is_empty() && a.samples.is_none() {
         return fail_nospan(
+            DiagnosticKind::Setting,
             "nothing to sweep: give -p axes or --samples".to_string(),
             "-p NAME=START:STOP:N, -p NAME=v1,v2,... or --samples points.csv",
         );
@@ -1087,7 +1101,7 @@ fn sweep(a: &SweepArgs) -> ExitCode {
             match parsed {
                 Ok(ks) if ks.iter().all(|&k| k < plan.points.len()) => Some(Some(ks)),
                 _ => {
-                    return fail_nospan(
+                    return fail_nospan(DiagnosticKind::Setting,
                         format!("`--save-results {list}`: not a list of point numbers below {}", plan.points.len()),
                         "point numbers count from 0, as the summary's `point` column; `--save-results` alone saves every point",
                     );
@@ -1107,6 +1121,7 @@ fn sweep(a: &SweepArgs) -> ExitCode {
     };
     if let Err(e) = std::fs::create_dir_all(&dir) {
         return fail_nospan(
+            DiagnosticKind::Io,
             format!("cannot make the folder `{}`: {e}", dir.display()),
             "give a folder you can write to with -o",
         );
@@ -1139,6 +1154,7 @@ fn sweep(a: &SweepArgs) -> ExitCode {
     }
     if let Err(e) = table.write_csv(&out) {
         return fail_nospan(
+            DiagnosticKind::Io,
             format!("cannot write `{}`: {e}", out.display()),
             "give a folder you can write to with -o",
         );
@@ -1183,6 +1199,7 @@ fn fmu(a: &FmuArgs) -> ExitCode {
             .is_some_and(|e| e.eq_ignore_ascii_case("fmu"))
     {
         return fail_nospan(
+            DiagnosticKind::Setting,
             format!("`{}`: an FMU's file name ends in .fmu", out.display()),
             "-o Model.fmu",
         );
@@ -1245,6 +1262,7 @@ fn fmu(a: &FmuArgs) -> ExitCode {
         .unwrap_or_else(|| PathBuf::from(format!("{}.fmu", rmoc::fmi::model_identifier(&name))));
     if let Err(e) = rmoc::output::replace_file(&out, |tmp| std::fs::write(tmp, &exported.bytes)) {
         return fail_nospan(
+            DiagnosticKind::Io,
             format!("cannot write {}: {e}", out.display()),
             "check that the folder exists and is writable",
         );
@@ -1279,6 +1297,7 @@ fn linearize(a: &LinearizeArgs) -> ExitCode {
             .any(|x| out.extension().is_some_and(|e| e.eq_ignore_ascii_case(x)));
         if !ok {
             return fail_nospan(
+                DiagnosticKind::Setting,
                 format!("`{}`: rmoc linearize writes .json or .mat", out.display()),
                 "-o lin.json or -o lin.mat",
             );
@@ -1286,6 +1305,7 @@ fn linearize(a: &LinearizeArgs) -> ExitCode {
     }
     if a.at.is_some() && a.run.stop_time.is_some() {
         return fail_nospan(
+            DiagnosticKind::Setting,
             "--at and --stop-time both set the time of the operating point".to_string(),
             "give one of them (--at T)",
         );
@@ -1349,6 +1369,7 @@ fn linearize(a: &LinearizeArgs) -> ExitCode {
         };
         if let Err(e) = written {
             return fail_nospan(
+                DiagnosticKind::Io,
                 format!("cannot write `{}`: {e}", out.display()),
                 "give a path you can write to",
             );

@@ -1,6 +1,8 @@
 //! The bad-input corpus: every file under `tests/bad/` must be rejected by
-//! `rmoc check` with exit status 1, a diagnostic at the line the manifest
-//! (`tests/bad/expected.json`) names and the words it lists, and no panic.
+//! `rmoc check` with exit status 1, a diagnostic of the kind and at the line
+//! the manifest (`tests/bad/expected.json`) names, with the words it lists,
+//! and no panic. The kind (`Error[shape]`) is matched as well as the words:
+//! it stays the same when a message is reworded.
 //! The rendered diagnostics of the whole corpus are pinned in one snapshot.
 
 mod common;
@@ -12,6 +14,8 @@ use std::process::Command;
 struct Case {
     file: String,
     line: Option<u32>,
+    /// The code of the diagnostic's `DiagnosticKind` (`unresolved-name`).
+    kind: String,
     contains: Vec<String>,
     /// The section of the Modelica Language Specification 3.6 whose rule
     /// the file breaks; the diagnostic must name it (`MLS 7.1.3`).
@@ -55,6 +59,20 @@ fn every_bad_file_is_rejected_with_the_expected_diagnostic() {
             && !text.contains(&format!(":{l}:"))
         {
             why.push(format!("no diagnostic at line {l}"));
+        }
+        if !rmoc::diag::DiagnosticKind::ALL
+            .iter()
+            .any(|k| k.code() == c.kind)
+        {
+            why.push(format!(
+                "the manifest's kind `{}` is not a DiagnosticKind",
+                c.kind
+            ));
+        }
+        if !text.contains(&format!("Error[{}]:", c.kind))
+            && !text.contains(&format!("error[{}]:", c.kind))
+        {
+            why.push(format!("no diagnostic of kind `{}`", c.kind));
         }
         if let Some(sec) = &c.section
             && !text.contains(&format!("MLS {sec}"))

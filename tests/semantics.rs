@@ -405,7 +405,7 @@ fn unconnected_connectors_are_a_warning() {
     assert_eq!(code, Some(0), "{stderr}");
     assert!(stdout.contains("M: ok"), "{stdout}");
     assert!(
-        stderr.contains("Warning: 2 connectors are not connected"),
+        stderr.contains("Warning[connection]: 2 connectors are not connected"),
         "{stderr}"
     );
     insta::assert_snapshot!(common::check(CIRCUIT));

@@ -138,3 +138,41 @@ fn only_the_hybrid_loop_drives_events_and_outputs() {
     );
     assert!(files.len() >= 10, "src/solve/ not found");
 }
+
+/// The table of diagnostic kinds in docs/language.md lists every
+/// `DiagnosticKind` by its code, and no code that does not exist; codes are
+/// distinct and kebab-case.
+#[test]
+fn every_diagnostic_kind_is_documented() {
+    use rmoc::diag::DiagnosticKind;
+    let doc = std::fs::read_to_string(common::project("docs/language.md")).expect("language.md");
+    let section = doc
+        .split("### Diagnostic kinds")
+        .nth(1)
+        .expect("docs/language.md has a section `Diagnostic kinds`");
+    let section = section.split("\n#").next().unwrap_or(section);
+    let documented: Vec<&str> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split('`').next())
+        .collect();
+    let codes: Vec<&str> = DiagnosticKind::ALL.iter().map(|k| k.code()).collect();
+    let mut sorted = codes.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(
+        sorted.len(),
+        codes.len(),
+        "two kinds share a code: {codes:?}"
+    );
+    for c in &codes {
+        assert!(
+            !c.is_empty() && c.chars().all(|ch| ch.is_ascii_lowercase() || ch == '-'),
+            "`{c}` is not kebab-case"
+        );
+    }
+    assert_eq!(
+        documented, codes,
+        "docs/language.md's table of diagnostic kinds differs from DiagnosticKind (same order)"
+    );
+}

@@ -18,7 +18,10 @@ Errors are exceptions: ``rmoc.CompileError`` for a model that cannot be
 read or compiled, ``rmoc.SimulationError`` for a run that fails, both
 ``rmoc.Error``: ``str(e)`` is the message as the command line shows it
 (``file:line:col``, the source line, a hint), and ``e.file``, ``e.line``,
-``e.column``, ``e.message``, ``e.hint`` are its parts.
+``e.column``, ``e.message``, ``e.hint`` are its parts; ``e.kind`` is the
+sort of mistake, stable across rewordings of the message
+(``"unresolved-name"``, ``"syntax"``, ``"solver"``, ... as the command line
+prints it in ``error[kind]``).
 """
 
 from __future__ import annotations
@@ -65,8 +68,8 @@ def compile(path, model=None):
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except OSError as e:
-        err = CompileError(f"error: cannot read `{path}`: {e.strerror or e}")
-        err.file, err.line, err.column = path, None, None
+        err = CompileError(f"error[io]: cannot read `{path}`: {e.strerror or e}")
+        err.file, err.line, err.column, err.kind = path, None, None, "io"
         err.message, err.hint = str(err), "check the file name and that it is readable"
         raise err from None
     # Always compiled anew: the model may use other files that changed.

@@ -11,7 +11,7 @@ use numpy::{PyArray1, PyArrayMethods};
 use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use rmoc::diag::{Diagnostic, SourceMap};
+use rmoc::diag::{Diagnostic, DiagnosticKind, SourceMap};
 use rmoc::solve::settings::RunRequest;
 use rmoc::solve::{Results, RowSink, RowSinkHandle};
 use std::path::PathBuf;
@@ -45,7 +45,7 @@ fn raise<E: pyo3::PyTypeInfo>(py: Python<'_>, sources: &SourceMap, diags: &[Diag
         .find(|d| d.is_error())
         .or(diags.first())
         .cloned()
-        .unwrap_or_else(|| Diagnostic::error_nospan("unknown failure"));
+        .unwrap_or_else(|| Diagnostic::error_nospan(DiagnosticKind::Internal, "unknown failure"));
     let err = PyErr::from_type(py.get_type::<E>(), text.trim_end().to_string());
     let value = err.value(py);
     let (file, line, column) = match first.span {
@@ -58,6 +58,7 @@ fn raise<E: pyo3::PyTypeInfo>(py: Python<'_>, sources: &SourceMap, diags: &[Diag
     let _ = value.setattr("file", file);
     let _ = value.setattr("line", line);
     let _ = value.setattr("column", column);
+    let _ = value.setattr("kind", first.kind.code());
     let _ = value.setattr("message", first.message.clone());
     let _ = value.setattr("hint", first.hint.clone());
     err
@@ -307,6 +308,7 @@ impl NativeModel {
                     .and_then(|m| m.into_inner().ok())
                     .ok_or_else(|| {
                         vec![Diagnostic::error_nospan(
+                            DiagnosticKind::Internal,
                             "internal error: the rows are still shared",
                         )]
                     })?;

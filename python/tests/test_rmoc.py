@@ -102,6 +102,7 @@ def test_a_bad_model_raises_with_file_and_line(tmp_path):
     e = caught.value
     assert isinstance(e, rmoc.Error)
     assert (e.file, e.line, e.column) == (str(bad), 4, 13)
+    assert e.kind == "unresolved-name"
     assert "`y`" in e.message
     # The same text as the command line prints.
     done = cli("simulate", bad, "-o", tmp_path / "never.csv")

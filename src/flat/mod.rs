@@ -16,7 +16,7 @@ pub mod expr;
 
 pub use expr::{CallSite, ExprArena, ExprId, Fn1, Fn2, Node, RelOp, RewriteMemo, VarId, VarsMemo};
 
-use crate::syntax::ast::Span;
+use crate::diag::Span;
 use fixedbitset::FixedBitSet;
 use serde::Serialize;
 use std::fmt::Write as _;

@@ -15,7 +15,7 @@
 //! (with `--no-jit` they too are interpreted, on the host's stack).
 
 use super::{FmiCausality, Interface, Resources, ValueSource};
-use crate::diag::{Diagnostic, SourceMap};
+use crate::diag::{Diagnostic, DiagnosticKind, SourceMap};
 use crate::flat::ScalarType;
 use crate::solve::Options;
 use crate::solve::session::Session;
@@ -280,6 +280,7 @@ impl Instance {
         let done = on_big_stack(|| sim.with_model(|m| session.initialize(m, start, stop)))
             .unwrap_or_else(|| {
                 Err(Diagnostic::error_nospan(
+                    DiagnosticKind::Internal,
                     "internal error: the initialization failed unexpectedly",
                 ))
             });

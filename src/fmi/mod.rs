@@ -22,7 +22,7 @@ pub mod fmi2;
 pub mod fmi3;
 pub mod instance;
 
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::flat::ScalarType;
 use crate::solve::Source;
 use crate::structure::{Causal, Role};
@@ -403,9 +403,10 @@ pub fn runtime_library() -> Result<std::path::PathBuf, Diagnostic> {
     if let Some((_, p)) = newest {
         return Ok(p);
     }
-    Err(Diagnostic::error_nospan(format!(
-        "cannot find rmoc's FMU runtime `{RUNTIME_LIBRARY}` beside the rmoc executable"
-    ))
+    Err(Diagnostic::error_nospan(
+        DiagnosticKind::Io,
+        format!("cannot find rmoc's FMU runtime `{RUNTIME_LIBRARY}` beside the rmoc executable"),
+    )
     .with_hint(
         "it is built with rmoc by `cargo build --release` (target/release/librmoc.so); \
          after `cargo install`, copy it beside the installed rmoc or name it in RMOC_FMU_RUNTIME",
@@ -495,14 +496,20 @@ pub fn carried_files(
             continue;
         };
         let bytes = std::fs::read(path).map_err(|e| {
-            Diagnostic::error_nospan(format!("cannot read {}: {e}", path.display()))
+            Diagnostic::error_nospan(
+                DiagnosticKind::Io,
+                format!("cannot read {}: {e}", path.display()),
+            )
         })?;
         if let Some((_, other)) = files.iter().find(|f| f.0 == rel) {
             if *other != bytes {
-                return Err(Diagnostic::error_nospan(format!(
-                    "two different files would be resources/{rel} in the FMU (one is {})",
-                    path.display()
-                ))
+                return Err(Diagnostic::error_nospan(
+                    DiagnosticKind::Io,
+                    format!(
+                        "two different files would be resources/{rel} in the FMU (one is {})",
+                        path.display()
+                    ),
+                )
                 .with_hint(
                     "the model reads files of the same name from two library roots; rename one",
                 ));
@@ -510,10 +517,13 @@ pub fn carried_files(
             continue;
         }
         if rel == "model.rmo" || rel == "rmoc.json" {
-            return Err(Diagnostic::error_nospan(format!(
-                "`{}` would take the place of the FMU's own resources/{rel}",
-                path.display()
-            ))
+            return Err(Diagnostic::error_nospan(
+                DiagnosticKind::Io,
+                format!(
+                    "`{}` would take the place of the FMU's own resources/{rel}",
+                    path.display()
+                ),
+            )
             .with_hint("rename that file"));
         }
         files.push((rel, bytes));
@@ -536,11 +546,12 @@ pub fn export(sim: &crate::Simulator, req: &ExportRequest) -> Result<Exported, D
     let c = sim.causal();
     if !cfg!(all(target_arch = "x86_64", target_os = "linux")) {
         return Err(Diagnostic::error_nospan(
+            DiagnosticKind::Unsupported,
             "rmoc writes FMUs for Linux x86-64 only, and this rmoc was built for another platform",
         ));
     }
     if req.kinds.model_exchange && !(c.contacts.is_empty() && c.frictions.is_empty()) {
-        return Err(Diagnostic::error_nospan(format!(
+        return Err(Diagnostic::error_nospan(DiagnosticKind::Unsupported, format!(
             "model `{}` has set-valued contacts, which only rmoc's own integrators solve: it cannot be a model-exchange FMU",
             c.name
         ))
@@ -550,12 +561,16 @@ pub fn export(sim: &crate::Simulator, req: &ExportRequest) -> Result<Exported, D
     let iface = instance::starts_and_interface(sim, &opts);
     if iface.states.len() != c.states.len() || iface.derivatives.len() != c.states.len() {
         return Err(Diagnostic::error_nospan(
+            DiagnosticKind::Internal,
             "internal error: a state or its derivative has no FMU variable",
         ));
     }
     let runtime_path = runtime_library()?;
     let runtime = std::fs::read(&runtime_path).map_err(|e| {
-        Diagnostic::error_nospan(format!("cannot read {}: {e}", runtime_path.display()))
+        Diagnostic::error_nospan(
+            DiagnosticKind::Io,
+            format!("cannot read {}: {e}", runtime_path.display()),
+        )
     })?;
     let resources = Resources {
         model: req.model.clone(),

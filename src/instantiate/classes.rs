@@ -33,6 +33,7 @@ impl<'l> Flattener<'l> {
                 }
                 if to_type && !restrictions::may_extend_a_type(def.kind) {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Restriction,
                         ext.base.span,
                         format!(
                             "{} `{}` cannot extend the type `{}`",
@@ -83,6 +84,7 @@ impl<'l> Flattener<'l> {
                 Some(bd) => self.check_base_kind(&def, &bd, s.base.span)?,
                 None if !restrictions::may_extend_a_type(def.kind) => {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Restriction,
                         s.base.span,
                         format!(
                             "{} `{}` cannot be defined as the predefined type `{}`",
@@ -161,9 +163,10 @@ impl<'l> Flattener<'l> {
         let mut out = Contents::default();
         if depth > 64 {
             let name = self.lib.entry(class).full_name.clone();
-            return Err(Diagnostic::error_nospan(format!(
-                "`{name}`: base classes nested more than 64 deep"
-            )));
+            return Err(Diagnostic::error_nospan(
+                DiagnosticKind::Limit,
+                format!("`{name}`: base classes nested more than 64 deep"),
+            ));
         }
         let Some(def) = self.lib.def(class)? else {
             return Ok(out);
@@ -184,6 +187,7 @@ impl<'l> Flattener<'l> {
         let own = comp.class_extends.as_ref().map(|x| (&*def, x));
         if let Some((d, ce)) = own.into_iter().chain(nested).next() {
             return self.err(
+                DiagnosticKind::Unsupported,
                 ce.span,
                 format!(
                     "`{} extends {}` (extending the inherited class of that name) is not supported",
@@ -198,6 +202,7 @@ impl<'l> Flattener<'l> {
                 None => String::new(),
             };
             return Err(Diagnostic::error(
+                DiagnosticKind::Unsupported,
                 ext.span,
                 format!(
                     "`{}`: external functions are not supported{what}",
@@ -219,6 +224,7 @@ impl<'l> Flattener<'l> {
                     && self.lib.entry(t).final_
                 {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Modifier,
                         cd.name.span,
                         format!("`{}` is final and cannot be redeclared", cd.name.name),
                     )
@@ -229,6 +235,7 @@ impl<'l> Flattener<'l> {
                     && !self.lib.entry(t).replaceable
                 {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Modifier,
                         cd.name.span,
                         format!(
                             "`{}` is not replaceable and cannot be redeclared",
@@ -279,7 +286,7 @@ impl<'l> Flattener<'l> {
                         continue;
                     }
                     if self.lib.builtin(resolved.class).is_some() {
-                        return self.err(ext.span, "extending a predefined type is only allowed in a short class definition (`type T = Real(...)`)");
+                        return self.err(DiagnosticKind::Restriction, ext.span, "extending a predefined type is only allowed in a short class definition (`type T = Real(...)`)");
                     }
                     if !resolved.dims.is_empty()
                         || resolved.prefix.causality != ast::Causality::None
@@ -323,6 +330,7 @@ impl<'l> Flattener<'l> {
                         };
                         if c.final_ {
                             return Err(Diagnostic::error(
+                                DiagnosticKind::Modifier,
                                 r.span,
                                 format!("`{}` is final and cannot be redeclared", c.name.name),
                             )
@@ -331,6 +339,7 @@ impl<'l> Flattener<'l> {
                         }
                         if !c.replaceable {
                             return Err(Diagnostic::error(
+                                DiagnosticKind::Modifier,
                                 r.span,
                                 format!(
                                     "`{}` is not declared `replaceable` and cannot be redeclared",
@@ -434,6 +443,7 @@ impl<'l> Flattener<'l> {
             .collect();
         if !missing.is_empty() {
             return Err(Diagnostic::error(
+                DiagnosticKind::Modifier,
                 new.type_name.span,
                 format!(
                     "`{}` cannot replace `{}`: it lacks {} of the constraining class `{}`",
@@ -461,6 +471,7 @@ impl<'l> Flattener<'l> {
             if !names.contains(&s.name) {
                 let cname = self.lib.entry(class).full_name.clone();
                 let mut d = Diagnostic::error(
+                    DiagnosticKind::UnresolvedName,
                     s.span,
                     format!("`{cname}` has no element `{}` to modify", s.name),
                 )
@@ -484,6 +495,7 @@ impl<'l> Flattener<'l> {
             if !known {
                 let cname = self.lib.entry(class).full_name.clone();
                 return self.err(
+                    DiagnosticKind::UnresolvedName,
                     r.span,
                     format!("`{cname}` has no replaceable element `{n}` to redeclare"),
                 );

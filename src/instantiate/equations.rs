@@ -5,11 +5,12 @@
 
 use super::eval::{BUILTINS, Ctx, NodeArray, Value, same_dims, shape_text};
 use super::{CompNode, Flattener};
-use crate::diag::Diagnostic;
+use crate::diag::Span;
+use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::flat::{
     self, AssertLevel, ExprId, Node, ScalarType, VarId, Variability, Variable, WhenStatement,
 };
-use crate::syntax::ast::{self, Arg, EquationKind, ExprKind, Span};
+use crate::syntax::ast::{self, Arg, EquationKind, ExprKind};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Connection sets as union-find forests.
@@ -114,6 +115,7 @@ impl<'l> Flattener<'l> {
                     (&lhs.kind, &rhs.kind)
                 else {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Restriction,
                         eq.span,
                         "a parenthesized list on the left needs a function call on the right: `(a, b) = f(x)`",
                     ));
@@ -121,6 +123,7 @@ impl<'l> Flattener<'l> {
                 let outs = self.call_user_function(func, args, rhs.span, ctx)?;
                 if slots.len() > outs.len() {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Call,
                         eq.span,
                         format!(
                             "`{}` has {} output(s), {} are used",
@@ -135,6 +138,7 @@ impl<'l> Flattener<'l> {
                     let t = self.eval_expr(target, ctx)?;
                     if !same_dims(&t.dims, &out.dims) {
                         return Err(Diagnostic::error(
+                            DiagnosticKind::Shape,
                             target.span,
                             format!(
                                 "dimension mismatch: this has size {}, the function output has size {}",
@@ -153,7 +157,7 @@ impl<'l> Flattener<'l> {
                 let l = self.eval_expr(lhs, ctx)?;
                 let r = self.eval_expr(rhs, ctx)?;
                 if !same_dims(&l.dims, &r.dims) {
-                    return Err(Diagnostic::error(
+                    return Err(Diagnostic::error(DiagnosticKind::Shape,
                         eq.span,
                         format!(
                             "dimension mismatch: the left side has size {}, the right side has size {}",
@@ -167,6 +171,7 @@ impl<'l> Flattener<'l> {
                 }
                 if (l.ty == ScalarType::Boolean) != (r.ty == ScalarType::Boolean) {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Type,
                         eq.span,
                         "type mismatch: one side of the equation is Boolean, the other a number",
                     ));
@@ -179,6 +184,7 @@ impl<'l> Flattener<'l> {
             EquationKind::Connect { a, b } => {
                 if initial {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Restriction,
                         eq.span,
                         "`connect` is not allowed in an initial equation section",
                     ));
@@ -192,6 +198,7 @@ impl<'l> Flattener<'l> {
             EquationKind::When { branches } => {
                 if initial {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Restriction,
                         eq.span,
                         "`when` is not allowed in an initial equation section",
                     ));
@@ -228,7 +235,7 @@ impl<'l> Flattener<'l> {
                                 .chain(other.iter().filter(|v| !first.contains(v)))
                                 .map(|&v| format!("`{}`", self.vars[v as usize].name))
                                 .collect();
-                            return Err(Diagnostic::error(branches[k].0.span, format!("the branches of this when-equation assign different variables: {}", diff.join(", ")))
+                            return Err(Diagnostic::error(DiagnosticKind::Restriction, branches[k].0.span, format!("the branches of this when-equation assign different variables: {}", diff.join(", ")))
                                 .with_label("this elsewhen branch")
                                 .with_hint("in a when-equation every branch must assign the same variables; assign the others to `pre(v)`"));
                         }
@@ -249,12 +256,14 @@ impl<'l> Flattener<'l> {
                 "unilateral" if !initial => self.unilateral(args, eq.span, ctx),
                 "friction" if !initial => self.friction(args, eq.span, ctx),
                 "reinit" => Err(Diagnostic::error(
+                    DiagnosticKind::Restriction,
                     eq.span,
                     "`reinit` is only allowed inside a `when` equation",
                 )
                 .with_label("reinit outside when")
                 .with_hint("write `when condition then reinit(x, value); end when;`")),
                 "terminate" => Err(Diagnostic::error(
+                    DiagnosticKind::Restriction,
                     eq.span,
                     "`terminate` is only supported inside a `when` equation",
                 )
@@ -278,6 +287,7 @@ impl<'l> Flattener<'l> {
     ) -> Result<(), Diagnostic> {
         if BUILTINS.contains(&name) {
             return Err(Diagnostic::error(
+                DiagnosticKind::Call,
                 span,
                 format!("a call of `{name}` is not an equation; use its result in an equation"),
             ));
@@ -286,6 +296,7 @@ impl<'l> Flattener<'l> {
         let outs = self.call_user_function(func, args, span, ctx)?;
         let Some(condition) = self.effect_call.take().filter(|_| outs.is_empty()) else {
             return Err(Diagnostic::error(
+                DiagnosticKind::Call,
                 span,
                 format!("a call of `{name}` is not an equation; use its result in an equation"),
             )
@@ -368,7 +379,7 @@ impl<'l> Flattener<'l> {
             &[x] => match self.arena.node(x) {
                 Node::Var(v) => v,
                 _ => {
-                    return Err(Diagnostic::error(
+                    return Err(Diagnostic::error(DiagnosticKind::Call,
                         normal.span,
                         "the third argument of `friction` must be the force variable of a `unilateral` contact",
                     )
@@ -376,10 +387,12 @@ impl<'l> Flattener<'l> {
                 }
             },
             _ => {
-                return Err(
-                    Diagnostic::error(normal.span, "the normal force must be a scalar")
-                        .with_hint(hint),
-                );
+                return Err(Diagnostic::error(
+                    DiagnosticKind::Shape,
+                    normal.span,
+                    "the normal force must be a scalar",
+                )
+                .with_hint(hint));
             }
         };
         let force_var = self.contact_force(force, ctx, hint)?;
@@ -445,7 +458,10 @@ impl<'l> Flattener<'l> {
         let v = self.eval_expr(e, ctx)?;
         match v.elems.as_slice() {
             &[x] => Ok(x),
-            _ => Err(Diagnostic::error(e.span, "a scalar is expected here").with_hint(hint)),
+            _ => Err(
+                Diagnostic::error(DiagnosticKind::Shape, e.span, "a scalar is expected here")
+                    .with_hint(hint),
+            ),
         }
     }
 
@@ -461,6 +477,7 @@ impl<'l> Flattener<'l> {
         let f = self.contact_scalar(force, ctx, hint)?;
         let Node::Var(v) = self.arena.node(f) else {
             return Err(Diagnostic::error(
+                DiagnosticKind::Type,
                 force.span,
                 "a contact force must be a Real variable of the model",
             )
@@ -471,12 +488,14 @@ impl<'l> Flattener<'l> {
             || self.frictions.iter().any(|c| c.force == v);
         if owned {
             return Err(Diagnostic::error(
+                DiagnosticKind::Restriction,
                 force.span,
                 format!("`{}` is already the force of another contact", var.name),
             ));
         }
         if var.ty != ScalarType::Real || var.variability != Variability::Continuous {
             return Err(Diagnostic::error(
+                DiagnosticKind::Variability,
                 force.span,
                 format!(
                     "`{}` must be a continuous Real variable to be a contact force",
@@ -563,6 +582,7 @@ impl<'l> Flattener<'l> {
             let v = self.eval_expr(c, ctx)?;
             if v.ty != ScalarType::Boolean || !v.is_scalar() {
                 return Err(Diagnostic::error(
+                    DiagnosticKind::Type,
                     c.span,
                     "the condition of an if-equation must be a Boolean scalar",
                 ));
@@ -622,6 +642,7 @@ impl<'l> Flattener<'l> {
             r?;
             if s.connections.count != saved_connects {
                 return Err(Diagnostic::error(
+                    DiagnosticKind::Restriction,
                     span,
                     "`connect` inside an if-equation whose condition changes during the simulation",
                 )
@@ -634,6 +655,7 @@ impl<'l> Flattener<'l> {
             }
             if s.whens.len() != saved_whens {
                 return Err(Diagnostic::error(
+                    DiagnosticKind::Unsupported,
                     span,
                     "`when` inside an if-equation with a run-time condition is not supported",
                 ));
@@ -664,7 +686,7 @@ impl<'l> Flattener<'l> {
             let guard = self.arena.and(live_conds[k], none_before[k]);
             guard_asserts(self, first_assert, guard);
             if res.len() != acc.len() {
-                return Err(Diagnostic::error(
+                return Err(Diagnostic::error(DiagnosticKind::Restriction,
                     span,
                     format!(
                         "the branches of this if-equation have different numbers of equations ({} and {})",
@@ -709,6 +731,7 @@ impl<'l> Flattener<'l> {
         let v = self.eval_expr(cond, ctx)?;
         if v.ty != ScalarType::Boolean {
             return Err(Diagnostic::error(
+                DiagnosticKind::Type,
                 cond.span,
                 "the condition of `when` must be Boolean",
             ));
@@ -728,6 +751,7 @@ impl<'l> Flattener<'l> {
             EquationKind::Simple { lhs, rhs } => {
                 let ExprKind::Ref(_) = &lhs.kind else {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Restriction,
                         lhs.span,
                         "the left side of an equation in `when` must be a variable",
                     )
@@ -737,6 +761,7 @@ impl<'l> Flattener<'l> {
                 let r = self.eval_expr(rhs, ctx)?;
                 if !same_dims(&l.dims, &r.dims) {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Shape,
                         eq.span,
                         format!(
                             "dimension mismatch: the left side has size {}, the right side has size {}",
@@ -748,6 +773,7 @@ impl<'l> Flattener<'l> {
                 for (&a, &b) in l.elems.iter().zip(&r.elems) {
                     let Node::Var(var) = self.arena.node(a) else {
                         return Err(Diagnostic::error(
+                            DiagnosticKind::Restriction,
                             lhs.span,
                             "the left side of an equation in `when` must be a variable",
                         ));
@@ -755,6 +781,7 @@ impl<'l> Flattener<'l> {
                     if self.vars[var as usize].is_parameter() {
                         let n = self.vars[var as usize].name.clone();
                         return Err(Diagnostic::error(
+                            DiagnosticKind::Variability,
                             lhs.span,
                             format!("`{n}` is a parameter and cannot be assigned in `when`"),
                         ));
@@ -771,6 +798,7 @@ impl<'l> Flattener<'l> {
                 "reinit" => {
                     let [Arg::Positional(x), Arg::Positional(v)] = args.as_slice() else {
                         return Err(Diagnostic::error(
+                            DiagnosticKind::Call,
                             eq.span,
                             "`reinit` takes two arguments: reinit(x, value)",
                         ));
@@ -779,6 +807,7 @@ impl<'l> Flattener<'l> {
                     let vv = self.eval_expr(v, ctx)?;
                     if !same_dims(&xv.dims, &vv.dims) {
                         return Err(Diagnostic::error(
+                            DiagnosticKind::Shape,
                             eq.span,
                             "the two arguments of `reinit` must have the same size",
                         ));
@@ -786,6 +815,7 @@ impl<'l> Flattener<'l> {
                     for (&a, &b) in xv.elems.iter().zip(&vv.elems) {
                         let Node::Var(var) = self.arena.node(a) else {
                             return Err(Diagnostic::error(
+                                DiagnosticKind::Call,
                                 x.span,
                                 "the first argument of `reinit` must be a state variable",
                             ));
@@ -815,6 +845,7 @@ impl<'l> Flattener<'l> {
                     Ok(())
                 }
                 other => Err(Diagnostic::error(
+                    DiagnosticKind::Restriction,
                     eq.span,
                     format!("`{other}(...)` is not allowed as an equation in `when`"),
                 )),
@@ -854,6 +885,7 @@ impl<'l> Flattener<'l> {
                     let cv = self.eval_expr(c, ctx)?;
                     if cv.ty != ScalarType::Boolean || !cv.is_scalar() {
                         return Err(Diagnostic::error(
+                            DiagnosticKind::Type,
                             c.span,
                             "the condition of `if` must be a Boolean scalar",
                         ));
@@ -876,6 +908,7 @@ impl<'l> Flattener<'l> {
                             WhenStatement::Assign { var, .. } => vars.push(*var),
                             _ => {
                                 return Err(Diagnostic::error(
+                                    DiagnosticKind::Restriction,
                                     eq.span,
                                     "inside `when`, an if-equation may only assign variables (put reinit, assert and terminate in their own when-clauses)",
                                 ));
@@ -913,10 +946,12 @@ impl<'l> Flattener<'l> {
                 Ok(())
             }
             EquationKind::When { .. } => Err(Diagnostic::error(
+                DiagnosticKind::Restriction,
                 eq.span,
                 "`when` cannot be nested inside `when`",
             )),
             EquationKind::Connect { .. } => Err(Diagnostic::error(
+                DiagnosticKind::Restriction,
                 eq.span,
                 "`connect` is not allowed inside `when`",
             )),
@@ -939,6 +974,7 @@ impl<'l> Flattener<'l> {
                 Arg::Named(n, e) if n.name == "message" => pos.push(e),
                 Arg::Named(n, _) => {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Call,
                         n.span,
                         format!("`assert` has no argument `{}`", n.name),
                     ));
@@ -950,6 +986,7 @@ impl<'l> Flattener<'l> {
         }
         if pos.len() < 2 {
             return Err(Diagnostic::error(
+                DiagnosticKind::Call,
                 span,
                 "`assert` takes a condition and a message: assert(x > 0, \"x must be positive\")",
             ));
@@ -962,6 +999,7 @@ impl<'l> Flattener<'l> {
         let c = self.eval_expr(pos[0], &live)?;
         if c.ty != ScalarType::Boolean || !c.is_scalar() {
             return Err(Diagnostic::error(
+                DiagnosticKind::Type,
                 pos[0].span,
                 "the condition of `assert` must be a Boolean scalar",
             ));
@@ -1017,6 +1055,7 @@ impl<'l> Flattener<'l> {
         self.connecting_top_public = [top && !inside_a && public_a, top && !inside_b && public_b];
         if !same_dims(&na.dims, &nb.dims) {
             return Err(Diagnostic::error(
+                DiagnosticKind::Connection,
                 span,
                 format!(
                     "cannot connect `{}` (size {}) to `{}` (size {})",
@@ -1082,10 +1121,12 @@ impl<'l> Flattener<'l> {
         };
         match resolved {
             Some(n) => Ok(Some(n)),
-            None => Err(
-                Diagnostic::error(r.span, format!("unknown connector `{}`", r.dotted()))
-                    .with_label("no component of this name"),
-            ),
+            None => Err(Diagnostic::error(
+                DiagnosticKind::UnresolvedName,
+                r.span,
+                format!("unknown connector `{}`", r.dotted()),
+            )
+            .with_label("no component of this name")),
         }
     }
 
@@ -1110,6 +1151,7 @@ impl<'l> Flattener<'l> {
                         (&vy.name, &vx.name)
                     };
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Connection,
                         span,
                         format!("cannot connect flow variable `{f}` to potential variable `{p}`"),
                     )
@@ -1124,6 +1166,7 @@ impl<'l> Flattener<'l> {
                         ScalarType::Boolean => "Boolean",
                     };
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Connection,
                         span,
                         format!(
                             "cannot connect `{}` ({}) to `{}` ({})",
@@ -1145,6 +1188,7 @@ impl<'l> Flattener<'l> {
                         (&vy.name, &vx.name)
                     };
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Connection,
                         span,
                         format!(
                             "cannot connect parameter `{p}` to `{c}`, which is not a parameter"
@@ -1182,7 +1226,7 @@ impl<'l> Flattener<'l> {
                 );
                 for (k, n) in [(ki, an), (kj, bn)] {
                     if k != ast::ClassKind::Connector {
-                        return Err(Diagnostic::error(span, format!("`{n}` is not a connector and cannot be connected"))
+                        return Err(Diagnostic::error(DiagnosticKind::Connection, span, format!("`{n}` is not a connector and cannot be connected"))
                             .with_hint("connect the connectors of components, e.g. `connect(a.flange, b.flange)`"));
                     }
                 }
@@ -1202,6 +1246,7 @@ impl<'l> Flattener<'l> {
                         .full_name
                         .clone();
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Connection,
                         span,
                         format!(
                             "cannot connect `{an}` ({ca}) to `{bn}` ({cb}): their variables differ"
@@ -1218,6 +1263,7 @@ impl<'l> Flattener<'l> {
                     let ya = leaves_of(&y);
                     if xa.len() != ya.len() {
                         return Err(Diagnostic::error(
+                            DiagnosticKind::Connection,
                             span,
                             format!("`{an}.{name}` and `{bn}.{name}` have different sizes"),
                         ));
@@ -1237,6 +1283,7 @@ impl<'l> Flattener<'l> {
                 Ok(())
             }
             _ => Err(Diagnostic::error(
+                DiagnosticKind::Connection,
                 span,
                 format!(
                     "cannot connect `{an}` to `{bn}`: one is a variable, the other a connector"
@@ -1291,6 +1338,7 @@ impl<'l> Flattener<'l> {
             .get(&last.ident.name)
         {
             Some(c) if !c.connector_class => Err(Diagnostic::error(
+                DiagnosticKind::Connection,
                 last.ident.span,
                 format!("`{}` is not a connector", r.dotted()),
             )
@@ -1335,7 +1383,7 @@ impl<'l> Flattener<'l> {
                 .collect();
             let span = self.connections.potential_span[&sources[1]];
             self.diags.push(
-                Diagnostic::error(
+                Diagnostic::error(DiagnosticKind::Connection,
                     span,
                     format!("{} drive the same connection set", names.join(" and ")),
                 )
@@ -1432,6 +1480,7 @@ impl<'l> Flattener<'l> {
             };
             self.diags.push(
                 Diagnostic::warning(
+                    DiagnosticKind::Connection,
                     *span,
                     format!(
                         "{} {what} {verb} not connected: {}",
@@ -1480,7 +1529,7 @@ fn contact_args<'a>(
             };
             Ok((all, optional))
         }
-        _ => Err(Diagnostic::error(span, wrong_count).with_hint(hint)),
+        _ => Err(Diagnostic::error(DiagnosticKind::Call, span, wrong_count).with_hint(hint)),
     }
 }
 

@@ -3,7 +3,7 @@
 //! error for a setting rmoc reads whose value it cannot use.
 
 use super::library::{ClassId, Library};
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::flat;
 use crate::syntax::ast::{self, ClassBody, Element};
 
@@ -95,7 +95,7 @@ fn experiment_of(def: &ast::ClassDef, errors: &mut Vec<Diagnostic>) -> flat::Exp
                         match &binding.kind {
                             ast::ExprKind::String(s) => e.solver = Some(s.clone()),
                             _ => errors.push(
-                                Diagnostic::error(
+                                Diagnostic::error(DiagnosticKind::Setting,
                                     binding.span,
                                     "`__rmoc_solver` in the experiment annotation must be a string",
                                 )
@@ -118,6 +118,7 @@ fn experiment_of(def: &ast::ClassDef, errors: &mut Vec<Diagnostic>) -> flat::Exp
                             value.map_or("not a number literal".to_string(), |v| format!("{v}"));
                         errors.push(
                             Diagnostic::error(
+                                DiagnosticKind::Setting,
                                 binding.span,
                                 format!("`{key}` in the experiment annotation must be {what}"),
                             )
@@ -133,6 +134,7 @@ fn experiment_of(def: &ast::ClassDef, errors: &mut Vec<Diagnostic>) -> flat::Exp
     {
         errors.push(
             Diagnostic::error(
+                DiagnosticKind::Setting,
                 span,
                 format!("the experiment's stop time {stop} precedes its start time {start}"),
             )

@@ -6,10 +6,11 @@ use super::eval::{Ctx, Local, Value};
 use super::library::ClassId;
 use super::modifier::Scope;
 use super::{Flattener, Modifier};
-use crate::diag::Diagnostic;
+use crate::diag::Span;
+use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::flat::ScalarType;
 use crate::flat::{self, ExprArena, ExprId, Node};
-use crate::syntax::ast::{self, Span, StatementKind};
+use crate::syntax::ast::{self, StatementKind};
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -68,6 +69,7 @@ impl<'l> Flattener<'l> {
         }
         if self.functions_in_progress.contains(&key) {
             return Err(Diagnostic::error(
+                DiagnosticKind::Unsupported,
                 span,
                 format!("function `{full}` calls itself; recursive functions are not supported"),
             ));
@@ -76,6 +78,7 @@ impl<'l> Flattener<'l> {
             && def.partial
         {
             return Err(Diagnostic::error(
+                DiagnosticKind::Call,
                 span,
                 format!("`{full}` is a partial function and cannot be called"),
             )
@@ -268,6 +271,7 @@ impl<'l> Flattener<'l> {
         }
         if let Some((eq, _, _)) = contents.equations.first() {
             return Err(Diagnostic::error(
+                DiagnosticKind::Restriction,
                 eq.span,
                 "a function has an algorithm section, not equations",
             ));
@@ -319,6 +323,7 @@ impl<'l> Flattener<'l> {
                     _ if enumeration => ScalarType::Integer,
                     _ => {
                         return Err(Diagnostic::error(
+                            DiagnosticKind::Type,
                             d.type_name.span,
                             format!(
                                 "function variables must be Real, Integer or Boolean (`{}`)",
@@ -338,6 +343,7 @@ impl<'l> Flattener<'l> {
                     k += 1;
                     if shape.len() != decl_dims.len() {
                         return Err(Diagnostic::error(
+                            DiagnosticKind::Shape,
                             span,
                             format!(
                                 "argument `{}` of `{full}` has {} dimension(s), the input is declared with {}",
@@ -353,6 +359,7 @@ impl<'l> Flattener<'l> {
                             let want = self.eval_const_in(e, &ctx)?;
                             if want as usize != n {
                                 return Err(Diagnostic::error(
+                                    DiagnosticKind::Shape,
                                     span,
                                     format!(
                                         "argument `{}` of `{full}` has size {n}, the input is declared with size {want}",
@@ -369,6 +376,7 @@ impl<'l> Flattener<'l> {
                         match s {
                             ast::Subscript::All(sp) => {
                                 return Err(Diagnostic::error(
+                                    DiagnosticKind::Shape,
                                     *sp,
                                     "the size of a function output or local must be given (use size(input, k))",
                                 ));
@@ -417,6 +425,7 @@ impl<'l> Flattener<'l> {
                     let v = self.eval_expr(bind, &ctx)?;
                     if v.dims != dims {
                         return Err(Diagnostic::error(
+                            DiagnosticKind::Shape,
                             bind.span,
                             format!("`{}` is given a value of the wrong size", d.name.name),
                         ));
@@ -474,11 +483,16 @@ impl<'l> Flattener<'l> {
     fn eval_const_in(&mut self, e: &ast::Expr, ctx: &Ctx) -> Result<f64, Diagnostic> {
         let v = self.eval_expr(e, ctx)?;
         if !v.is_scalar() {
-            return Err(Diagnostic::error(e.span, "expected a scalar"));
+            return Err(Diagnostic::error(
+                DiagnosticKind::Shape,
+                e.span,
+                "expected a scalar",
+            ));
         }
         match self.arena.as_const(v.elems[0]) {
             Some(c) => Ok(c),
             None => Err(Diagnostic::error(
+                DiagnosticKind::Evaluation,
                 e.span,
                 "this size must be known when the function is compiled",
             )),
@@ -493,20 +507,23 @@ impl<'l> Flattener<'l> {
     ) -> Result<Target, Diagnostic> {
         let name = &target.parts[0].ident.name;
         let Some(l) = b.locals.get(name).cloned() else {
-            return Err(
-                Diagnostic::error(target.span, format!("unknown variable `{name}`")).with_hint(
-                    "declare it as an output or in the protected section of the function",
-                ),
-            );
+            return Err(Diagnostic::error(
+                DiagnosticKind::UnresolvedName,
+                target.span,
+                format!("unknown variable `{name}`"),
+            )
+            .with_hint("declare it as an output or in the protected section of the function"));
         };
         if target.parts.len() > 1 {
             return Err(Diagnostic::error(
+                DiagnosticKind::Unsupported,
                 target.span,
                 "records are not supported in functions",
             ));
         }
         if l.input {
             return Err(Diagnostic::error(
+                DiagnosticKind::Restriction,
                 target.span,
                 format!("`{name}` is an input and cannot be assigned"),
             ));
@@ -526,6 +543,7 @@ impl<'l> Flattener<'l> {
                 }
                 _ => {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Restriction,
                         target.span,
                         "cannot assign to this expression",
                     ));
@@ -559,6 +577,7 @@ impl<'l> Flattener<'l> {
                 let outs = self.call_user_function(func, args, s.span, ctx)?;
                 if targets.len() > outs.len() {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Call,
                         s.span,
                         format!("`{}` has only {} output(s)", func.dotted(), outs.len()),
                     ));
@@ -566,7 +585,11 @@ impl<'l> Flattener<'l> {
                 for (t, v) in targets.iter().zip(&outs) {
                     let Some(t) = t else { continue };
                     let ast::ExprKind::Ref(r) = &t.kind else {
-                        return Err(Diagnostic::error(t.span, "expected a variable"));
+                        return Err(Diagnostic::error(
+                            DiagnosticKind::Restriction,
+                            t.span,
+                            "expected a variable",
+                        ));
                     };
                     let tg = self.assign_target(r, ctx, b)?;
                     self.emit_assign(&tg, v, t.span, b, out)?;
@@ -581,6 +604,7 @@ impl<'l> Flattener<'l> {
                     });
                     let (Some(c), Some(m)) = (pos.next(), pos.next()) else {
                         return Err(Diagnostic::error(
+                            DiagnosticKind::Call,
                             s.span,
                             "`assert` takes a condition and a message",
                         ));
@@ -597,6 +621,7 @@ impl<'l> Flattener<'l> {
                     Ok(())
                 }
                 "terminate" | "reinit" => Err(Diagnostic::error(
+                    DiagnosticKind::Restriction,
                     s.span,
                     format!("`{}` is not allowed in a function", func.dotted()),
                 )),
@@ -622,6 +647,7 @@ impl<'l> Flattener<'l> {
                     let cv = self.eval_expr(c, ctx)?;
                     if cv.ty != ScalarType::Boolean || !cv.is_scalar() {
                         return Err(Diagnostic::error(
+                            DiagnosticKind::Type,
                             c.span,
                             "the condition of `if` must be a Boolean scalar",
                         ));
@@ -646,6 +672,7 @@ impl<'l> Flattener<'l> {
                 let cv = self.eval_expr(cond, ctx)?;
                 if cv.ty != ScalarType::Boolean || !cv.is_scalar() {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Type,
                         cond.span,
                         "the condition of `while` must be a Boolean scalar",
                     ));
@@ -671,6 +698,7 @@ impl<'l> Flattener<'l> {
                 Ok(())
             }
             StatementKind::When { .. } => Err(Diagnostic::error(
+                DiagnosticKind::Restriction,
                 s.span,
                 "`when` is not allowed in a function",
             )),
@@ -693,6 +721,7 @@ impl<'l> Flattener<'l> {
         };
         let Some(range) = &first.range else {
             return Err(Diagnostic::error(
+                DiagnosticKind::Unsupported,
                 first.name.span,
                 "a for-loop needs `in range`",
             ));
@@ -703,7 +732,11 @@ impl<'l> Flattener<'l> {
             let scalar = |s: &mut Self, e: &ast::Expr| -> Result<ExprId, Diagnostic> {
                 let v = s.eval_expr(e, ctx)?;
                 if !v.is_scalar() {
-                    return Err(Diagnostic::error(e.span, "a range bound must be a scalar"));
+                    return Err(Diagnostic::error(
+                        DiagnosticKind::Shape,
+                        e.span,
+                        "a range bound must be a scalar",
+                    ));
                 }
                 Ok(v.elems[0])
             };
@@ -749,6 +782,7 @@ impl<'l> Flattener<'l> {
         let v = self.eval_expr(range, ctx)?;
         if v.dims.len() != 1 {
             return Err(Diagnostic::error(
+                DiagnosticKind::Shape,
                 range.span,
                 "the range of a for-loop must be a vector",
             ));
@@ -770,6 +804,7 @@ impl<'l> Flattener<'l> {
     ) -> Result<(), Diagnostic> {
         if t.dims != v.dims {
             return Err(Diagnostic::error(
+                DiagnosticKind::Shape,
                 span,
                 format!(
                     "dimension mismatch: the target has size {}, the value has size {}",

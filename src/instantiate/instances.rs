@@ -22,7 +22,7 @@ impl<'l> Flattener<'l> {
             self.depth -= 1;
             let cname = self.lib.entry(class).full_name.clone();
             let short: Vec<&str> = path.split('.').take(4).collect();
-            return Err(Diagnostic::error(span, format!("recursive model structure: a `{cname}` contains itself (component `{}...`)", short.join(".")))
+            return Err(Diagnostic::error(DiagnosticKind::Restriction, span, format!("recursive model structure: a `{cname}` contains itself (component `{}...`)", short.join(".")))
                 .with_label("this component's class leads back to itself")
                 .with_hint("a class name may resolve to a different class than intended here; qualify it (e.g. `SI.Torque`)"));
         }
@@ -57,6 +57,7 @@ impl<'l> Flattener<'l> {
         if self.class_stack.contains(&class) {
             let comp = path.rsplit('.').next().unwrap_or(&path).to_string();
             return Err(Diagnostic::error(
+                DiagnosticKind::Restriction,
                 span,
                 format!(
                     "`{}` contains itself through component `{comp}`",
@@ -177,6 +178,7 @@ impl<'l> Flattener<'l> {
                         ast::Arg::Positional(e) => {
                             let Some(f) = fields.get(k) else {
                                 return Err(Diagnostic::error(
+                                    DiagnosticKind::Modifier,
                                     e.span,
                                     format!(
                                         "record `{record}` has {} field(s) to set",
@@ -190,6 +192,7 @@ impl<'l> Flattener<'l> {
                         ast::Arg::Named(n, e) => {
                             if !fields.contains(&n.name) {
                                 return Err(Diagnostic::error(
+                                    DiagnosticKind::UnresolvedName,
                                     n.span,
                                     format!("record `{record}` has no field `{}` to set", n.name),
                                 ));
@@ -219,7 +222,7 @@ impl<'l> Flattener<'l> {
                 }
             }
             _ => {
-                return Err(Diagnostic::error(
+                return Err(Diagnostic::error(DiagnosticKind::Modifier,
                     b.expr.span,
                     format!("a record `{record}` can be bound only to its constructor or to another record"),
                 )
@@ -258,6 +261,7 @@ impl<'l> Flattener<'l> {
         match def.kind {
             ClassKind::Function => {
                 return self.err(
+                    DiagnosticKind::Restriction,
                     span,
                     format!(
                         "`{}` is a function and cannot be used as a component type",
@@ -267,6 +271,7 @@ impl<'l> Flattener<'l> {
             }
             ClassKind::Package => {
                 return self.err(
+                    DiagnosticKind::Restriction,
                     span,
                     format!(
                         "`{}` is a package and cannot be used as a component type",
@@ -323,6 +328,7 @@ impl<'l> Flattener<'l> {
                 let name = pc.decl.name.name.clone();
                 if inst.pending.contains_key(&name) {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::DuplicateName,
                         pc.decl.name.span,
                         format!("`{name}` is declared twice"),
                     ));
@@ -396,7 +402,11 @@ impl<'l> Flattener<'l> {
             let mut cur = c;
             for p in &name.parts[1..] {
                 cur = self.lib.member_class(cur, &p.name)?.ok_or_else(|| {
-                    Diagnostic::error(p.span, format!("no class `{}` in `{first}`", p.name))
+                    Diagnostic::error(
+                        DiagnosticKind::UnresolvedName,
+                        p.span,
+                        format!("no class `{}` in `{first}`", p.name),
+                    )
                 })?;
             }
             return Ok(cur);
@@ -439,6 +449,7 @@ impl<'l> Flattener<'l> {
         let decl = pc.decl.clone();
         if decl.inner_outer {
             return Err(Diagnostic::error(
+                DiagnosticKind::Unsupported,
                 decl.name.span,
                 format!(
                     "`{}`: inner/outer components are not supported",
@@ -451,7 +462,7 @@ impl<'l> Flattener<'l> {
             ));
         }
         if decl.prefix.stream {
-            return Err(Diagnostic::error(
+            return Err(Diagnostic::error(DiagnosticKind::Unsupported,
                 decl.name.span,
                 format!("`{}`: stream variables are not supported", decl.name.name),
             )
@@ -475,6 +486,7 @@ impl<'l> Flattener<'l> {
             && let Some(b) = &pc.outer.binding
         {
             return Err(Diagnostic::error(
+                DiagnosticKind::Modifier,
                 b.expr.span,
                 format!(
                     "`{}` is declared final and cannot be modified",
@@ -521,6 +533,7 @@ impl<'l> Flattener<'l> {
         if self.is_external_object(resolved.class)? {
             let Some(b) = &resolved.modifier.binding else {
                 return Err(Diagnostic::error(
+                    DiagnosticKind::Modifier,
                     decl.name.span,
                     format!(
                         "external object `{}` has no constructor call",
@@ -533,6 +546,7 @@ impl<'l> Flattener<'l> {
             };
             if !constant || !decl.dims.is_empty() {
                 return Err(Diagnostic::error(
+                    DiagnosticKind::Variability,
                     decl.name.span,
                     "an external object must be a scalar parameter or constant",
                 ));
@@ -678,6 +692,7 @@ impl<'l> Flattener<'l> {
             .unwrap_or(decl.name.span);
         let Some(b) = resolved.modifier.binding.clone() else {
             return self.err(
+                DiagnosticKind::Shape,
                 colon,
                 format!(
                     "`{}`: an array size `:` needs a binding to take it from",
@@ -688,6 +703,7 @@ impl<'l> Flattener<'l> {
         let v = self.eval_expr(&b.expr, &eval::Ctx::model(b.scope))?;
         if v.dims.len() != dims.len() {
             return Err(Diagnostic::error(
+                DiagnosticKind::Shape,
                 b.expr.span,
                 format!(
                     "`{}` has {} dimension(s) but its binding has {}",
@@ -712,14 +728,14 @@ impl<'l> Flattener<'l> {
         decl: &ast::Component,
     ) -> Result<usize, Diagnostic> {
         match s {
-            ast::Subscript::All(sp) => self.err(
+            ast::Subscript::All(sp) => self.err(DiagnosticKind::Shape,
                 *sp,
                 format!("`{}`: a component's array size must be given (`:` is only allowed for function inputs)", decl.name.name),
             ),
             ast::Subscript::Index(e) => {
                 let v = self.eval_structural(e, scope)?;
                 if v < 0.0 || v.fract() != 0.0 {
-                    return self.err(e.span, format!("array size must be a non-negative integer, got {v}"));
+                    return self.err(DiagnosticKind::Shape, e.span, format!("array size must be a non-negative integer, got {v}"));
                 }
                 Ok(v as usize)
             }
@@ -755,6 +771,7 @@ impl<'l> Flattener<'l> {
         let Some(total) = total else {
             let shown: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
             return Err(Diagnostic::error(
+                DiagnosticKind::Limit,
                 span,
                 format!("array `{path}` of size [{}] is too large", shown.join(", ")),
             )
@@ -800,12 +817,13 @@ impl<'l> Flattener<'l> {
             Builtin::Enumeration => ScalarType::Integer,
             Builtin::String => {
                 return self.err(
+                    DiagnosticKind::Unsupported,
                     span,
                     "String components are not supported (strings may only appear in messages)",
                 );
             }
             Builtin::ExternalObject => {
-                return self.err(
+                return self.err(DiagnosticKind::Restriction,
                     span,
                     "an external object is a parameter of a class that extends `ExternalObject`, bound to its constructor",
                 );
@@ -842,6 +860,7 @@ impl<'l> Flattener<'l> {
                     ScalarType::Boolean => "Boolean",
                 };
                 let mut d = Diagnostic::error(
+                    DiagnosticKind::UnresolvedName,
                     s.span,
                     format!("`{path}` is a {tn} and has no attribute `{}`", s.name),
                 )

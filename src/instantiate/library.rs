@@ -14,7 +14,7 @@
 //! class blanked out, so spans stay those of the file. Classes of the embedded
 //! standard library come already parsed: `build.rs` stored their trees.
 
-use crate::diag::{Diagnostic, SourceMap, closest};
+use crate::diag::{Diagnostic, DiagnosticKind, SourceMap, closest};
 use crate::flat::ScalarType;
 use crate::syntax::ast::{self, ClassBody, ClassDef, Element};
 use crate::syntax::scan::{self, ScannedFile};
@@ -79,7 +79,7 @@ fn prebuilt_class(k: usize, idx: usize, file: u32) -> Option<ast::ClassElement> 
     if bytes.is_empty() {
         return None;
     }
-    ast::with_span_file(file, || postcard::from_bytes(bytes).ok())
+    crate::diag::with_span_file(file, || postcard::from_bytes(bytes).ok())
 }
 
 impl Root {
@@ -465,10 +465,13 @@ impl Library {
         self.materialize(id);
         if let Origin::NotInFile = self.classes[id as usize].origin {
             let e = &self.classes[id as usize];
-            return Err(Diagnostic::error_nospan(format!(
-                "`{}`: its package folder has a file for it, but the file does not define `{}`",
-                e.full_name, e.name
-            ))
+            return Err(Diagnostic::error_nospan(
+                DiagnosticKind::UnresolvedName,
+                format!(
+                    "`{}`: its package folder has a file for it, but the file does not define `{}`",
+                    e.full_name, e.name
+                ),
+            )
             .with_hint("a library file `X.mo` must define the class `X`"));
         }
         let Origin::Scanned {
@@ -898,6 +901,7 @@ impl Library {
                 None => {
                     let full = self.classes[cur as usize].full_name.clone();
                     return Err(Diagnostic::error(
+                        DiagnosticKind::UnresolvedName,
                         part.span,
                         format!("`{full}` has no class named `{}`", part.name),
                     )
@@ -909,8 +913,12 @@ impl Library {
     }
 
     fn unknown_class(&mut self, scope: Option<ClassId>, id: &ast::Ident) -> Diagnostic {
-        let mut d = Diagnostic::error(id.span, format!("unknown class `{}`", id.name))
-            .with_label("no class of this name is visible here");
+        let mut d = Diagnostic::error(
+            DiagnosticKind::UnresolvedName,
+            id.span,
+            format!("unknown class `{}`", id.name),
+        )
+        .with_label("no class of this name is visible here");
         let keyword = closest(&id.name, crate::syntax::parser::KEYWORDS.iter().copied())
             .filter(|k| id.name.len() >= 4 && *k != id.name);
         if let Some(k) = keyword {

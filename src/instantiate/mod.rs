@@ -23,11 +23,12 @@ pub mod modifier;
 mod parameters;
 mod restrictions;
 
-use crate::diag::Diagnostic;
+use crate::diag::Span;
+use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::flat::{
     self, ExprArena, FlatModel, ScalarType, StateSelect, VarId, Variability, Variable,
 };
-use crate::syntax::ast::{self, ClassBody, ClassKind, Element, Span};
+use crate::syntax::ast::{self, ClassBody, ClassKind, Element};
 use library::{Builtin, ClassId, Library};
 use modifier::{Binding, Modifier, Scope, SubMod, merge};
 use std::collections::HashMap;
@@ -267,9 +268,10 @@ pub fn flatten(lib: &mut Library, model: ClassId) -> Result<FlatModel, Vec<Diagn
     let def = match f.lib.def(model) {
         Ok(Some(d)) => d,
         Ok(None) => {
-            return Err(vec![Diagnostic::error_nospan(format!(
-                "`{name}` is a builtin type, not a model"
-            ))]);
+            return Err(vec![Diagnostic::error_nospan(
+                DiagnosticKind::Setting,
+                format!("`{name}` is a builtin type, not a model"),
+            )]);
         }
         Err(d) => return Err(vec![d]),
     };
@@ -337,8 +339,13 @@ struct Resolved {
 }
 
 impl<'l> Flattener<'l> {
-    fn err<T>(&self, span: Span, msg: impl Into<String>) -> Result<T, Diagnostic> {
-        Err(Diagnostic::error(span, msg))
+    fn err<T>(
+        &self,
+        kind: DiagnosticKind,
+        span: Span,
+        msg: impl Into<String>,
+    ) -> Result<T, Diagnostic> {
+        Err(Diagnostic::error(kind, span, msg))
     }
 
     /// Phase 2: bindings and attributes, equations, connections.
@@ -454,7 +461,7 @@ impl<'l> Flattener<'l> {
                         }
                     };
                     let Some(sel) = sel else {
-                        return self.err(b.expr.span, "stateSelect must be StateSelect.never, avoid, default, prefer or always");
+                        return self.err(DiagnosticKind::Type, b.expr.span, "stateSelect must be StateSelect.never, avoid, default, prefer or always");
                     };
                     self.vars[v as usize].state_select = sel;
                 }
@@ -629,7 +636,7 @@ fn algorithm_as_equations(
     class: Option<ClassId>,
 ) -> Result<Vec<ClassEquation>, Diagnostic> {
     let refuse = |span: Span, why: &str| {
-        Err(Diagnostic::error(
+        Err(Diagnostic::error(DiagnosticKind::Unsupported,
             span,
             format!("this algorithm section cannot be written as equations: {why}"),
         )

@@ -6,8 +6,9 @@
 
 use super::InstId;
 use super::library::ClassId;
-use crate::diag::Diagnostic;
-use crate::syntax::ast::{self, Span};
+use crate::diag::Span;
+use crate::diag::{Diagnostic, DiagnosticKind};
+use crate::syntax::ast::{self};
 use std::rc::Rc;
 
 /// Where a modifier's expressions are evaluated: the instance that wrote them
@@ -150,6 +151,7 @@ impl Modifier {
             // set twice is an error (MLS 7.2.6).
             if s.modifier.binding.is_some() && existing.modifier.binding.is_some() {
                 return Err(Diagnostic::error(
+                    DiagnosticKind::DuplicateName,
                     s.span,
                     format!("`{}` is modified twice in the same modification", s.name),
                 )
@@ -263,6 +265,7 @@ pub fn check_final(outer: &Modifier, inner: &Modifier, name: &str) -> Result<(),
         && let (Some(ob), Some(ib)) = (&outer.binding, &inner.binding)
     {
         return Err(Diagnostic::error(
+            DiagnosticKind::Modifier,
             ob.expr.span,
             format!("`{name}` is final and cannot be modified"),
         )
@@ -274,6 +277,7 @@ pub fn check_final(outer: &Modifier, inner: &Modifier, name: &str) -> Result<(),
             && (i.final_ || final_element(&i.element))
         {
             return Err(Diagnostic::error(
+                DiagnosticKind::Modifier,
                 r.span,
                 format!(
                     "`{}` was redeclared final and cannot be redeclared again",

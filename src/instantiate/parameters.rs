@@ -17,6 +17,7 @@ impl<'l> Flattener<'l> {
         if self.evaluating.contains(&v) {
             let name = self.vars[v as usize].name.clone();
             return self.err(
+                DiagnosticKind::Evaluation,
                 b.expr.span,
                 format!("the value of `{name}` depends on itself"),
             );
@@ -61,6 +62,7 @@ impl<'l> Flattener<'l> {
         };
         if !val.dims.is_empty() {
             return self.err(
+                DiagnosticKind::Shape,
                 b.expr.span,
                 format!(
                     "`{what}` is a scalar but is given a value of size {}",
@@ -78,6 +80,7 @@ impl<'l> Flattener<'l> {
             };
             let got = if got_bool { "Boolean" } else { "number" };
             return Err(Diagnostic::error(
+                DiagnosticKind::Type,
                 b.expr.span,
                 format!("type mismatch: `{what}` is {want} but is given a {got}"),
             )
@@ -95,7 +98,7 @@ impl<'l> Flattener<'l> {
                 Some(c) => format!(" ({c})"),
                 None => String::new(),
             };
-            return Err(Diagnostic::error(
+            return Err(Diagnostic::error(DiagnosticKind::Type,
                 b.expr.span,
                 format!("type mismatch: `{what}` is Integer but is given a Real expression{shown}"),
             )
@@ -114,7 +117,7 @@ impl<'l> Flattener<'l> {
     ) -> Result<f64, Diagnostic> {
         let val = self.eval_expr(e, &eval::Ctx::model(scope))?;
         if !val.dims.is_empty() {
-            return self.err(e.span, "expected a scalar");
+            return self.err(DiagnosticKind::Shape, e.span, "expected a scalar");
         }
         self.const_value(val.elems[0], e.span)
     }
@@ -142,12 +145,13 @@ impl<'l> Flattener<'l> {
                 let var = &self.vars[v as usize];
                 if !var.is_parameter() {
                     let name = var.name.clone();
-                    return Err(Diagnostic::error(span, format!("`{name}` is not a parameter or constant, so its value is not known here"))
+                    return Err(Diagnostic::error(DiagnosticKind::Variability, span, format!("`{name}` is not a parameter or constant, so its value is not known here"))
                         .with_hint("array sizes, for-ranges and the conditions of if-equations must depend only on parameters and constants"));
                 }
                 let Some(b) = self.binding_of(v)? else {
                     let name = self.vars[v as usize].name.clone();
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Evaluation,
                         span,
                         format!("parameter `{name}` has no value"),
                     )
@@ -211,16 +215,21 @@ impl<'l> Flattener<'l> {
                 let outs = crate::symbolic::eval::call_function(&self.functions, site.func, &args)
                     .map_err(|m| {
                         Diagnostic::error(
+                            DiagnosticKind::Evaluation,
                             span,
                             format!("evaluating a function call here failed: {m}"),
                         )
                     })?;
                 outs.get(output as usize).copied().ok_or_else(|| {
-                    Diagnostic::error(span, "a function call here has too few outputs")
+                    Diagnostic::error(
+                        DiagnosticKind::Call,
+                        span,
+                        "a function call here has too few outputs",
+                    )
                 })?
             }
             _ => {
-                return Err(Diagnostic::error(span, "this value must be known while compiling (a parameter expression)")
+                return Err(Diagnostic::error(DiagnosticKind::Variability, span, "this value must be known while compiling (a parameter expression)")
                     .with_hint("array sizes, for-ranges and the conditions of if-equations must depend only on parameters and constants"));
             }
         };
@@ -291,7 +300,7 @@ impl<'l> Flattener<'l> {
                         names.join(" -> ")
                     )
                 };
-                return Err(Diagnostic::error(span, msg)
+                return Err(Diagnostic::error(DiagnosticKind::Evaluation, span, msg)
                     .with_label("circular binding")
                     .with_hint("give one of them a value that does not depend on the others"));
             }

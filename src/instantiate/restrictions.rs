@@ -60,6 +60,7 @@ impl Flattener<'_> {
         if self.lib.entry(base).replaceable {
             let name = self.lib.entry(base).full_name.clone();
             return Err(Diagnostic::error(
+                DiagnosticKind::Restriction,
                 span,
                 format!(
                     "`{}` extends the replaceable class `{name}`",
@@ -105,7 +106,7 @@ impl Flattener<'_> {
         let Some((what, at)) = extra else {
             return Ok(());
         };
-        Err(Diagnostic::error(
+        Err(Diagnostic::error(DiagnosticKind::Restriction,
             at,
             format!(
                 "`{}` extends `{}`, an array class or a class with `input`/`output` in its definition, and adds a {what}",
@@ -143,7 +144,7 @@ impl Flattener<'_> {
             .collect();
         chain.push(name(class));
         chain.push(name(base));
-        let mut d = Diagnostic::error(
+        let mut d = Diagnostic::error(DiagnosticKind::Restriction,
             span,
             format!("cyclic inheritance: {}", chain.join(" extends ")),
         )
@@ -177,7 +178,7 @@ impl Flattener<'_> {
             let (da, db) = (self.lib.def(a)?, self.lib.def(b)?);
             let same = a == b || matches!((&da, &db), (Some(x), Some(y)) if x.span == y.span);
             if !same {
-                let mut d = Diagnostic::error(
+                let mut d = Diagnostic::error(DiagnosticKind::Restriction,
                     span,
                     format!("`{name}` is inherited twice, redeclared differently"),
                 )
@@ -205,6 +206,7 @@ impl Flattener<'_> {
             return Ok(());
         }
         Err(Diagnostic::error(
+            DiagnosticKind::Restriction,
             span,
             format!(
                 "{} {} cannot extend {} {}: `{}` extends `{}`",
@@ -245,6 +247,7 @@ impl Flattener<'_> {
                 .next()
             {
                 return Err(Diagnostic::error(
+                    DiagnosticKind::Restriction,
                     eq.span,
                     format!("{what} `{}` has an equation", def.name.name),
                 )
@@ -255,6 +258,7 @@ impl Flattener<'_> {
             }
             if let Some(alg) = comp.algorithms.first() {
                 return Err(Diagnostic::error(
+                    DiagnosticKind::Restriction,
                     alg.span,
                     format!("{what} `{}` has an algorithm section", def.name.name),
                 )
@@ -266,7 +270,7 @@ impl Flattener<'_> {
                     _ => None,
                 })
             {
-                return Err(Diagnostic::error(
+                return Err(Diagnostic::error(DiagnosticKind::Restriction,
                     c.name.span,
                     format!(
                         "record `{}` declares `{}` as an input or output",
@@ -284,6 +288,7 @@ impl Flattener<'_> {
                 };
                 if protected {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Restriction,
                         span,
                         format!("{what} `{}` has a protected element", def.name.name),
                     )
@@ -298,6 +303,7 @@ impl Flattener<'_> {
                     && c.prefix.variability != ast::VariabilityPrefix::Constant
                 {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Restriction,
                         c.name.span,
                         format!(
                             "package `{}` declares `{}`, which is not a constant",
@@ -323,6 +329,7 @@ impl Flattener<'_> {
         let name = decl.name.name.as_str();
         if RESERVED_NAMES.contains(&name) {
             return Err(Diagnostic::error(
+                DiagnosticKind::Restriction,
                 decl.name.span,
                 format!("`{name}` is the name of a predefined type"),
             )
@@ -331,6 +338,7 @@ impl Flattener<'_> {
         }
         if decl.type_name.parts.len() == 1 && decl.type_name.parts[0].name == name {
             return Err(Diagnostic::error(
+                DiagnosticKind::Restriction,
                 decl.name.span,
                 format!("component `{name}` has the name of its own type"),
             )
@@ -341,6 +349,7 @@ impl Flattener<'_> {
             && d.partial
         {
             return Err(Diagnostic::error(
+                DiagnosticKind::Restriction,
                 decl.type_name.span,
                 format!(
                     "`{}` is partial and cannot be the type of component `{name}`",
@@ -363,7 +372,7 @@ impl Flattener<'_> {
                 ClassKind::Model | ClassKind::Block | ClassKind::Package
             )
         {
-            return Err(Diagnostic::error(
+            return Err(Diagnostic::error(DiagnosticKind::Restriction,
                 decl.name.span,
                 format!(
                     "component `{name}` of {} {} `{}` has a type prefix",
@@ -388,6 +397,7 @@ impl Flattener<'_> {
             };
             if !real {
                 return Err(Diagnostic::error(
+                    DiagnosticKind::Restriction,
                     decl.name.span,
                     format!("flow variable `{name}` is not of type Real"),
                 )
@@ -419,7 +429,7 @@ impl Flattener<'_> {
             let clash = d.causality != ast::Causality::None || d.flow || d.stream;
             if clash {
                 let p = outer;
-                return Err(Diagnostic::error(
+                return Err(Diagnostic::error(DiagnosticKind::Restriction,
                     span,
                     format!(
                         "`{path}` is declared `{p}`, but its class `{class_name}` gives element `{}` its own `flow`, `input` or `output`",
@@ -459,7 +469,7 @@ impl Flattener<'_> {
                     Variability::Continuous | Variability::Discrete
                 )
             {
-                return Err(Diagnostic::error(
+                return Err(Diagnostic::error(DiagnosticKind::Restriction,
                     span,
                     format!(
                         "connector `{name}` of block `{block}` has `{}`, which is neither an input nor an output",
@@ -505,7 +515,7 @@ impl Flattener<'_> {
                 .iter()
                 .find(|c| c.decl.protected && &c.decl.name.name == name)
             {
-                return Err(Diagnostic::error(
+                return Err(Diagnostic::error(DiagnosticKind::Restriction,
                     *span,
                     format!("`{path}.{name}` is protected and cannot be modified here"),
                 )
@@ -529,7 +539,7 @@ impl Flattener<'_> {
         match self.instances[inst as usize].components.get(name) {
             Some(c) if c.protected => {
                 let class = self.instances[inst as usize].class;
-                Err(Diagnostic::error(
+                Err(Diagnostic::error(DiagnosticKind::Restriction,
                     span,
                     format!(
                         "`{name}` is a protected element of `{}` and cannot be reached as `{path}.{name}`",
@@ -592,7 +602,7 @@ impl Flattener<'_> {
                 flat::Node::Pre(_) => "`pre`".to_string(),
                 _ => continue,
             };
-            return Err(Diagnostic::error(
+            return Err(Diagnostic::error(DiagnosticKind::Variability,
                 span,
                 format!("{what} `{}` is bound to an expression of {culprit}", var.name),
             )
@@ -636,7 +646,7 @@ impl Flattener<'_> {
             return Ok(());
         }
         let lib = &self.lib;
-        Err(Diagnostic::error(
+        Err(Diagnostic::error(DiagnosticKind::Restriction,
             span,
             format!(
                 "`{name}` is declared in `{}`, which extends `{}`: the base class cannot see it",
@@ -681,6 +691,7 @@ impl Flattener<'_> {
         let name = &def.name.name;
         if let Some((alg, _)) = contents.algorithms.iter().find(|(a, _)| a.initial) {
             return Err(Diagnostic::error(
+                DiagnosticKind::Restriction,
                 alg.span,
                 format!("function `{name}` has an initial algorithm"),
             )
@@ -689,6 +700,7 @@ impl Flattener<'_> {
         }
         if let Some((second, _)) = contents.algorithms.get(1) {
             return Err(Diagnostic::error(
+                DiagnosticKind::Restriction,
                 second.span,
                 format!("function `{name}` has more than one algorithm section"),
             )
@@ -705,7 +717,7 @@ impl Flattener<'_> {
                     ast::VariabilityPrefix::Constant | ast::VariabilityPrefix::Parameter
                 )
             {
-                return Err(Diagnostic::error(
+                return Err(Diagnostic::error(DiagnosticKind::Restriction,
                     d.name.span,
                     format!(
                         "`{}` is a public variable of function `{name}` but neither an input nor an output",
@@ -725,6 +737,7 @@ pub(crate) fn reserved_class_name(def: &ast::ClassDef) -> Option<Diagnostic> {
     if RESERVED_NAMES.contains(&def.name.name.as_str()) {
         return Some(
             Diagnostic::error(
+                DiagnosticKind::Restriction,
                 def.name.span,
                 format!("a class cannot be named `{}`", def.name.name),
             )

@@ -80,7 +80,7 @@ pub struct Program {
 #[derive(Clone, Debug)]
 pub struct FunctionCheck {
     pub function: String,
-    pub span: crate::syntax::ast::Span,
+    pub span: crate::diag::Span,
     /// The assert's message; empty for a while loop.
     pub message: String,
     /// The text under `span` in the diagnostic.
@@ -1910,7 +1910,7 @@ impl Lowerer<'_> {
     fn add_check(
         &mut self,
         f: &flat::Function,
-        span: crate::syntax::ast::Span,
+        span: crate::diag::Span,
         message: &str,
         label: &'static str,
     ) -> u32 {

@@ -37,7 +37,7 @@ use super::jacobian::{Jacobian, JacobianPattern, StateDeps};
 use super::lcp;
 use super::moreau::Stepper;
 use super::{Options, Run, STOPPED};
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::structure::Causal;
 use std::sync::Arc;
 
@@ -228,9 +228,10 @@ fn held_motion(
         Some(n) => (n, vec![0.0; k]),
         None => {
             let lcp::LcpSolution { z, w, .. } = lcp::lemke(&d, &a).map_err(|e| {
-                Diagnostic::error_nospan(format!(
-                    "the contact forces at t = {t} have no solution: {e}"
-                ))
+                Diagnostic::error_nospan(
+                    DiagnosticKind::Solver,
+                    format!("the contact forces at t = {t} have no solution: {e}"),
+                )
                 .with_hint("simulate it with `--solver moreau`")
                 .with_note(STOPPED)
             })?;
@@ -420,6 +421,7 @@ impl EventDrivenIntegrator {
     pub(super) fn new(run: &Run, opts: &Options) -> Result<EventDrivenIntegrator, Diagnostic> {
         if let Some(fr) = run.c.frictions.first() {
             return Err(Diagnostic::error(
+                DiagnosticKind::Unsupported,
                 fr.span,
                 "the event-driven contact solver does not handle friction",
             )
@@ -498,6 +500,7 @@ impl Integrator for EventDrivenIntegrator {
         }
         let Some(bdf) = self.bdf.as_mut() else {
             return Err(Diagnostic::error_nospan(
+                DiagnosticKind::Internal,
                 "internal error: the BDF did not start",
             ));
         };
@@ -516,9 +519,10 @@ impl Integrator for EventDrivenIntegrator {
                 .take()
                 .filter(|_| last_failure.is_some())
                 .unwrap_or_else(|| {
-                    Diagnostic::error_nospan(format!(
-                        "the step size fell to {h:e} at t = {t} between contact events"
-                    ))
+                    Diagnostic::error_nospan(
+                        DiagnosticKind::Solver,
+                        format!("the step size fell to {h:e} at t = {t} between contact events"),
+                    )
                     .with_hint("try --solver moreau, or a looser --tolerance")
                 });
             return Err(d.with_note(STOPPED));
@@ -554,6 +558,7 @@ impl Integrator for EventDrivenIntegrator {
     fn handle_root(&mut self, run: &mut Run, t: f64, x: &mut Vec<f64>) -> Result<(), Diagnostic> {
         let Some(what) = self.pending.take() else {
             return Err(Diagnostic::error_nospan(
+                DiagnosticKind::Internal,
                 "internal error: no contact event to handle",
             ));
         };
@@ -602,7 +607,10 @@ impl DenseOutput for Clipped {
 
 fn failure(d: Option<Diagnostic>, t: f64) -> Diagnostic {
     d.unwrap_or_else(|| {
-        Diagnostic::error_nospan(format!("the model cannot be evaluated at t = {t}"))
+        Diagnostic::error_nospan(
+            DiagnosticKind::Solver,
+            format!("the model cannot be evaluated at t = {t}"),
+        )
     })
     .with_note(STOPPED)
 }

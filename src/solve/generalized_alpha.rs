@@ -95,7 +95,7 @@ use super::jacobian::{Jacobian, JacobianPattern};
 use super::linalg::IterationMatrix;
 use super::model::{Entry, ModelOde, StateSlots};
 use super::{Options, Run, STOPPED};
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::flat::Node;
 use crate::structure::{Block, Causal};
 use std::sync::Arc;
@@ -392,7 +392,7 @@ impl GeneralizedAlpha {
     ) -> Result<GeneralizedAlpha, Diagnostic> {
         let c = run.c;
         if let Some(k) = c.contacts.first() {
-            return Err(Diagnostic::error(
+            return Err(Diagnostic::error(DiagnosticKind::Unsupported,
                 k.span,
                 "this model has unilateral contacts, which the generalized-alpha and Newmark integrators cannot handle",
             )
@@ -1015,7 +1015,7 @@ impl Integrator for GeneralizedAlpha {
                 }
                 if h <= minimum {
                     run.frame.set_time(t);
-                    return Err(Diagnostic::error_nospan(format!(
+                    return Err(Diagnostic::error_nospan(DiagnosticKind::Solver, format!(
                         "Newton's method fails at t = {t} even with the step cut to {h:e}"
                     ))
                     .with_hint("the model may be singular here, or its forces jump; try a smaller --step, or --solver bdf")
@@ -1046,7 +1046,7 @@ impl Integrator for GeneralizedAlpha {
                     self.stats.rejected += 1;
                     if h <= minimum {
                         run.frame.set_time(t);
-                        return Err(Diagnostic::error_nospan(format!(
+                        return Err(Diagnostic::error_nospan(DiagnosticKind::Solver, format!(
                             "the step size fell to {h:e} at t = {t}: the local error stays above the tolerance"
                         ))
                         .with_hint("the solution may jump here; try a looser --tolerance, or --solver bdf")

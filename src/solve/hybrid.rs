@@ -18,7 +18,7 @@ use super::bdf::Dense;
 use super::integrator::{Behaviour, DenseOutput, Integrator, Outputs, Relations, StopReason};
 use super::model::Entry;
 use super::{Options, Run, STOPPED};
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, DiagnosticKind};
 use std::cell::RefCell;
 
 /// Output rows a run may write: 10 million rows of a few columns are
@@ -243,19 +243,22 @@ pub(super) fn integrate(
                 recent_events.remove(0);
                 let span = t - recent_events[0];
                 if span <= 1e-9 * (1.0 + t.abs()) {
-                    return Err(Diagnostic::error_nospan(format!(
-                        "chattering: {} events within {span:e} s at t = {t}",
-                        behaviour.chatter_events
-                    ))
+                    return Err(Diagnostic::error_nospan(
+                        DiagnosticKind::Solver,
+                        format!(
+                            "chattering: {} events within {span:e} s at t = {t}",
+                            behaviour.chatter_events
+                        ),
+                    )
                     .with_hint(behaviour.chatter_hint)
                     .with_note(STOPPED));
                 }
             }
             if run.stats.state_events as usize > opts.max_events {
-                return Err(Diagnostic::error_nospan(format!(
-                    "more than {} events; stopping at t = {t}",
-                    opts.max_events
-                ))
+                return Err(Diagnostic::error_nospan(
+                    DiagnosticKind::Solver,
+                    format!("more than {} events; stopping at t = {t}", opts.max_events),
+                )
                 .with_note(STOPPED));
             }
         }

@@ -25,7 +25,7 @@ use super::jacobian::{Jacobian, JacobianPattern, LinearSolver, StateDeps};
 use super::linalg::IterationMatrix;
 use super::model::Entry;
 use super::{Options, Run};
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::jit::interp::solve_dense;
 use crate::structure::Role;
 use std::sync::Arc;
@@ -177,7 +177,7 @@ fn warn_underspecified(run: &mut Run, free: &[u32], n_res: usize) {
         )
     };
     run.results.warnings.push(
-        Diagnostic::warning(span, message)
+        Diagnostic::warning(DiagnosticKind::Initialization, span, message)
             .with_label("a state without `fixed = true` or an initial equation")
             .with_note(format!("states not fixed: {names}"))
             .with_hint("give each state `fixed = true` (or an initial equation) to say which values the simulation starts from"),
@@ -230,10 +230,12 @@ pub(super) fn check_parameter_ranges(
         let message = format!("parameter `{}` = {x} is {what} {limit}", var.name);
         let from_command_line = overridden.iter().any(|&(o, _)| o as usize == v);
         let d = match var.value_span {
-            Some(at) if !from_command_line => Diagnostic::error(at, message)
-                .with_label("the value is set here")
-                .with_secondary(var.span, format!("declared with {attr} = {limit}")),
-            _ => Diagnostic::error(var.span, message)
+            Some(at) if !from_command_line => {
+                Diagnostic::error(DiagnosticKind::OutOfRange, at, message)
+                    .with_label("the value is set here")
+                    .with_secondary(var.span, format!("declared with {attr} = {limit}"))
+            }
+            _ => Diagnostic::error(DiagnosticKind::OutOfRange, var.span, message)
                 .with_label(format!("declared with {attr} = {limit}"))
                 .with_note(if from_command_line {
                     "the value was set on the command line (`-p`)"
@@ -321,8 +323,9 @@ fn solve_initial(
             r[worst]
         );
         let d = match span {
-            Some(s) => Diagnostic::error(s, msg).with_label(format!("{what} is not met")),
-            None => Diagnostic::error_nospan(msg),
+            Some(s) => Diagnostic::error(DiagnosticKind::Initialization, s, msg)
+                .with_label(format!("{what} is not met")),
+            None => Diagnostic::error_nospan(DiagnosticKind::Initialization, msg),
         };
         let free: Vec<String> = sys
             .free

@@ -20,7 +20,7 @@ use super::bdf::{self, Bdf, Dense, EvalFail, StepError};
 use super::jacobian::JacobianPattern;
 use super::model::{Entry, ModelOde, StateSlots};
 use super::{Options, Run, Solver};
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, DiagnosticKind};
 use std::sync::Arc;
 
 /// A step's interpolant over (t_old, t].
@@ -141,6 +141,7 @@ pub(super) trait Integrator {
         _x: &mut Vec<f64>,
     ) -> Result<(), Diagnostic> {
         Err(Diagnostic::error_nospan(
+            DiagnosticKind::Internal,
             "internal error: an integrator reported a root it does not handle",
         ))
     }
@@ -203,7 +204,7 @@ impl BdfIntegrator {
     pub(super) fn new(run: &Run, opts: &Options) -> Result<BdfIntegrator, Diagnostic> {
         let c = run.c;
         if let Some(k) = c.contacts.first() {
-            return Err(Diagnostic::error(
+            return Err(Diagnostic::error(DiagnosticKind::Unsupported,
                 k.span,
                 "this model has unilateral contacts, which the BDF integrator cannot handle",
             )
@@ -265,6 +266,7 @@ impl Integrator for BdfIntegrator {
         }
         let Some(b) = self.bdf.as_mut() else {
             return Err(Diagnostic::error_nospan(
+                DiagnosticKind::Internal,
                 "internal error: the BDF did not start",
             ));
         };
@@ -278,9 +280,12 @@ impl Integrator for BdfIntegrator {
             run.frame.set_time(t);
             let mut d = match last_failure {
                 Some(EvalFail(code)) => run.status_error(code, Entry::Ode),
-                None => Diagnostic::error_nospan(format!(
-                    "the step size fell to {h:e} at t = {t}: the integrator cannot proceed"
-                )),
+                None => Diagnostic::error_nospan(
+                    DiagnosticKind::Solver,
+                    format!(
+                        "the step size fell to {h:e} at t = {t}: the integrator cannot proceed"
+                    ),
+                ),
             };
             d = d.with_note(format!("step size {h:e} at t = {t}"));
             if last_failure.is_none() {

@@ -19,7 +19,7 @@
 //! growing one), with its eigenvector over the state names.
 
 use super::model::Backend;
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::flat::{Causality, VarId};
 use crate::jit::frame::{Entry, Frame, status};
 use crate::structure::{Causal, Role};
@@ -97,12 +97,13 @@ pub fn linearize(
 ) -> Result<Linearization, Diagnostic> {
     let mut frame = frame.clone();
     frame.set_event_mode(false);
-    let failed = |what: &str, code: i32| {
-        Diagnostic::error_nospan(format!(
+    let failed =
+        |what: &str, code: i32| {
+            Diagnostic::error_nospan(DiagnosticKind::Solver, format!(
             "the model could not be evaluated at the operating point ({what}, status {code})"
         ))
         .with_hint("linearize at another time (--at), or after initialization (the default)")
-    };
+        };
     let code = backend.run(Entry::Ode, frame.values());
     if code != status::OK {
         return Err(failed("its equations", code));
@@ -189,12 +190,16 @@ pub fn modes(a: &[Vec<f64>]) -> Result<Vec<Mode>, Diagnostic> {
     }
     if a.iter().flatten().any(|x| !x.is_finite()) {
         return Err(Diagnostic::error_nospan(
+            DiagnosticKind::Solver,
             "the state matrix A holds values that are not finite",
         ));
     }
     let m = faer::Mat::<f64>::from_fn(n, n, |i, j| a[i][j]);
     let eigen = m.eigen().map_err(|e| {
-        Diagnostic::error_nospan(format!("the eigenvalues of A did not converge: {e:?}"))
+        Diagnostic::error_nospan(
+            DiagnosticKind::Solver,
+            format!("the eigenvalues of A did not converge: {e:?}"),
+        )
     })?;
     let (values, vectors) = (eigen.S(), eigen.U());
     let mut out: Vec<Mode> = (0..n)

@@ -27,7 +27,7 @@ pub mod session;
 pub mod settings;
 pub mod sparse_lu;
 
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::jit::frame::{Frame, Layout};
 use crate::jit::ir::status;
 use crate::jit::lower::{self, Program};
@@ -208,7 +208,10 @@ pub fn chosen_columns(
     }
     for p in patterns {
         if !names.iter().any(|n| crate::output::plot::glob(p, n)) {
-            let d = Diagnostic::error_nospan(format!("`--outputs {p}` matches no result column"));
+            let d = Diagnostic::error_nospan(
+                DiagnosticKind::Setting,
+                format!("`--outputs {p}` matches no result column"),
+            );
             let near = crate::diag::closest(p, names.iter().map(String::as_str));
             return Err(match near {
                 Some(n) => d.with_hint(format!("did you mean `{n}`?")),
@@ -439,7 +442,10 @@ impl<'a> Run<'a> {
     fn poll(&mut self, t: f64) -> Result<(), Diagnostic> {
         if self.poll.due(t, &self.stats) {
             self.interrupted_at = Some(t);
-            return Err(Diagnostic::error_nospan(format!("interrupted at t = {t}")));
+            return Err(Diagnostic::error_nospan(
+                DiagnosticKind::Interrupted,
+                format!("interrupted at t = {t}"),
+            ));
         }
         Ok(())
     }
@@ -542,7 +548,7 @@ impl<'a> Run<'a> {
 
     /// Where `v` is computed: the when-clause assigning it, or the equation
     /// of its BLT block.
-    fn defining_span(&self, v: u32) -> Option<crate::syntax::ast::Span> {
+    fn defining_span(&self, v: u32) -> Option<crate::diag::Span> {
         for w in &self.c.whens {
             for (_, stmts) in &w.branches {
                 for st in stmts {
@@ -597,10 +603,9 @@ impl<'a> Run<'a> {
         let value = self.frame.var(culprit);
         let message = format!("`{name}` became {value} at t = {t}");
         let d = match self.defining_span(culprit) {
-            Some(span) => {
-                Diagnostic::error(span, message).with_label(format!("`{name}` is computed here"))
-            }
-            None => Diagnostic::error_nospan(message),
+            Some(span) => Diagnostic::error(DiagnosticKind::Solver, span, message)
+                .with_label(format!("`{name}` is computed here")),
+            None => Diagnostic::error_nospan(DiagnosticKind::Solver, message),
         };
         d
             .with_hint("an argument left the domain of its function here (sqrt or log of a negative number, division by zero, asin of more than 1); guard it, or stop the run before")
@@ -697,6 +702,7 @@ impl<'a> Run<'a> {
         self.warned.push(k);
         self.results.warnings.push(
             Diagnostic::warning(
+                DiagnosticKind::Assertion,
                 a.span,
                 format!("assertion failed at t = {t}: {}", a.message),
             )
@@ -708,6 +714,7 @@ impl<'a> Run<'a> {
     fn assert_error(&self, k: usize, t: f64) -> Diagnostic {
         let a = &self.c.asserts[k];
         Diagnostic::error(
+            DiagnosticKind::Assertion,
             a.span,
             format!("assertion failed at t = {t}: {}", a.message),
         )
@@ -794,9 +801,9 @@ impl<'a> Run<'a> {
                         self.c.vars[v as usize].name
                     );
                     let d = match clause {
-                        Some(span) => Diagnostic::error(span, message)
+                        Some(span) => Diagnostic::error(DiagnosticKind::Solver, span, message)
                             .with_label("the when-clause that fired"),
-                        None => Diagnostic::error_nospan(message),
+                        None => Diagnostic::error_nospan(DiagnosticKind::Solver, message),
                     };
                     return Err(d
                         .with_hint("check the assignments and reinits of the when-clause (a 0/0, a sqrt of a negative number)")
@@ -837,7 +844,7 @@ impl<'a> Run<'a> {
             .or_else(|| self.c.whens.first().map(|w| w.span))
             .unwrap_or_default();
         let what = if names.len() == 1 { "keeps" } else { "keep" };
-        Err(Diagnostic::error(span, format!("event iteration does not settle at t = {t}: {} {what} changing", names.join(", ")))
+        Err(Diagnostic::error(DiagnosticKind::Solver, span, format!("event iteration does not settle at t = {t}: {} {what} changing", names.join(", ")))
             .with_hint("a when-clause or relation flips back and forth at the same instant; check for circular discrete assignments"))
     }
 
@@ -853,9 +860,13 @@ impl<'a> Run<'a> {
         for st in statements {
             if let crate::flat::WhenStatement::Terminate { message, span } = st {
                 self.results.warnings.push(
-                    Diagnostic::warning(*span, format!("terminate at t = {t}: {message}"))
-                        .with_label("the run ended here")
-                        .with_note("the results up to this time were written"),
+                    Diagnostic::warning(
+                        DiagnosticKind::Terminated,
+                        *span,
+                        format!("terminate at t = {t}: {message}"),
+                    )
+                    .with_label("the run ended here")
+                    .with_note("the results up to this time were written"),
                 );
             }
         }
@@ -951,7 +962,7 @@ impl<'a> Run<'a> {
 /// Names the block, equations and variables behind a failure code.
 pub fn status_diagnostic(c: &Causal, p: &Program, code: i32, e: Entry, t: f64) -> Diagnostic {
     let (kind, idx) = status::decode(code);
-    let block_info = |bi: u32| -> (Option<crate::syntax::ast::Span>, String) {
+    let block_info = |bi: u32| -> (Option<crate::diag::Span>, String) {
         match c.blocks.get(bi as usize) {
             Some(b) => {
                 let eqs: Vec<usize> = match b {
@@ -990,8 +1001,8 @@ pub fn status_diagnostic(c: &Causal, p: &Program, code: i32, e: Entry, t: f64) -
             };
             let msg = format!("at t = {t}: {what} while solving for {vars}");
             match span {
-                Some(s) => Diagnostic::error(s, msg).with_label("in the block of this equation"),
-                None => Diagnostic::error_nospan(msg),
+                Some(s) => Diagnostic::error(DiagnosticKind::Solver, s, msg).with_label("in the block of this equation"),
+                None => Diagnostic::error_nospan(DiagnosticKind::Solver, msg),
             }
             .with_hint("check the start values of these variables (they are the first guess) and that the equations have a solution here")
         }
@@ -1018,11 +1029,13 @@ pub fn status_diagnostic(c: &Causal, p: &Program, code: i32, e: Entry, t: f64) -
                 .unwrap_or_default();
             match asserts.as_slice() {
                 [a] => Diagnostic::error(
+                    DiagnosticKind::Assertion,
                     a.span,
                     format!("assertion failed at t = {t}: {}", a.message),
                 )
                 .with_label("this assert, in a when-clause"),
                 [a, ..] => Diagnostic::error(
+                    DiagnosticKind::Assertion,
                     a.span,
                     format!("an assertion of this when-clause failed at t = {t}"),
                 )
@@ -1034,9 +1047,10 @@ pub fn status_diagnostic(c: &Causal, p: &Program, code: i32, e: Entry, t: f64) -
                         .collect::<Vec<_>>()
                         .join(", ")
                 )),
-                [] => Diagnostic::error_nospan(format!(
-                    "assertion failed at t = {t} in a when-clause"
-                )),
+                [] => Diagnostic::error_nospan(
+                    DiagnosticKind::Assertion,
+                    format!("assertion failed at t = {t} in a when-clause"),
+                ),
             }
         }
         status::FN_ASSERT | status::LOOP => {
@@ -1051,9 +1065,15 @@ pub fn status_diagnostic(c: &Causal, p: &Program, code: i32, e: Entry, t: f64) -
                 let message = check.map(|k| k.message.as_str()).unwrap_or("");
                 format!("assertion in function `{function}` failed at t = {t}: {message}")
             };
+            // A while loop stopped by rmoc's guard is a limit, not the model's assert.
+            let what = if kind == status::LOOP {
+                DiagnosticKind::Limit
+            } else {
+                DiagnosticKind::Assertion
+            };
             let d = match check {
-                Some(k) => Diagnostic::error(k.span, msg).with_label(k.label),
-                None => Diagnostic::error_nospan(msg),
+                Some(k) => Diagnostic::error(what, k.span, msg).with_label(k.label),
+                None => Diagnostic::error_nospan(what, msg),
             };
             if kind == status::LOOP {
                 d.with_hint("each pass of the loop body must move the condition toward false; a convergence test needs a positive tolerance, as in `abs(r*r - x) > 1e-12`")
@@ -1061,10 +1081,14 @@ pub fn status_diagnostic(c: &Causal, p: &Program, code: i32, e: Entry, t: f64) -
                 d
             }
         }
-        status::INDEX => Diagnostic::error_nospan(format!(
-            "array index out of bounds in a function at t = {t}"
-        )),
-        _ => Diagnostic::error_nospan(format!("model evaluation failed at t = {t} (code {code})")),
+        status::INDEX => Diagnostic::error_nospan(
+            DiagnosticKind::OutOfRange,
+            format!("array index out of bounds in a function at t = {t}"),
+        ),
+        _ => Diagnostic::error_nospan(
+            DiagnosticKind::Solver,
+            format!("model evaluation failed at t = {t} (code {code})"),
+        ),
     };
     d.with_note(STOPPED)
 }
@@ -1134,6 +1158,7 @@ fn simulate_inner(
 ) -> Result<Results, Diagnostic> {
     if !p.has_tangent {
         return Err(Diagnostic::error_nospan(
+            DiagnosticKind::Internal,
             "internal error: this program was lowered for `check`, without the tangent code a simulation needs",
         ));
     }
@@ -1164,10 +1189,11 @@ fn simulate_inner(
             Err(_) => Err(std::io::Error::other("the row sink is poisoned")),
         };
         if let Err(e) = begun {
-            return Err(
-                Diagnostic::error_nospan(format!("cannot write the result rows: {e}"))
-                    .with_note(STOPPED),
-            );
+            return Err(Diagnostic::error_nospan(
+                DiagnosticKind::Io,
+                format!("cannot write the result rows: {e}"),
+            )
+            .with_note(STOPPED));
         }
     }
     prepare(&mut run, opts)?;
@@ -1193,10 +1219,11 @@ fn simulate_inner(
     let outcome = integrator::for_solver(&mut run, opts)
         .and_then(|mut integrator| hybrid::integrate(&mut run, opts, integrator.as_mut(), false));
     if let Some(e) = run.sink_error.take() {
-        return Err(
-            Diagnostic::error_nospan(format!("cannot write the result rows: {e}"))
-                .with_note(STOPPED),
-        );
+        return Err(Diagnostic::error_nospan(
+            DiagnosticKind::Io,
+            format!("cannot write the result rows: {e}"),
+        )
+        .with_note(STOPPED));
     }
     if let Some(t) = run.interrupted_at {
         let mut results = std::mem::take(&mut run.results);
@@ -1248,11 +1275,14 @@ fn start(run: &mut Run, opts: &Options) -> Result<(), Diagnostic> {
     for k in 0..l.n_samples {
         let (_, interval) = run.frame.sample_timing(k as usize);
         if interval > 0.0 && interval < resolution {
-            return Err(Diagnostic::error_nospan(format!(
-                "a sample period of {interval:e} s is below the time resolution of the run \
+            return Err(Diagnostic::error_nospan(
+                DiagnosticKind::Setting,
+                format!(
+                    "a sample period of {interval:e} s is below the time resolution of the run \
                  ({resolution:e} s over [{}, {}])",
-                opts.start, opts.stop
-            ))
+                    opts.start, opts.stop
+                ),
+            )
             .with_hint("use a longer period in `sample(start, period)`")
             .with_note(STOPPED));
         }

@@ -32,7 +32,7 @@ use super::integrator::{Behaviour, DenseOutput, Integrator, Outputs, Relations, 
 use super::lcp;
 use super::model::Entry;
 use super::{Options, Run, STOPPED};
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::structure::Role;
 
 /// Counters of a Moreau run.
@@ -238,9 +238,10 @@ impl Integrator for MoreauIntegrator {
         self.st.stats.steps += 1;
         run.stats.contacts = Some(self.st.stats);
         if x_next.iter().any(|v| !v.is_finite()) {
-            return Err(Diagnostic::error_nospan(format!(
-                "the Moreau time-stepper produced a non-finite state at t = {t_next}"
-            ))
+            return Err(Diagnostic::error_nospan(
+                DiagnosticKind::Solver,
+                format!("the Moreau time-stepper produced a non-finite state at t = {t_next}"),
+            )
             .with_hint("reduce --step")
             .with_note(super::STOPPED));
         }
@@ -336,7 +337,7 @@ impl Stepper {
                 .iter()
                 .position(|k| k.force == fr.normal_force)
             else {
-                return Err(Diagnostic::error(
+                return Err(Diagnostic::error(DiagnosticKind::Call,
                     fr.span,
                     format!(
                         "`{}` is not the force of a `unilateral` contact",
@@ -679,6 +680,7 @@ impl Stepper {
     ) -> Result<(), Diagnostic> {
         let bad = |span, what: &str, value: f64, range: &str| {
             Err(Diagnostic::error(
+                DiagnosticKind::OutOfRange,
                 span,
                 format!("the {what} of this contact is {value} at t = {t}; it must be {range}"),
             )
@@ -730,6 +732,7 @@ impl Stepper {
                 continue;
             }
             return Err(Diagnostic::error(
+                DiagnosticKind::Initialization,
                 run.c.contacts[j].span,
                 format!("the gap of this contact is {g} at the start (t = {t})"),
             )
@@ -772,6 +775,7 @@ impl Stepper {
             };
             let force = &run.c.vars[var as usize].name;
             return Err(Diagnostic::error(
+                DiagnosticKind::Solver,
                 span,
                 format!(
                     "at t = {t} a unit impulse of `{force}` changes this contact's {what} by {d}: \
@@ -915,9 +919,10 @@ impl Stepper {
             Err(first) => Err(first),
         }
         .map_err(|e| {
-            Diagnostic::error_nospan(format!(
-                "the contact problem at t = {t} has no solution: {e}"
-            ))
+            Diagnostic::error_nospan(
+                DiagnosticKind::Solver,
+                format!("the contact problem at t = {t} has no solution: {e}"),
+            )
             .with_note(super::STOPPED)
         })?;
         let z = &solution.z;

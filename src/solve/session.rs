@@ -14,7 +14,7 @@
 use super::integrator::{self, Integrator};
 use super::model::{Backend, Entry};
 use super::{Options, Parked, Run, Source, hybrid, prepare, start, terminal};
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::jit::lower::Program;
 use crate::structure::Causal;
 
@@ -92,6 +92,7 @@ impl Session {
     ) -> Result<R, Diagnostic> {
         let Some(parked) = self.run.take() else {
             return Err(Diagnostic::error_nospan(
+                DiagnosticKind::Solver,
                 "this instance failed earlier and cannot go on",
             ));
         };

@@ -12,7 +12,7 @@
 
 use super::jacobian::LinearSolver;
 use super::{Options, Solver};
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::structure::Causal;
 
 /// Moreau-Jean steps a run may take: a few hours even for a tiny model.
@@ -63,8 +63,11 @@ impl RunRequest {
         if let Some(s) = self.solver.as_deref()
             && !SOLVERS.contains(&s)
         {
-            return Err(Diagnostic::error_nospan(format!("unknown solver `{s}`"))
-                .with_hint(format!("the available solvers are: {}", SOLVERS.join(", "))));
+            return Err(Diagnostic::error_nospan(
+                DiagnosticKind::Setting,
+                format!("unknown solver `{s}`"),
+            )
+            .with_hint(format!("the available solvers are: {}", SOLVERS.join(", "))));
         }
         if self.step.is_some()
             && self
@@ -72,7 +75,7 @@ impl RunRequest {
                 .as_deref()
                 .is_some_and(|s| !FIXED_STEP.contains(&s))
         {
-            return Err(Diagnostic::error_nospan(
+            return Err(Diagnostic::error_nospan(DiagnosticKind::Setting,
                 "`--step` sets the step of a fixed-step solver (moreau, newmark, generalized-alpha)",
             )
             .with_hint("use `--solver moreau --step H` (or newmark, generalized-alpha), or leave `--step` out"));
@@ -80,9 +83,10 @@ impl RunRequest {
         if let Some(r) = self.rho_inf
             && !(0.0..=1.0).contains(&r)
         {
-            return Err(Diagnostic::error_nospan(format!(
-                "invalid run settings: `--rho-inf` must be in [0, 1], not {r}"
-            )));
+            return Err(Diagnostic::error_nospan(
+                DiagnosticKind::Setting,
+                format!("invalid run settings: `--rho-inf` must be in [0, 1], not {r}"),
+            ));
         }
         // (Whether the run's solver takes `--rho-inf`, `--beta` and
         // `--gamma` is checked in `resolve`: the model's experiment
@@ -98,7 +102,7 @@ impl RunRequest {
         // Unconditional stability of Newmark's method on linear problems:
         // gamma >= 1/2 and beta >= gamma / 2.
         if newmark && !(gamma >= 0.5 && beta >= 0.5 * gamma && beta <= 1.0 && gamma <= 1.0) {
-            return Err(Diagnostic::error_nospan(format!(
+            return Err(Diagnostic::error_nospan(DiagnosticKind::Setting, format!(
                 "invalid run settings: Newmark's beta {beta} and gamma {gamma} are not unconditionally stable"
             ))
             .with_hint("use gamma >= 1/2 and beta >= gamma/2 (the default: beta 1/4, gamma 1/2)"));
@@ -106,16 +110,18 @@ impl RunRequest {
         if let Some(h) = self.step
             && !(h.is_finite() && h > 0.0)
         {
-            return Err(Diagnostic::error_nospan(format!(
-                "invalid run settings: the step must be positive, not {h}"
-            )));
+            return Err(Diagnostic::error_nospan(
+                DiagnosticKind::Setting,
+                format!("invalid run settings: the step must be positive, not {h}"),
+            ));
         }
         if let Some(a) = self.atol
             && !(a.is_finite() && a > 0.0)
         {
-            return Err(Diagnostic::error_nospan(format!(
-                "invalid run settings: the absolute tolerance must be positive, not {a}"
-            )));
+            return Err(Diagnostic::error_nospan(
+                DiagnosticKind::Setting,
+                format!("invalid run settings: the absolute tolerance must be positive, not {a}"),
+            ));
         }
         Ok(())
     }
@@ -129,18 +135,24 @@ impl RunRequest {
             None => String::new(),
         };
         if self.rho_inf.is_some() && solver != Some("generalized-alpha") {
-            return Err(Diagnostic::error_nospan(format!(
-                "`--rho-inf` sets the generalized-alpha method's dissipation{}",
-                uses(solver)
-            ))
+            return Err(Diagnostic::error_nospan(
+                DiagnosticKind::Setting,
+                format!(
+                    "`--rho-inf` sets the generalized-alpha method's dissipation{}",
+                    uses(solver)
+                ),
+            )
             .with_hint("add `--solver generalized-alpha`"));
         }
         let newmark = self.newmark_beta.is_some() || self.newmark_gamma.is_some();
         if newmark && solver != Some("newmark") {
-            return Err(Diagnostic::error_nospan(format!(
-                "`--beta` and `--gamma` set Newmark's parameters{}",
-                uses(solver)
-            ))
+            return Err(Diagnostic::error_nospan(
+                DiagnosticKind::Setting,
+                format!(
+                    "`--beta` and `--gamma` set Newmark's parameters{}",
+                    uses(solver)
+                ),
+            )
             .with_hint("add `--solver newmark`"));
         }
         Ok(())
@@ -162,7 +174,7 @@ impl RunRequest {
             .all(|x| x.is_finite());
         let valid = finite && stop >= start && tolerance > 0.0 && (interval > 0.0 || stop == start);
         if !valid {
-            return Err(Diagnostic::error_nospan(format!(
+            return Err(Diagnostic::error_nospan(DiagnosticKind::Setting, format!(
                 "invalid run settings: start {start}, stop {stop}, tolerance {tolerance}, interval {interval}"
             ))
             .with_hint("the stop time must not precede the start time; tolerance and output interval must be positive"));
@@ -172,18 +184,22 @@ impl RunRequest {
         let rows = (stop - start) / interval;
         let max_rows = crate::solve::MAX_OUTPUT_ROWS as f64;
         if rows > max_rows {
-            return Err(Diagnostic::error_nospan(format!(
-                "invalid run settings: an output interval of {interval:e} s gives {rows:.3e} \
+            return Err(Diagnostic::error_nospan(
+                DiagnosticKind::Setting,
+                format!(
+                    "invalid run settings: an output interval of {interval:e} s gives {rows:.3e} \
                  rows over [{start}, {stop}], more than {max_rows:e}"
-            ))
+                ),
+            )
             .with_hint("use a larger `--interval` (or the experiment's `Interval`)"));
         }
         let mut overrides = Vec::new();
         for p in &self.params {
             let Some((name, raw)) = p.split_once('=') else {
-                return Err(Diagnostic::error_nospan(format!(
-                    "`-p {p}`: expected NAME=VALUE"
-                )));
+                return Err(Diagnostic::error_nospan(
+                    DiagnosticKind::Setting,
+                    format!("`-p {p}`: expected NAME=VALUE"),
+                ));
             };
             let v = settable_parameter(c, name.trim(), p)?;
             overrides.push((v, parameter_value(c, v, raw.trim(), p)?));
@@ -193,10 +209,13 @@ impl RunRequest {
         // unless another is asked for (the BDF then says why it cannot).
         let chosen = self.solver.as_deref().or(e.solver.as_deref());
         if self.step.is_some() && chosen.is_some_and(|s| !FIXED_STEP.contains(&s)) {
-            return Err(Diagnostic::error_nospan(format!(
-                "`--step` sets the step of a fixed-step solver, and this run uses `{}`",
-                chosen.unwrap_or_default()
-            ))
+            return Err(Diagnostic::error_nospan(
+                DiagnosticKind::Setting,
+                format!(
+                    "`--step` sets the step of a fixed-step solver, and this run uses `{}`",
+                    chosen.unwrap_or_default()
+                ),
+            )
             .with_hint(
                 "add `--solver moreau` (or newmark, generalized-alpha), or leave `--step` out",
             ));
@@ -217,7 +236,7 @@ impl RunRequest {
             Some("generalized-alpha") => {
                 let rho = self.rho_inf.or(e.rho_inf).unwrap_or(0.8);
                 if !(0.0..=1.0).contains(&rho) {
-                    return Err(Diagnostic::error_nospan(format!(
+                    return Err(Diagnostic::error_nospan(DiagnosticKind::Setting, format!(
                         "`__rmoc_rho_inf` in the experiment annotation must be in [0, 1], not {rho}"
                     )));
                 }
@@ -227,14 +246,14 @@ impl RunRequest {
                 })
             }
             Some(other) => {
-                return Err(Diagnostic::error_nospan(format!(
+                return Err(Diagnostic::error_nospan(DiagnosticKind::Setting, format!(
                     "unknown solver `{other}` in the experiment annotation"
                 ))
                 .with_hint(format!("`__rmoc_solver` is one of: {}", SOLVERS.join(", "))));
             }
             None if c.contacts.is_empty() => {
                 if self.step.is_some() {
-                    return Err(Diagnostic::error_nospan(
+                    return Err(Diagnostic::error_nospan(DiagnosticKind::Setting,
                         "`--step` sets the Moreau time-stepper's step, and this model (it has no \
                          contacts) runs on the BDF, which chooses its own steps",
                     )
@@ -259,11 +278,14 @@ impl RunRequest {
                 Solver::Moreau { .. } => "Moreau-Jean steps",
                 _ => "steps",
             };
-            return Err(Diagnostic::error_nospan(format!(
-                "invalid run settings: a step of {step:e} s needs {:.3e} {what} \
+            return Err(Diagnostic::error_nospan(
+                DiagnosticKind::Setting,
+                format!(
+                    "invalid run settings: a step of {step:e} s needs {:.3e} {what} \
                  over [{start}, {stop}], more than {MAX_MOREAU_STEPS:e}",
-                (stop - start) / step
-            ))
+                    (stop - start) / step
+                ),
+            )
             .with_hint("use a larger `--step` (or the experiment's `__rmoc_step`)"));
         }
         Ok(Options {
@@ -290,8 +312,10 @@ impl RunRequest {
 pub fn settable_parameter(c: &Causal, name: &str, spec: &str) -> Result<u32, Diagnostic> {
     let Some(v) = c.vars.iter().position(|v| v.name == name) else {
         let parameters = c.vars.iter().filter(|v| v.is_parameter());
-        let d =
-            Diagnostic::error_nospan(format!("`-p {spec}`: the model has no parameter `{name}`"));
+        let d = Diagnostic::error_nospan(
+            DiagnosticKind::Setting,
+            format!("`-p {spec}`: the model has no parameter `{name}`"),
+        );
         return Err(
             match crate::diag::closest(name, parameters.map(|v| v.name.as_str())) {
                 Some(near) => d.with_hint(format!("did you mean `{near}`?")),
@@ -302,6 +326,7 @@ pub fn settable_parameter(c: &Causal, name: &str, spec: &str) -> Result<u32, Dia
     let var = &c.vars[v];
     if !var.is_parameter() {
         return Err(Diagnostic::error(
+            DiagnosticKind::Setting,
             var.span,
             format!("`{name}` is not a parameter and cannot be set with -p"),
         )
@@ -310,12 +335,13 @@ pub fn settable_parameter(c: &Causal, name: &str, spec: &str) -> Result<u32, Dia
         ));
     }
     if var.structural {
-        return Err(Diagnostic::error(var.span, format!("`{name}` is a structural parameter (it sets an array size, a range or a branch) and cannot be changed with -p")).with_hint("change its value in the model (a modifier) instead"));
+        return Err(Diagnostic::error(DiagnosticKind::Setting, var.span, format!("`{name}` is a structural parameter (it sets an array size, a range or a branch) and cannot be changed with -p")).with_hint("change its value in the model (a modifier) instead"));
     }
     let contact_force = c.contacts.iter().any(|k| k.force as usize == v)
         || c.frictions.iter().any(|f| f.force as usize == v);
     if contact_force {
         return Err(Diagnostic::error(
+            DiagnosticKind::Setting,
             var.span,
             format!("`{name}` is the force of a contact and cannot be set with -p"),
         )
@@ -334,10 +360,13 @@ pub fn parameter_value(c: &Causal, v: u32, raw: &str, spec: &str) -> Result<f64,
         "true" if is_boolean => 1.0,
         "false" if is_boolean => 0.0,
         _ => raw.parse::<f64>().map_err(|_| {
-            Diagnostic::error_nospan(format!(
-                "`-p {spec}`: `{raw}` is not a number{}",
-                if is_boolean { ", true or false" } else { "" }
-            ))
+            Diagnostic::error_nospan(
+                DiagnosticKind::Setting,
+                format!(
+                    "`-p {spec}`: `{raw}` is not a number{}",
+                    if is_boolean { ", true or false" } else { "" }
+                ),
+            )
         })?,
     };
     check_parameter_value(c, v, value, raw, spec)?;
@@ -367,6 +396,7 @@ pub fn check_parameter_value(
         Ok(())
     } else {
         Err(Diagnostic::error(
+            DiagnosticKind::Setting,
             var.span,
             format!("`-p {spec}`: `{}` takes {what}, not {raw}", var.name),
         ))

@@ -7,7 +7,7 @@
 //! under-determined variables.
 
 use super::matching::{self, Incidence};
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::flat::{FlatModel, Node, VarId};
 use rustc_hash::FxHashMap as HashMap;
 
@@ -84,9 +84,12 @@ pub fn check(flat: &FlatModel) -> Vec<Diagnostic> {
                     format!("`{}` is {what}", var.name)
                 })
                 .collect();
-            let mut d =
-                Diagnostic::error(eq.span, "this equation contains no unknown of the model")
-                    .with_label("nothing to solve for here");
+            let mut d = Diagnostic::error(
+                DiagnosticKind::Balance,
+                eq.span,
+                "this equation contains no unknown of the model",
+            )
+            .with_label("nothing to solve for here");
             if !known.is_empty() {
                 d = d.with_note(known.join("; "));
             }
@@ -161,6 +164,7 @@ pub fn check(flat: &FlatModel) -> Vec<Diagnostic> {
             "appears in no equation"
         };
         let mut d = Diagnostic::error(
+            DiagnosticKind::Balance,
             flat.vars[first as usize].span,
             format!(
                 "the model is under-determined: {neq} {} for {nunk} {}; no equation determines {}",
@@ -181,6 +185,7 @@ pub fn check(flat: &FlatModel) -> Vec<Diagnostic> {
     } else if neq > nunk {
         let first = over_eqs.first().copied().unwrap_or(0);
         let mut d = Diagnostic::error(
+            DiagnosticKind::Balance,
             flat.equations[first].span,
             format!(
                 "the model is over-determined: {neq} {} for {nunk} {}",
@@ -203,7 +208,7 @@ pub fn check(flat: &FlatModel) -> Vec<Diagnostic> {
     } else {
         let first = over_eqs.first().copied().unwrap_or(0);
         let over_vars: Vec<VarId> = dm.over_cols.iter().map(|&c| unknowns[c]).collect();
-        let mut d = Diagnostic::error(
+        let mut d = Diagnostic::error(DiagnosticKind::Balance,
             flat.equations[first].span,
             format!(
                 "the model is structurally singular: {} {} for {} but no equation is left to determine {}",

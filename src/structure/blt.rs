@@ -14,7 +14,7 @@
 
 use super::matching::{self, Incidence};
 use super::{Analysis, Role};
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::flat::{ExprArena, ExprId, Node, VarId};
 use crate::symbolic;
 use petgraph::graph::DiGraph;
@@ -465,6 +465,7 @@ fn make_block(
         }
         if s.vars[v as usize].ty != crate::flat::ScalarType::Real {
             return Err(Diagnostic::error(
+                DiagnosticKind::Type,
                 eq.span,
                 format!(
                     "`{}` is not a Real, so this equation must give it explicitly (`{} = ...`)",
@@ -651,6 +652,7 @@ fn singular(s: &Analysis, inc: &Incidence, m: &matching::Matching, cols: &[VarId
         parts.push(format!("{} remain undetermined", names(&dm.under_cols)));
     }
     let mut d = Diagnostic::error(
+        DiagnosticKind::Singular,
         span,
         format!(
             "the model is structurally singular after index reduction: {}",

@@ -19,10 +19,10 @@ pub mod blt;
 pub mod matching;
 pub mod pantelides;
 
-use crate::diag::Diagnostic;
+use crate::diag::Span;
+use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::flat::{self, ExprArena, ExprId, FlatModel, Node, VarId, Variability, Variable};
 use crate::symbolic::fndiff::Derivatives;
-use crate::syntax::ast::Span;
 use rustc_hash::FxHashMap as HashMap;
 
 pub use alias::Alias;
@@ -343,6 +343,7 @@ impl Analysis {
                 b.der[v as usize].ok_or_else(|| {
                     let name = &b.vars[v as usize].name;
                     Diagnostic::error(
+                        DiagnosticKind::Singular,
                         span,
                         format!(
                             "`der({name})` is used here but no equation differentiates `{name}`"
@@ -549,7 +550,7 @@ impl Analysis {
                         } else {
                             "it does not appear differentiated"
                         };
-                        return Err(Diagnostic::error(*span, format!("`reinit({name}, ...)`: `{name}` is not a state: {why}"))
+                        return Err(Diagnostic::error(DiagnosticKind::Call, *span, format!("`reinit({name}, ...)`: `{name}` is not a state: {why}"))
                             .with_label("reinit of a variable the solver does not integrate")
                             .with_hint("reinit the state that the equations integrate (a variable v with der(v) in the model)"));
                     }
@@ -588,7 +589,7 @@ impl Analysis {
                         Block::Explicit { eq, .. } | Block::Implicit { eq, .. } => *eq,
                         Block::Torn { residuals, .. } => residuals[0].1,
                     };
-                    return Err(Diagnostic::error(self.equations[eq].span, format!("`{}` is declared discrete, but this equation makes it change continuously", var.name))
+                    return Err(Diagnostic::error(DiagnosticKind::Variability, self.equations[eq].span, format!("`{}` is declared discrete, but this equation makes it change continuously", var.name))
                         .with_label("a discrete variable changes only at events (MLS 4.4.4)")
                         .with_secondary(var.span, "declared discrete here")
                         .with_hint("assign a discrete variable inside a when-clause, or remove the `discrete` prefix"));

@@ -18,7 +18,7 @@
 //! nonsingular at the start values.
 
 use super::Analysis;
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::flat::{ExprArena, ExprId, Node, StateSelect, VarId};
 use crate::symbolic::{self, DiffRules};
 use rustc_hash::FxHashMap as HashMap;
@@ -173,6 +173,7 @@ impl<'b> Pantelides<'b> {
         };
         let d = result.map_err(|msg| {
             Diagnostic::error(
+                DiagnosticKind::Singular,
                 eq.span,
                 format!(
                     "index reduction needs the derivative of this equation, which failed: {msg}"
@@ -239,14 +240,14 @@ impl<'b> Pantelides<'b> {
                             let has_unknown = !self.incidence[i].is_empty();
                             if !has_unknown {
                                 let eq = &self.s.equations[i];
-                                return Err(Diagnostic::error(eq.span, "this equation does not involve any unknown of the model")
+                                return Err(Diagnostic::error(DiagnosticKind::Balance, eq.span, "this equation does not involve any unknown of the model")
                                     .with_hint("an equation between parameters and constants only is not allowed; use assert(...) to check parameters"));
                             }
                         }
                         differentiations += eqs.len();
                         if differentiations > limit * 4 {
                             let eq = &self.s.equations[k];
-                            return Err(Diagnostic::error(eq.span, "index reduction does not terminate: the system is structurally singular")
+                            return Err(Diagnostic::error(DiagnosticKind::Singular, eq.span, "index reduction does not terminate: the system is structurally singular")
                                 .with_hint("some equations constrain only variables that other equations already determine"));
                         }
                         for &v in &vars {
@@ -398,7 +399,7 @@ impl<'b> Pantelides<'b> {
                 && self.s.vars[w as usize].state_select == StateSelect::Always
             {
                 let name = self.s.vars[w as usize].name.clone();
-                return Err(Diagnostic::error(
+                return Err(Diagnostic::error(DiagnosticKind::Singular,
                     self.s.vars[w as usize].span,
                     format!("`{name}` has stateSelect = always but the constraints make it a dummy state"),
                 )
@@ -457,6 +458,7 @@ impl<'b> Pantelides<'b> {
         let d = symbolic::partial(&mut self.s.arena, residual, c, &mut self.s.functions).map_err(
             |m| {
                 Diagnostic::error(
+                    DiagnosticKind::Singular,
                     self.s.equations[row].span,
                     format!("cannot differentiate this equation: {m}"),
                 )
@@ -647,7 +649,7 @@ impl<'b> Pantelides<'b> {
         }
         if chosen.len() < need {
             let eq = &self.s.equations[rows[0]];
-            return Err(Diagnostic::error(
+            return Err(Diagnostic::error(DiagnosticKind::Singular,
                 eq.span,
                 "no static choice of states exists for this constraint (dynamic state selection would be needed)",
             )

@@ -13,7 +13,7 @@ pub mod plan;
 pub mod summary;
 
 use crate::Simulator;
-use crate::diag::{Diagnostic, SourceMap};
+use crate::diag::{Diagnostic, DiagnosticKind, SourceMap};
 use crate::solve::monitor::{MonitorHandle, StopFlag};
 use crate::solve::{Options, RowSinkHandle};
 use plan::Plan;
@@ -185,10 +185,10 @@ pub fn run(
     };
     if let Some(save) = &settings.save {
         std::fs::create_dir_all(&save.dir).map_err(|e| {
-            Diagnostic::error_nospan(format!(
-                "cannot make the folder `{}`: {e}",
-                save.dir.display()
-            ))
+            Diagnostic::error_nospan(
+                DiagnosticKind::Io,
+                format!("cannot make the folder `{}`: {e}", save.dir.display()),
+            )
         })?;
         remove_earlier_points(&save.dir)?;
     }
@@ -227,8 +227,11 @@ pub fn run(
             .stack_size(64 << 20)
             .build()
             .map_err(|e| {
-                Diagnostic::error_nospan(format!("cannot start {jobs} worker threads: {e}"))
-                    .with_hint("use fewer with -j")
+                Diagnostic::error_nospan(
+                    DiagnosticKind::Io,
+                    format!("cannot start {jobs} worker threads: {e}"),
+                )
+                .with_hint("use fewer with -j")
             })?;
         pool.install(|| (0..plan.points.len()).into_par_iter().map(one).collect())
     };
@@ -254,10 +257,13 @@ fn remove_earlier_points(dir: &Path) -> Result<(), Diagnostic> {
             .is_some_and(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()));
         if earlier {
             std::fs::remove_file(e.path()).map_err(|err| {
-                Diagnostic::error_nospan(format!(
-                    "cannot remove the earlier sweep's `{}`: {err}",
-                    e.path().display()
-                ))
+                Diagnostic::error_nospan(
+                    DiagnosticKind::Io,
+                    format!(
+                        "cannot remove the earlier sweep's `{}`: {err}",
+                        e.path().display()
+                    ),
+                )
             })?;
         }
     }
@@ -293,10 +299,10 @@ fn run_point(
         Some(f) => match crate::output::ResultStream::create(f) {
             Ok(s) => Some(s),
             Err(e) => {
-                return failed(&Diagnostic::error_nospan(format!(
-                    "cannot write `{}`: {e}",
-                    f.display()
-                )));
+                return failed(&Diagnostic::error_nospan(
+                    DiagnosticKind::Io,
+                    format!("cannot write `{}`: {e}", f.display()),
+                ));
             }
         },
         None => None,
@@ -311,12 +317,16 @@ fn run_point(
             let d = ds.iter().rev().find(|d| d.is_error()).or(ds.last());
             return match d {
                 Some(d) => failed(d),
-                None => failed(&Diagnostic::error_nospan("the run failed")),
+                None => failed(&Diagnostic::error_nospan(
+                    DiagnosticKind::Solver,
+                    "the run failed",
+                )),
             };
         }
     };
     let Ok(mut sink) = sink.lock() else {
         return failed(&Diagnostic::error_nospan(
+            DiagnosticKind::Internal,
             "internal error: the summary of this point is poisoned",
         ));
     };
@@ -335,10 +345,10 @@ fn run_point(
     let mut result_file = None;
     if let (Some(f), Some(stream)) = (file, sink.forward.as_mut()) {
         if let Err(e) = stream.finish(&results, &f) {
-            return failed(&Diagnostic::error_nospan(format!(
-                "cannot write `{}`: {e}",
-                f.display()
-            )));
+            return failed(&Diagnostic::error_nospan(
+                DiagnosticKind::Io,
+                format!("cannot write `{}`: {e}", f.display()),
+            ));
         }
         result_file = Some(f);
     }

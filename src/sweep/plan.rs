@@ -2,11 +2,11 @@
 //! every point, from `-p` axes (`NAME=START:STOP:N`, `NAME=v1,v2,...`,
 //! `NAME=v`) combined as a grid or zipped, or from a CSV file of samples.
 
-use crate::diag::{Diagnostic, SourceMap};
+use crate::diag::Span;
+use crate::diag::{Diagnostic, DiagnosticKind, SourceMap};
 use crate::flat::ScalarType;
 use crate::solve::settings::{check_parameter_value, settable_parameter};
 use crate::structure::Causal;
-use crate::syntax::ast::Span;
 
 /// The most points one sweep may have (a grid's size multiplies quickly).
 pub const MAX_POINTS: usize = 10_000_000;
@@ -68,7 +68,7 @@ impl Plan {
                         .iter()
                         .map(|a| format!("{} has {}", a.name, a.values.len()))
                         .collect();
-                    return Err(Diagnostic::error_nospan(format!(
+                    return Err(Diagnostic::error_nospan(DiagnosticKind::Setting, format!(
                         "`--zip` pairs the k-th values of every axis, and `-p {}` has {} values where another has {longest}",
                         a.spec,
                         a.values.len()
@@ -82,9 +82,10 @@ impl Plan {
             }
         };
         if count > MAX_POINTS {
-            return Err(Diagnostic::error_nospan(format!(
-                "the sweep has {count} points, more than {MAX_POINTS}"
-            ))
+            return Err(Diagnostic::error_nospan(
+                DiagnosticKind::Limit,
+                format!("the sweep has {count} points, more than {MAX_POINTS}"),
+            )
             .with_hint("use fewer values per axis, or --zip"));
         }
         let points = (0..count)
@@ -126,7 +127,7 @@ impl Plan {
     ) -> Result<Plan, Diagnostic> {
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| {
-            Diagnostic::error_nospan(format!("cannot read `{shown}`: {e}"))
+            Diagnostic::error_nospan(DiagnosticKind::Io, format!("cannot read `{shown}`: {e}"))
                 .with_hint("--samples takes a CSV file: a header of parameter names, then one row of values per point")
         })?;
         // A byte-order mark (spreadsheets write one) is not part of the
@@ -140,9 +141,10 @@ impl Plan {
             .into_iter()
             .filter(|l| !l.is_empty());
         let Some(header) = lines.next() else {
-            return Err(Diagnostic::error_nospan(format!(
-                "`{shown}` has no header: nothing to sweep"
-            ))
+            return Err(Diagnostic::error_nospan(
+                DiagnosticKind::Setting,
+                format!("`{shown}` has no header: nothing to sweep"),
+            )
             .with_hint("write the parameter names on the first line, separated by commas"));
         };
         let mut names = Vec::new();
@@ -158,6 +160,7 @@ impl Plan {
             if row.len() != header.len() {
                 let span = row.last().map(|c| c.1).unwrap_or(header[0].1);
                 return Err(Diagnostic::error(
+                    DiagnosticKind::Setting,
                     span,
                     format!(
                         "this row has {} values and the header {} names",
@@ -171,8 +174,12 @@ impl Plan {
             for ((raw, span), (&v, name)) in row.iter().zip(vars.iter().zip(&names)) {
                 let value = number(c, v, raw)
                     .ok_or_else(|| {
-                        Diagnostic::error(*span, format!("`{raw}` is not a value of `{name}`"))
-                            .with_hint(hint_for(c, v))
+                        Diagnostic::error(
+                            DiagnosticKind::Setting,
+                            *span,
+                            format!("`{raw}` is not a value of `{name}`"),
+                        )
+                        .with_hint(hint_for(c, v))
                     })
                     .and_then(|x| {
                         check_parameter_value(c, v, x, raw, &format!("{name}={raw}"))
@@ -185,6 +192,7 @@ impl Plan {
         }
         if points.is_empty() {
             return Err(Diagnostic::error(
+                DiagnosticKind::Setting,
                 header[0].1,
                 format!("`{shown}` has a header and no rows: no points to run"),
             )
@@ -194,7 +202,7 @@ impl Plan {
         for spec in fixed {
             let a = axis(c, spec)?;
             if a.values.len() != 1 {
-                return Err(Diagnostic::error_nospan(format!(
+                return Err(Diagnostic::error_nospan(DiagnosticKind::Setting, format!(
                     "`-p {spec}` gives {} values, and the points come from --samples",
                     a.values.len()
                 ))
@@ -231,11 +239,14 @@ impl Plan {
         let types: Vec<ScalarType> = vars.iter().map(|&v| c.vars[v as usize].ty).collect();
         for (k, p) in points.iter().enumerate() {
             if p.len() != names.len() {
-                return Err(Diagnostic::error_nospan(format!(
-                    "point {k} has {} values for {} parameters",
-                    p.len(),
-                    names.len()
-                )));
+                return Err(Diagnostic::error_nospan(
+                    DiagnosticKind::Setting,
+                    format!(
+                        "point {k} has {} values for {} parameters",
+                        p.len(),
+                        names.len()
+                    ),
+                ));
             }
             for ((&x, &v), name) in p.iter().zip(&vars).zip(names) {
                 let shown = plain(x);
@@ -276,15 +287,19 @@ fn plain(x: f64) -> String {
 /// `-p NAME=START:STOP:N`, `-p NAME=v1,v2,...` or `-p NAME=v`.
 fn axis(c: &Causal, spec: &str) -> Result<Axis, Diagnostic> {
     let Some((name, raw)) = spec.split_once('=') else {
-        return Err(
-            Diagnostic::error_nospan(format!("`-p {spec}`: expected NAME=VALUES"))
-                .with_hint("-p NAME=START:STOP:N (N values from START to STOP), -p NAME=v1,v2,... or -p NAME=v"),
-        );
+        return Err(Diagnostic::error_nospan(
+            DiagnosticKind::Setting,
+            format!("`-p {spec}`: expected NAME=VALUES"),
+        )
+        .with_hint(
+            "-p NAME=START:STOP:N (N values from START to STOP), -p NAME=v1,v2,... or -p NAME=v",
+        ));
     };
     let (name, raw) = (name.trim(), raw.trim());
     let var = settable_parameter(c, name, spec)?;
     let bad = |what: &str| {
-        Diagnostic::error_nospan(format!("`-p {spec}`: {what}")).with_hint(hint_for(c, var))
+        Diagnostic::error_nospan(DiagnosticKind::Setting, format!("`-p {spec}`: {what}"))
+            .with_hint(hint_for(c, var))
     };
     let values = if raw.contains(':') {
         let parts: Vec<&str> = raw.split(':').map(str::trim).collect();
@@ -364,10 +379,11 @@ fn refuse_repeats<'a>(names: impl Iterator<Item = &'a str>) -> Result<(), Diagno
     let mut seen = std::collections::HashSet::new();
     for n in names {
         if !seen.insert(n) {
-            return Err(
-                Diagnostic::error_nospan(format!("the sweep sets `{n}` twice"))
-                    .with_hint("give each parameter once: one -p axis or one column of --samples"),
-            );
+            return Err(Diagnostic::error_nospan(
+                DiagnosticKind::DuplicateName,
+                format!("the sweep sets `{n}` twice"),
+            )
+            .with_hint("give each parameter once: one -p axis or one column of --samples"));
         }
     }
     Ok(())

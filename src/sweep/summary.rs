@@ -2,7 +2,7 @@
 //! gathered row by row as the run records them (nothing of the run is
 //! held), so that a sweep of any length needs the memory of one point.
 
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::solve::RowSink;
 
 /// A statistic of one result column over a run.
@@ -48,9 +48,10 @@ impl Statistic {
                 .find(|s| s.name().eq_ignore_ascii_case(word))
             else {
                 let names: Vec<&str> = Statistic::ALL.iter().map(|s| s.name()).collect();
-                return Err(Diagnostic::error_nospan(format!(
-                    "`--summary {text}`: `{word}` is not a statistic"
-                ))
+                return Err(Diagnostic::error_nospan(
+                    DiagnosticKind::Setting,
+                    format!("`--summary {text}`: `{word}` is not a statistic"),
+                )
                 .with_hint(format!("the statistics are: {}", names.join(", "))));
             };
             if !out.contains(s) {

@@ -10,7 +10,7 @@ pub mod scan;
 
 pub use parser::{parse, parse_expression};
 
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, DiagnosticKind};
 
 /// Parses class `idx` of a scanned library file on its own: its text with its
 /// nested classes blanked out (they are parsed when used), spans those of the
@@ -38,7 +38,8 @@ pub fn parse_class(
         })
         .ok_or_else(|| {
             Diagnostic::error(
-                ast::Span::new(file, sc.start, sc.start),
+                DiagnosticKind::Syntax,
+                crate::diag::Span::new(file, sc.start, sc.start),
                 format!("`{}` could not be read as a class definition", sc.name),
             )
         })

@@ -24,6 +24,7 @@ impl Flattener<'_> {
         for v in &vals {
             if !same_dims(&v.dims, &inner) {
                 return Err(Diagnostic::error(
+                    DiagnosticKind::Shape,
                     span,
                     format!(
                         "the elements of an array must have the same size, found {} and {}",
@@ -33,7 +34,11 @@ impl Flattener<'_> {
                 ));
             }
             ty = unify_ty(ty, v.ty).ok_or_else(|| {
-                Diagnostic::error(span, "an array cannot mix Boolean and numeric elements")
+                Diagnostic::error(
+                    DiagnosticKind::Type,
+                    span,
+                    "an array cannot mix Boolean and numeric elements",
+                )
             })?;
             elems.extend_from_slice(&v.elems);
         }
@@ -61,6 +66,7 @@ impl Flattener<'_> {
                     2 => (v.dims[0], v.dims[1]),
                     _ => {
                         return Err(Diagnostic::error(
+                            DiagnosticKind::Shape,
                             x.span,
                             "matrix elements may have at most two dimensions",
                         ));
@@ -71,6 +77,7 @@ impl Flattener<'_> {
                     Some((rr, rc, re, rt)) => {
                         if rr != nr {
                             return Err(Diagnostic::error(
+                                DiagnosticKind::Shape,
                                 x.span,
                                 format!(
                                     "cannot place a block of {nr} rows beside one of {rr} rows"
@@ -109,6 +116,7 @@ impl Flattener<'_> {
         for (r, c, e, t) in &row_mats {
             if *c != cols {
                 return Err(Diagnostic::error(
+                    DiagnosticKind::Shape,
                     span,
                     format!("matrix rows have different numbers of columns: {cols} and {c}"),
                 ));
@@ -139,6 +147,7 @@ impl Flattener<'_> {
             self.expect_boolean(&cv, c.span, "the condition of `if`")?;
             if !cv.is_scalar() {
                 return Err(Diagnostic::error(
+                    DiagnosticKind::Shape,
                     c.span,
                     "the condition of `if` must be a scalar",
                 ));
@@ -181,6 +190,7 @@ impl Flattener<'_> {
             }
             if !same_dims(&v.dims, &acc.dims) {
                 return Err(Diagnostic::error(
+                    DiagnosticKind::Shape,
                     span,
                     format!(
                         "the branches of an if-expression have different sizes: {} and {}",
@@ -191,6 +201,7 @@ impl Flattener<'_> {
             }
             let ty = unify_ty(v.ty, acc.ty).ok_or_else(|| {
                 Diagnostic::error(
+                    DiagnosticKind::Type,
                     span,
                     "the branches of an if-expression have different types",
                 )
@@ -242,6 +253,7 @@ impl Flattener<'_> {
             BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne => {
                 if !a.is_scalar() || !b.is_scalar() {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Shape,
                         span,
                         "relations compare scalars; index the arrays",
                     ));
@@ -256,6 +268,7 @@ impl Flattener<'_> {
                 };
                 if (a.ty == ScalarType::Boolean) != (b.ty == ScalarType::Boolean) {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Type,
                         span,
                         format!("cannot compare a {} with a {}", a.ty.name(), b.ty.name()),
                     ));
@@ -309,6 +322,7 @@ impl Flattener<'_> {
                     BinOp::Div => {
                         if !b.is_scalar() {
                             return Err(Diagnostic::error(
+                                DiagnosticKind::Shape,
                                 rhs.span,
                                 "division is only defined by a scalar",
                             ));
@@ -323,6 +337,7 @@ impl Flattener<'_> {
                         }
                         if !a.is_scalar() || !b.is_scalar() {
                             return Err(Diagnostic::error(
+                                DiagnosticKind::Shape,
                                 span,
                                 "`^` is defined for scalars and square matrices; use `.^` for element-wise powers",
                             ));
@@ -348,6 +363,7 @@ impl Flattener<'_> {
     ) -> Result<Value, Diagnostic> {
         if a.dims[0] != a.dims[1] {
             return Err(Diagnostic::error(
+                DiagnosticKind::Shape,
                 span,
                 format!(
                     "`^` of a matrix needs a square matrix, not one of size {}",
@@ -358,6 +374,7 @@ impl Flattener<'_> {
         let k = self.const_value(n.elems[0], n_span)?;
         if n.ty != ScalarType::Integer || k < 0.0 || k.fract() != 0.0 {
             return Err(Diagnostic::error(
+                DiagnosticKind::Type,
                 n_span,
                 "the exponent of a matrix power must be a non-negative Integer",
             )
@@ -437,6 +454,7 @@ impl Flattener<'_> {
             });
         }
         Err(Diagnostic::error(
+            DiagnosticKind::Shape,
             span,
             format!(
                 "the operands have different sizes: {} and {}",
@@ -541,6 +559,7 @@ impl Flattener<'_> {
     pub(super) fn minmax(&mut self, v: Value, f: Fn2, span: Span) -> Result<Value, Diagnostic> {
         let Some((&first, rest)) = v.elems.split_first() else {
             return Err(Diagnostic::error(
+                DiagnosticKind::Shape,
                 span,
                 format!("`{}` of an empty array", f.name()),
             ));

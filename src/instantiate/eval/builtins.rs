@@ -18,6 +18,7 @@ impl Flattener<'_> {
                 Arg::Positional(e) => out.push(e.clone()),
                 Arg::Named(n, _) => {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Call,
                         n.span,
                         format!("`{name}` takes no named argument `{}`", n.name),
                     ));
@@ -31,6 +32,7 @@ impl Flattener<'_> {
                 format!("{min} to {max}")
             };
             return Err(Diagnostic::error(
+                DiagnosticKind::Call,
                 span,
                 format!("`{name}` takes {expect} argument(s), {} given", out.len()),
             ));
@@ -67,6 +69,7 @@ impl Flattener<'_> {
                 let a = self.positional(args, span, name, 1, 1)?;
                 if ctx.in_function() {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Restriction,
                         span,
                         "`der` is not allowed in a function",
                     ));
@@ -76,7 +79,7 @@ impl Flattener<'_> {
                 let single_var =
                     v.elems.len() == 1 && matches!(self.arena.node(v.elems[0]), Node::Var(_));
                 if v.ty == ScalarType::Integer && !single_var {
-                    return Err(Diagnostic::error(
+                    return Err(Diagnostic::error(DiagnosticKind::Type,
                         a[0].span,
                         "`der` of an Integer expression",
                     )
@@ -101,7 +104,13 @@ impl Flattener<'_> {
                     match self.arena.node(x) {
                         Node::Var(var) => elems.push(self.arena.intern(Node::Pre(var))),
                         Node::Const(_) => elems.push(x),
-                        _ => return Err(Diagnostic::error(a[0].span, "`pre` needs a variable")),
+                        _ => {
+                            return Err(Diagnostic::error(
+                                DiagnosticKind::Call,
+                                a[0].span,
+                                "`pre` needs a variable",
+                            ));
+                        }
                     }
                 }
                 Ok(Value {
@@ -120,6 +129,7 @@ impl Flattener<'_> {
                 for &x in &v.elems {
                     let Node::Var(var) = self.arena.node(x) else {
                         return Err(Diagnostic::error(
+                            DiagnosticKind::Call,
                             a[0].span,
                             format!("`{name}` needs a variable"),
                         ));
@@ -219,6 +229,7 @@ impl Flattener<'_> {
                 let y = self.eval_expr(&a[1], ctx)?;
                 if !x.is_scalar() || !y.is_scalar() {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Call,
                         span,
                         format!("`{name}(a, b)` takes two scalars"),
                     ));
@@ -246,6 +257,7 @@ impl Flattener<'_> {
                     let k = k as usize;
                     if k == 0 || k > v.dims.len() {
                         return Err(Diagnostic::error(
+                            DiagnosticKind::Shape,
                             a[1].span,
                             format!(
                                 "dimension {k} does not exist; the array has {}",
@@ -323,7 +335,11 @@ impl Flattener<'_> {
                 let a = self.positional(args, span, name, 1, 1)?;
                 let v = self.eval_expr(&a[0], ctx)?;
                 if v.dims.len() != 1 {
-                    return Err(Diagnostic::error(a[0].span, "`diagonal` takes a vector"));
+                    return Err(Diagnostic::error(
+                        DiagnosticKind::Call,
+                        a[0].span,
+                        "`diagonal` takes a vector",
+                    ));
                 }
                 let n = v.dims[0];
                 let zero = self.arena.zero();
@@ -343,6 +359,7 @@ impl Flattener<'_> {
                 let n = self.eval_scalar_const(&a[2], ctx)? as usize;
                 if n < 2 {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Call,
                         a[2].span,
                         "`linspace` needs at least 2 points",
                     ));
@@ -364,7 +381,11 @@ impl Flattener<'_> {
                 let a = self.positional(args, span, name, 1, 1)?;
                 let v = self.eval_expr(&a[0], ctx)?;
                 if v.dims.len() != 2 {
-                    return Err(Diagnostic::error(a[0].span, "`transpose` takes a matrix"));
+                    return Err(Diagnostic::error(
+                        DiagnosticKind::Call,
+                        a[0].span,
+                        "`transpose` takes a matrix",
+                    ));
                 }
                 let (n, m) = (v.dims[0], v.dims[1]);
                 let elems = (0..n * m).map(|k| v.elems[(k % n) * m + k / n]).collect();
@@ -379,7 +400,11 @@ impl Flattener<'_> {
                 let x = self.eval_expr(&a[0], ctx)?;
                 let y = self.eval_expr(&a[1], ctx)?;
                 if x.dims != [3] || y.dims != [3] {
-                    return Err(Diagnostic::error(span, "`cross` takes two 3-vectors"));
+                    return Err(Diagnostic::error(
+                        DiagnosticKind::Call,
+                        span,
+                        "`cross` takes two 3-vectors",
+                    ));
                 }
                 let mut elems = Vec::new();
                 for (i, j) in [(1, 2), (2, 0), (0, 1)] {
@@ -397,7 +422,11 @@ impl Flattener<'_> {
                 let a = self.positional(args, span, name, 1, 1)?;
                 let x = self.eval_expr(&a[0], ctx)?;
                 if x.dims != [3] {
-                    return Err(Diagnostic::error(span, "`skew` takes a 3-vector"));
+                    return Err(Diagnostic::error(
+                        DiagnosticKind::Call,
+                        span,
+                        "`skew` takes a 3-vector",
+                    ));
                 }
                 let z = self.arena.zero();
                 let [x1, x2, x3] = [x.elems[0], x.elems[1], x.elems[2]];
@@ -415,7 +444,11 @@ impl Flattener<'_> {
                 let x = self.eval_expr(&a[0], ctx)?;
                 let y = self.eval_expr(&a[1], ctx)?;
                 if x.dims.len() != 1 || y.dims.len() != 1 {
-                    return Err(Diagnostic::error(span, "`outerProduct` takes two vectors"));
+                    return Err(Diagnostic::error(
+                        DiagnosticKind::Call,
+                        span,
+                        "`outerProduct` takes two vectors",
+                    ));
                 }
                 let mut elems = Vec::new();
                 for &p in &x.elems {
@@ -434,6 +467,7 @@ impl Flattener<'_> {
                 let v = self.eval_expr(&a[0], ctx)?;
                 if v.elems.len() != 1 {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Shape,
                         a[0].span,
                         "`scalar` needs an array with one element",
                     ));
@@ -459,6 +493,7 @@ impl Flattener<'_> {
                     .collect::<Result<Vec<_>, _>>()?;
                 if k != 1 || vals.iter().any(|v| v.dims.len() != 1) {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Unsupported,
                         span,
                         "`cat` is supported for vectors along dimension 1",
                     ));
@@ -481,10 +516,12 @@ impl Flattener<'_> {
                 })
             }
             "String" => Err(Diagnostic::error(
+                DiagnosticKind::Restriction,
                 span,
                 "`String(...)` may only appear in messages",
             )),
             other => Err(Diagnostic::error(
+                DiagnosticKind::Unsupported,
                 span,
                 format!("builtin `{other}` is not supported here"),
             )),
@@ -505,6 +542,7 @@ impl Flattener<'_> {
                 Arg::Positional(e) => {
                     if k >= params.len() {
                         return Err(Diagnostic::error(
+                            DiagnosticKind::Call,
                             e.span,
                             format!("too many arguments to `{name}`"),
                         ));
@@ -516,6 +554,7 @@ impl Flattener<'_> {
                     Some(i) => out[i] = Some(e.clone()),
                     None => {
                         return Err(Diagnostic::error(
+                            DiagnosticKind::Call,
                             n.span,
                             format!("`{name}` has no argument `{}`", n.name),
                         ));
@@ -527,7 +566,11 @@ impl Flattener<'_> {
             .enumerate()
             .map(|(i, e)| {
                 e.ok_or_else(|| {
-                    Diagnostic::error(span, format!("`{name}` needs argument `{}`", params[i]))
+                    Diagnostic::error(
+                        DiagnosticKind::Call,
+                        span,
+                        format!("`{name}` needs argument `{}`", params[i]),
+                    )
                 })
             })
             .collect()
@@ -543,6 +586,7 @@ impl Flattener<'_> {
             let v = self.eval_scalar_const(x, ctx)?;
             if v < 0.0 || v.fract() != 0.0 {
                 return Err(Diagnostic::error(
+                    DiagnosticKind::Shape,
                     x.span,
                     "an array size must be a non-negative integer",
                 ));
@@ -569,6 +613,7 @@ impl Flattener<'_> {
                 if var.ty != ScalarType::Real {
                     let n = var.name.clone();
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Type,
                         span,
                         format!("`der({n})`: `{n}` is not a Real variable"),
                     )
@@ -576,7 +621,7 @@ impl Flattener<'_> {
                 }
                 if var.variability == Variability::Discrete {
                     let n = var.name.clone();
-                    return Err(Diagnostic::error(
+                    return Err(Diagnostic::error(DiagnosticKind::Variability,
                         span,
                         format!("`der({n})`: `{n}` is declared discrete"),
                     )
@@ -619,6 +664,7 @@ impl Flattener<'_> {
                 "an array"
             };
             return Err(Diagnostic::error(
+                DiagnosticKind::Type,
                 span,
                 format!("the {what} of `sample` must be a Real number, not {got}"),
             )
@@ -635,7 +681,7 @@ impl Flattener<'_> {
                     _ => false,
                 });
         if varying.is_some() {
-            return Err(Diagnostic::error(
+            return Err(Diagnostic::error(DiagnosticKind::Variability,
                 span,
                 format!("the {what} of `sample` changes during the simulation"),
             )

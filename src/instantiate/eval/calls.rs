@@ -19,14 +19,19 @@ impl Flattener<'_> {
         }
         if name == "reinit" || name == "assert" || name == "terminate" {
             return Err(Diagnostic::error(
+                DiagnosticKind::Call,
                 span,
                 format!("`{name}` is an equation or statement, not a function with a value"),
             ));
         }
         let outs = self.call_user_function(func, args, span, ctx)?;
-        outs.into_iter()
-            .next()
-            .ok_or_else(|| Diagnostic::error(span, format!("function `{name}` has no output")))
+        outs.into_iter().next().ok_or_else(|| {
+            Diagnostic::error(
+                DiagnosticKind::Call,
+                span,
+                format!("function `{name}` has no output"),
+            )
+        })
     }
 
     /// `b.f1(x)`: function `f1` of the class of component `b` (a scalar
@@ -58,6 +63,7 @@ impl Flattener<'_> {
         };
         let [CompNode::Inst(i)] = &*nodes.leaves else {
             return Err(Diagnostic::error(
+                DiagnosticKind::Call,
                 func.span,
                 format!(
                     "`{}` is not a scalar component: a function is called through one component",
@@ -86,6 +92,7 @@ impl Flattener<'_> {
     ) -> Result<Vec<Value>, Diagnostic> {
         let Some(fname) = func.as_name() else {
             return Err(Diagnostic::error(
+                DiagnosticKind::Call,
                 func.span,
                 "a function name cannot have subscripts",
             ));
@@ -96,9 +103,12 @@ impl Flattener<'_> {
         {
             Ok(c) => c,
             Err(_) => {
-                let mut d =
-                    Diagnostic::error(func.span, format!("unknown function `{}`", fname.dotted()))
-                        .with_label("no function of this name is visible here");
+                let mut d = Diagnostic::error(
+                    DiagnosticKind::UnresolvedName,
+                    func.span,
+                    format!("unknown function `{}`", fname.dotted()),
+                )
+                .with_label("no function of this name is visible here");
                 if let Some(c) = crate::diag::closest(&fname.dotted(), BUILTINS.iter().copied()) {
                     d = d.with_hint(format!("did you mean the builtin `{c}`?"));
                 }
@@ -142,6 +152,7 @@ impl Flattener<'_> {
             Some(ast::ClassKind::Function) => {}
             Some(ast::ClassKind::Record) => {
                 return Err(Diagnostic::error(
+                    DiagnosticKind::Unsupported,
                     span,
                     format!(
                         "record constructor `{}` is not supported yet",
@@ -151,6 +162,7 @@ impl Flattener<'_> {
             }
             _ => {
                 return Err(Diagnostic::error(
+                    DiagnosticKind::Call,
                     func.span,
                     format!("`{}` is not a function", fname.dotted()),
                 ));
@@ -176,6 +188,7 @@ impl Flattener<'_> {
                     }
                     None => {
                         return Err(Diagnostic::error(
+                            DiagnosticKind::Call,
                             span,
                             format!("`{}` needs input `{}`", fname.dotted(), sig.inputs[i].name),
                         ));
@@ -240,6 +253,7 @@ pub(super) fn match_arguments<'a>(
             Arg::Positional(e) => {
                 if k >= inputs.len() {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Call,
                         e.span,
                         format!("`{what}` takes {} argument(s)", inputs.len()),
                     ));
@@ -250,6 +264,7 @@ pub(super) fn match_arguments<'a>(
             Arg::Named(n, e) => {
                 let Some(i) = inputs.iter().position(|x| *x == n.name) else {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Call,
                         n.span,
                         format!("`{what}` has no input `{}`", n.name),
                     ));

@@ -27,9 +27,10 @@ pub(super) use msl_tables::TableObject;
 
 use super::modifier::Scope;
 use super::{CompNode, Flattener, InstId};
-use crate::diag::Diagnostic;
+use crate::diag::Span;
+use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::flat::{CallSite, ExprId, Fn1, Fn2, Node, RelOp, ScalarType, Variability};
-use crate::syntax::ast::{self, Arg, BinOp, ComponentRef, ExprKind, Span, Subscript, UnOp};
+use crate::syntax::ast::{self, Arg, BinOp, ComponentRef, ExprKind, Subscript, UnOp};
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -87,6 +88,7 @@ pub fn select(v: &Value, index: &[usize], span: Span) -> Result<Value, Diagnosti
             return Ok(v.clone());
         }
         return Err(Diagnostic::error(
+            DiagnosticKind::Shape,
             span,
             format!(
                 "a value of size {} cannot be split over an array of {} dimensions",
@@ -101,7 +103,7 @@ pub fn select(v: &Value, index: &[usize], span: Span) -> Result<Value, Diagnosti
     for (k, &i) in index.iter().enumerate() {
         stride /= v.dims[k].max(1);
         if i == 0 || i > v.dims[k] {
-            return Err(Diagnostic::error(
+            return Err(Diagnostic::error(DiagnosticKind::Shape,
                 span,
                 format!(
                     "this value has size {} but is given to an array component of another size (it has no element {})",
@@ -256,10 +258,10 @@ impl<'l> Flattener<'l> {
             ExprKind::Real(v) => Ok(Value::scalar(ScalarType::Real, self.arena.constant(*v))),
             ExprKind::Integer(v) => Ok(Value::scalar(ScalarType::Integer, self.arena.constant(*v as f64))),
             ExprKind::Bool(b) => Ok(Value::scalar(ScalarType::Boolean, self.arena.constant(f64::from(*b)))),
-            ExprKind::String(_) => Err(Diagnostic::error(e.span, "a string is not allowed here")
+            ExprKind::String(_) => Err(Diagnostic::error(DiagnosticKind::Type, e.span, "a string is not allowed here")
                 .with_hint("strings may only appear in descriptions and in the messages of assert and terminate")),
             ExprKind::Ref(r) => self.resolve_ref(r, ctx),
-            ExprKind::FunctionPartial { func, .. } => Err(Diagnostic::error(
+            ExprKind::FunctionPartial { func, .. } => Err(Diagnostic::error(DiagnosticKind::Unsupported,
                 e.span,
                 format!(
                     "functions passed as arguments (`function {}(...)`) are not supported",
@@ -270,7 +272,7 @@ impl<'l> Flattener<'l> {
             .with_hint("call a function written for this one purpose instead")),
             ExprKind::End => match ctx.end {
                 Some(n) => Ok(Value::scalar(ScalarType::Integer, self.arena.constant(n as f64))),
-                None => Err(Diagnostic::error(e.span, "`end` is only allowed inside a subscript")),
+                None => Err(Diagnostic::error(DiagnosticKind::Restriction, e.span, "`end` is only allowed inside a subscript")),
             },
             ExprKind::Unary { op, operand } => {
                 let v = self.eval_expr(operand, ctx)?;
@@ -298,11 +300,11 @@ impl<'l> Flattener<'l> {
                 };
                 let b = self.eval_scalar_const(stop, ctx)?;
                 if s == 0.0 {
-                    return Err(Diagnostic::error(e.span, "the step of a range cannot be zero"));
+                    return Err(Diagnostic::error(DiagnosticKind::Evaluation, e.span, "the step of a range cannot be zero"));
                 }
                 let n = (((b - a) / s).floor() + 1.0).max(0.0) as usize;
                 if n > 10_000_000 {
-                    return Err(Diagnostic::error(e.span, format!("range of {n} elements is too large")));
+                    return Err(Diagnostic::error(DiagnosticKind::Limit, e.span, format!("range of {n} elements is too large")));
                 }
                 let int = a.fract() == 0.0 && s.fract() == 0.0;
                 let elems = (0..n).map(|k| self.arena.constant(a + s * k as f64)).collect();
@@ -333,14 +335,14 @@ impl<'l> Flattener<'l> {
                     "product" => self.reduce(arr, Node::Mul(0, 0), 1.0),
                     "min" => self.minmax(arr, Fn2::Min, e.span),
                     "max" => self.minmax(arr, Fn2::Max, e.span),
-                    other => Err(Diagnostic::error(
+                    other => Err(Diagnostic::error(DiagnosticKind::Unsupported,
                         f.span,
                         format!("`{other}(... for ...)` is not supported; use sum, product, min, max or an array constructor"),
                     )),
                 }
             }
             ExprKind::Call { func, args } => self.eval_call(func, args, e.span, ctx),
-            ExprKind::Tuple(_) => Err(Diagnostic::error(
+            ExprKind::Tuple(_) => Err(Diagnostic::error(DiagnosticKind::Restriction,
                 e.span,
                 "a parenthesized list is only allowed on the left of `:=` with a function call",
             )),
@@ -398,6 +400,7 @@ impl<'l> Flattener<'l> {
     pub(super) fn for_range(&mut self, fi: &ast::ForIndex, ctx: &Ctx) -> Result<Value, Diagnostic> {
         let Some(r) = &fi.range else {
             return Err(Diagnostic::error(
+                DiagnosticKind::Unsupported,
                 fi.name.span,
                 "a for-loop without `in range` is not supported",
             )
@@ -406,6 +409,7 @@ impl<'l> Flattener<'l> {
         let v = self.eval_expr(r, ctx)?;
         if v.dims.len() != 1 {
             return Err(Diagnostic::error(
+                DiagnosticKind::Shape,
                 r.span,
                 "the range of a for-loop must be a vector",
             ));
@@ -434,6 +438,7 @@ impl<'l> Flattener<'l> {
         let v = self.eval_expr(e, ctx)?;
         if !v.is_scalar() {
             return Err(Diagnostic::error(
+                DiagnosticKind::Shape,
                 e.span,
                 format!("expected a scalar, found size {}", shape_text(&v.dims)),
             ));
@@ -447,6 +452,7 @@ impl<'l> Flattener<'l> {
     fn expect_numeric(&self, v: &Value, span: Span) -> Result<(), Diagnostic> {
         if v.ty == ScalarType::Boolean {
             return Err(Diagnostic::error(
+                DiagnosticKind::Type,
                 span,
                 "a Boolean is used where a number is expected",
             ));
@@ -457,6 +463,7 @@ impl<'l> Flattener<'l> {
     fn expect_boolean(&self, v: &Value, span: Span, what: &str) -> Result<(), Diagnostic> {
         if v.ty != ScalarType::Boolean {
             return Err(Diagnostic::error(
+                DiagnosticKind::Type,
                 span,
                 format!("{what} needs a Boolean, found a {}", v.ty.name()),
             ));
@@ -487,6 +494,7 @@ fn unify_ty(a: ScalarType, b: ScalarType) -> Option<ScalarType> {
 
 fn dim_error(span: Span, op: BinOp, a: &Value, b: &Value) -> Diagnostic {
     Diagnostic::error(
+        DiagnosticKind::Shape,
         span,
         format!(
             "dimension mismatch in `{}`: left operand has size {}, right operand has size {}",

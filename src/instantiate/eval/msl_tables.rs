@@ -124,6 +124,7 @@ impl Flattener<'_> {
         let full = self.lib.entry(class).full_name.clone();
         let ExprKind::Call { args, .. } = &binding.kind else {
             return Err(Diagnostic::error(
+                DiagnosticKind::Call,
                 binding.span,
                 format!(
                     "an external object of `{full}` must be bound to a call of its constructor"
@@ -135,6 +136,7 @@ impl Flattener<'_> {
         };
         let Some(ctor) = self.lib.member_class(class, "constructor")? else {
             return Err(Diagnostic::error(
+                DiagnosticKind::UnresolvedName,
                 binding.span,
                 format!("`{full}` has no function `constructor`"),
             ));
@@ -145,7 +147,7 @@ impl Flattener<'_> {
             .and_then(|r| r.split('_').next())
             .unwrap_or("");
         if !matches!(kind, "CombiTable1D" | "CombiTable2D" | "CombiTimeTable") {
-            return Err(Diagnostic::error(
+            return Err(Diagnostic::error(DiagnosticKind::Unsupported,
                 binding.span,
                 format!("the external object `{full}` (C function `{c_name}`) is not supported"),
             )
@@ -183,12 +185,17 @@ impl Flattener<'_> {
             }
             (Some(t), false) => t,
             (None, false) => {
-                return Err(Diagnostic::error(binding.span, "the table has no data")
-                    .with_hint("give `table = [...]`, or `fileName` and `tableName`"));
+                return Err(Diagnostic::error(
+                    DiagnosticKind::Table,
+                    binding.span,
+                    "the table has no data",
+                )
+                .with_hint("give `table = [...]`, or `fileName` and `tableName`"));
             }
         };
         if table.dims.len() != 2 {
             return Err(Diagnostic::error(
+                DiagnosticKind::Table,
                 span,
                 format!(
                     "a table must be a matrix, not of shape {}",
@@ -202,14 +209,18 @@ impl Flattener<'_> {
             .ok()
             .and_then(|k| SMOOTHNESS.get(k))
         else {
-            return Err(Diagnostic::error(smoothness.1, "not a Smoothness value"));
+            return Err(Diagnostic::error(
+                DiagnosticKind::Type,
+                smoothness.1,
+                "not a Smoothness value",
+            ));
         };
         let constant_segments = literal == "ConstantSegments";
         let Some(smooth) = mapped.or(constant_segments
             .then_some(1)
             .filter(|_| kind == "CombiTimeTable"))
         else {
-            return Err(Diagnostic::error(
+            return Err(Diagnostic::error(DiagnosticKind::Unsupported,
                 smoothness.1,
                 format!("table smoothness `{literal}` is not supported"),
             )
@@ -219,6 +230,7 @@ impl Flattener<'_> {
         if kind == "CombiTimeTable" {
             if smooth != 1 {
                 return Err(Diagnostic::error(
+                    DiagnosticKind::Unsupported,
                     smoothness.1,
                     format!("a time table's smoothness `{literal}` is not supported"),
                 )
@@ -226,6 +238,7 @@ impl Flattener<'_> {
             }
             if rows == 0 || cols < 2 {
                 return Err(Diagnostic::error(
+                    DiagnosticKind::Table,
                     span,
                     format!(
                         "a time table needs at least one row and two columns (time in column 1); this one is {rows} x {cols}"
@@ -281,6 +294,7 @@ impl Flattener<'_> {
             }
             if rows < 2 || cols < 2 {
                 return Err(Diagnostic::error(
+                    DiagnosticKind::Table,
                     span,
                     format!(
                         "a 2-D table needs at least 2 rows and 2 columns (its grids in row 1 and column 1); this one is {rows} x {cols}"
@@ -295,6 +309,7 @@ impl Flattener<'_> {
         }
         if rows == 0 || cols < 2 {
             return Err(Diagnostic::error(
+                DiagnosticKind::Table,
                 span,
                 format!(
                     "a 1-D table needs at least one row and two columns (the abscissa in column 1); this one is {rows} x {cols}"
@@ -340,6 +355,7 @@ impl Flattener<'_> {
                     let k = self.const_value(x, e.span)?;
                     if k.fract() != 0.0 || k < 1.0 || k > cols as f64 {
                         return Err(Diagnostic::error(
+                            DiagnosticKind::Table,
                             e.span,
                             format!(
                                 "table column {k} does not exist: the table has columns 1 to {cols}"
@@ -465,6 +481,7 @@ impl Flattener<'_> {
         let v = self.eval_expr(e, &self.arg_ctx(*caller, ctx, ctor))?;
         if !v.is_scalar() {
             return Err(Diagnostic::error(
+                DiagnosticKind::Shape,
                 e.span,
                 format!("`{name}` must be a scalar"),
             ));
@@ -496,6 +513,7 @@ impl Flattener<'_> {
                 }
                 _ => {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Call,
                         a.span,
                         format!("`{c_name}`: only inputs can be passed here"),
                     ));
@@ -508,6 +526,7 @@ impl Flattener<'_> {
                     continue;
                 }
                 return Err(Diagnostic::error(
+                    DiagnosticKind::Call,
                     span,
                     format!("`{fname}` needs input `{input}`"),
                 ));
@@ -516,6 +535,7 @@ impl Flattener<'_> {
         }
         let Some((first, _)) = c_args.first() else {
             return Err(Diagnostic::error(
+                DiagnosticKind::Call,
                 span,
                 format!("`{c_name}` has no table argument"),
             ));
@@ -531,6 +551,7 @@ impl Flattener<'_> {
         let function = c_name.strip_prefix(PREFIX).unwrap_or(c_name);
         let unsupported = || {
             Diagnostic::error(
+                DiagnosticKind::Unsupported,
                 span,
                 format!("the table function `{c_name}` (called by `{fname}`) is not supported"),
             )
@@ -698,6 +719,7 @@ impl Flattener<'_> {
     ) -> Result<usize, Diagnostic> {
         let Some(&icol) = icol.elems.first().filter(|_| icol.is_scalar()) else {
             return Err(Diagnostic::error(
+                DiagnosticKind::Type,
                 span,
                 "the column must be a scalar Integer",
             ));
@@ -708,6 +730,7 @@ impl Flattener<'_> {
             .flatten()
             .ok_or_else(|| {
                 Diagnostic::error(
+                    DiagnosticKind::Table,
                     span,
                     format!(
                         "the table serves {} column(s); there is no column {k}",
@@ -730,6 +753,7 @@ impl Flattener<'_> {
     ) -> Result<Vec<Value>, Diagnostic> {
         let Some(class) = self.lib.stdlib_class(path)? else {
             return Err(Diagnostic::error(
+                DiagnosticKind::UnresolvedName,
                 span,
                 format!("the standard library has no `{path}`"),
             ));
@@ -741,7 +765,7 @@ impl Flattener<'_> {
     /// current instance).
     fn table_object_of(&mut self, e: &ast::Expr, ctx: &Ctx) -> Result<TableObject, Diagnostic> {
         let not_object = || {
-            Diagnostic::error(e.span, "expected the name of a table object")
+            Diagnostic::error(DiagnosticKind::Call, e.span, "expected the name of a table object")
                 .with_hint("pass the component declared as `parameter ExternalCombiTable1D tableID = ExternalCombiTable1D(...)`")
         };
         let ExprKind::Ref(r) = &e.kind else {
@@ -771,14 +795,14 @@ impl Flattener<'_> {
         span: Span,
     ) -> Result<Value, Diagnostic> {
         if file_name.to_ascii_lowercase().ends_with(".csv") {
-            return Err(Diagnostic::error(
+            return Err(Diagnostic::error(DiagnosticKind::Unsupported,
                 span,
                 format!("table file `{file_name}`: CSV files are not supported for the MSL's tables"),
             )
             .with_hint("write it in the MSL's text format (`#1`, then `double name(rows, columns)` and the rows), or use the embedded `Tables.readCSV`"));
         }
         if file_name.to_ascii_lowercase().ends_with(".mat") {
-            return Err(Diagnostic::error(
+            return Err(Diagnostic::error(DiagnosticKind::Unsupported,
                 span,
                 format!("table file `{file_name}`: MAT files are not supported"),
             )
@@ -797,6 +821,7 @@ impl Flattener<'_> {
         };
         let text = std::fs::read_to_string(&path).map_err(|err| {
             Diagnostic::error(
+                DiagnosticKind::Io,
                 span,
                 format!("cannot read the table file `{}`: {err}", path.display()),
             )
@@ -805,7 +830,7 @@ impl Flattener<'_> {
         self.lib.files_read.push((path.clone(), root));
         let shown = path.display().to_string();
         let bad = |line: usize, msg: String| {
-            Diagnostic::error(span, format!("{shown}:{line}: {msg}"))
+            Diagnostic::error(DiagnosticKind::Table, span, format!("{shown}:{line}: {msg}"))
                 .with_hint("a table file starts with the line `#1`; each matrix follows a line `double name(rows, columns)`")
         };
         let mut lines = text.lines().enumerate();
@@ -861,7 +886,7 @@ impl Flattener<'_> {
             want = Some((rows, cols, k + 1));
         }
         let Some((rows, cols, at)) = want else {
-            return Err(Diagnostic::error(
+            return Err(Diagnostic::error(DiagnosticKind::Table,
                 span,
                 format!("{shown}: no matrix named `{table_name}`"),
             )

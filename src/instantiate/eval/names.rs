@@ -36,6 +36,7 @@ impl Flattener<'_> {
             for leaf in cur.leaves.iter() {
                 let CompNode::Inst(i) = leaf else {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::UnresolvedName,
                         part.ident.span,
                         format!(
                             "`{path}` is a variable and has no component `{}`",
@@ -48,6 +49,7 @@ impl Flattener<'_> {
                     let cname = self.lib.entry(class).full_name.clone();
                     let names = self.instances[*i as usize].order.clone();
                     let mut d = Diagnostic::error(
+                        DiagnosticKind::UnresolvedName,
                         part.ident.span,
                         format!(
                             "`{path}` (a `{cname}`) has no component `{}`",
@@ -68,6 +70,7 @@ impl Flattener<'_> {
                     None => inner_dims = Some(na.dims.clone()),
                     Some(d) if *d != na.dims => {
                         return Err(Diagnostic::error(
+                            DiagnosticKind::Shape,
                             part.ident.span,
                             "array components of different sizes cannot be combined",
                         ));
@@ -121,6 +124,7 @@ impl Flattener<'_> {
                 Subscript::Index(e) => e.span,
             };
             return Err(Diagnostic::error(
+                DiagnosticKind::Shape,
                 span,
                 format!(
                     "`{path}` has {} dimension(s) but {} subscript(s) are given",
@@ -138,6 +142,7 @@ impl Flattener<'_> {
                         Subscript::Index(e) => e.span,
                     };
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Variability,
                         span,
                         "the index of a component array must be a parameter expression",
                     ));
@@ -163,6 +168,7 @@ impl Flattener<'_> {
                 if let Some(k) = self.simple_index(e, ctx) {
                     if k < 1 || k as usize > size {
                         return Err(Diagnostic::error(
+                            DiagnosticKind::Shape,
                             e.span,
                             format!(
                                 "index {k} is out of bounds for `{path}`, which has size {size} here"
@@ -175,7 +181,11 @@ impl Flattener<'_> {
                 c.end = Some(size);
                 let v = self.eval_expr(e, &c)?;
                 if v.ty == ScalarType::Boolean {
-                    return Err(Diagnostic::error(e.span, "an index must be an Integer"));
+                    return Err(Diagnostic::error(
+                        DiagnosticKind::Type,
+                        e.span,
+                        "an index must be an Integer",
+                    ));
                 }
                 let mut idx = Vec::new();
                 for &x in &v.elems {
@@ -190,6 +200,7 @@ impl Flattener<'_> {
                     };
                     if val.fract() != 0.0 || val < 1.0 || val as usize > size {
                         return Err(Diagnostic::error(
+                            DiagnosticKind::Shape,
                             e.span,
                             format!(
                                 "index {} is out of bounds for `{path}`, which has size {size} here",
@@ -264,6 +275,7 @@ impl Flattener<'_> {
             && self.string_parameter(i, name).is_some()
         {
             return Err(Diagnostic::error(
+                DiagnosticKind::Type,
                 r.span,
                 format!("`{name}` is a String parameter, which has no numeric value"),
             )
@@ -284,6 +296,7 @@ impl Flattener<'_> {
         {
             if r.parts.len() > 1 {
                 return Err(Diagnostic::error(
+                    DiagnosticKind::Unsupported,
                     r.span,
                     "records are not supported in functions",
                 ));
@@ -316,13 +329,17 @@ impl Flattener<'_> {
                 _ => return Ok(()),
             }
         };
-        Err(Diagnostic::error(span, format!("`time` used in {what}"))
-            .with_label(format!(
-                "{what} cannot read the simulation time (MLS 3.6.7)"
-            ))
-            .with_hint(
-                "pass the time in: as a function input, or by a binding in the model that uses it",
-            ))
+        Err(Diagnostic::error(
+            DiagnosticKind::Variability,
+            span,
+            format!("`time` used in {what}"),
+        )
+        .with_label(format!(
+            "{what} cannot read the simulation time (MLS 3.6.7)"
+        ))
+        .with_hint(
+            "pass the time in: as a function input, or by a binding in the model that uses it",
+        ))
     }
 
     pub(super) fn unknown_name(&mut self, r: &ComponentRef, ctx: &Ctx) -> Diagnostic {
@@ -334,8 +351,12 @@ impl Flattener<'_> {
         if let Some(i) = ctx.scope.inst {
             candidates.extend(self.instances[i as usize].order.iter().cloned());
         }
-        let mut d = Diagnostic::error(r.parts[0].ident.span, format!("unknown name `{name}`"))
-            .with_label("not declared in this scope");
+        let mut d = Diagnostic::error(
+            DiagnosticKind::UnresolvedName,
+            r.parts[0].ident.span,
+            format!("unknown name `{name}`"),
+        )
+        .with_label("not declared in this scope");
         if let Some(c) = crate::diag::closest(name, candidates.iter().map(|s| s.as_str())) {
             d = d.with_hint(format!("did you mean `{c}`?"));
         } else {
@@ -354,6 +375,7 @@ impl Flattener<'_> {
         for leaf in nodes.leaves.iter() {
             let CompNode::Var(v) = leaf else {
                 return Err(Diagnostic::error(
+                    DiagnosticKind::Type,
                     r.span,
                     format!(
                         "`{}` is a component, not a variable, and cannot be used in an expression",
@@ -378,6 +400,7 @@ impl Flattener<'_> {
                         let n = self.vars[*v as usize].name.clone();
                         let decl = self.vars[*v as usize].span;
                         return Err(Diagnostic::error(
+                            DiagnosticKind::Evaluation,
                             decl,
                             format!("constant `{n}` has no value"),
                         )
@@ -421,6 +444,7 @@ impl Flattener<'_> {
         for (k, s) in subs.iter().enumerate() {
             if k >= l.dims.len() {
                 return Err(Diagnostic::error(
+                    DiagnosticKind::Shape,
                     r_span(s),
                     format!(
                         "`{name}` has {} dimension(s) but more subscripts are given",
@@ -465,6 +489,7 @@ impl Flattener<'_> {
         }
         if subs.len() > v.dims.len() {
             return Err(Diagnostic::error(
+                DiagnosticKind::Shape,
                 r_span(&subs[0]),
                 format!("`{name}` has {} dimension(s)", v.dims.len()),
             ));
@@ -494,6 +519,7 @@ impl Flattener<'_> {
     ) -> Result<ExprId, Diagnostic> {
         if sel.len() != dims.len() || sel.iter().any(|s| matches!(s, Index::Many(_))) {
             return Err(Diagnostic::error(
+                DiagnosticKind::Shape,
                 r_span(&subs[0]),
                 "a run-time index must select a single element (give every subscript)",
             ));
@@ -548,6 +574,7 @@ impl Flattener<'_> {
             return Ok(());
         }
         Err(Diagnostic::error(
+            DiagnosticKind::UnresolvedName,
             span,
             format!(
                 "`{name}` is a parameter of `{}`, not a constant",
@@ -582,6 +609,7 @@ impl Flattener<'_> {
                     }
                     if r.parts.len() > 1 {
                         return Err(Diagnostic::error(
+                            DiagnosticKind::Unsupported,
                             r.span,
                             "record constants are not supported",
                         ));
@@ -616,6 +644,7 @@ impl Flattener<'_> {
             {
                 let cname = self.lib.entry(class).full_name.clone();
                 return Err(Diagnostic::error(
+                    DiagnosticKind::UnresolvedName,
                     r.parts[k - 1].ident.span,
                     format!("`{cname}` is partial: `{pname}` cannot be looked up in it"),
                 )
@@ -657,6 +686,7 @@ impl Flattener<'_> {
                         )));
                     }
                     return Err(Diagnostic::error(
+                        DiagnosticKind::UnresolvedName,
                         part.ident.span,
                         format!("enumeration `{cname}` has no literal `{pname}`"),
                     ));
@@ -668,6 +698,7 @@ impl Flattener<'_> {
                         .map(Some);
                 }
                 return Err(Diagnostic::error(
+                    DiagnosticKind::UnresolvedName,
                     part.ident.span,
                     format!("`{cname}` has no constant `{pname}`"),
                 ));
@@ -677,6 +708,7 @@ impl Flattener<'_> {
                 None => {
                     let cname = self.lib.entry(class).full_name.clone();
                     return Err(Diagnostic::error(
+                        DiagnosticKind::UnresolvedName,
                         part.ident.span,
                         format!("`{cname}` has no class `{pname}`"),
                     ));
@@ -811,6 +843,7 @@ impl Flattener<'_> {
                     .and_then(|m| m.binding.as_ref())
                 else {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Evaluation,
                         span,
                         format!("constant `{name}` has no value"),
                     ));

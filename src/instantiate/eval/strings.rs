@@ -67,14 +67,22 @@ impl Flattener<'_> {
             ExprKind::Ref(r) if r.parts.len() == 1 && r.parts[0].subscripts.is_empty() => {
                 let name = &r.parts[0].ident.name;
                 let Some(inst) = ctx.scope.inst else {
-                    return Err(Diagnostic::error(e.span, "expected a string"));
+                    return Err(Diagnostic::error(
+                        DiagnosticKind::Type,
+                        e.span,
+                        "expected a string",
+                    ));
                 };
                 self.ensure_component(inst, name)?;
-                self.string_parameter(inst, name)
-                    .cloned()
-                    .ok_or_else(|| Diagnostic::error(e.span, "expected a string"))
+                self.string_parameter(inst, name).cloned().ok_or_else(|| {
+                    Diagnostic::error(DiagnosticKind::Type, e.span, "expected a string")
+                })
             }
-            _ => Err(Diagnostic::error(e.span, "expected a string")),
+            _ => Err(Diagnostic::error(
+                DiagnosticKind::Type,
+                e.span,
+                "expected a string",
+            )),
         }
     }
 
@@ -142,7 +150,11 @@ impl Flattener<'_> {
         let v = self.eval_expr(cond, ctx)?;
         match v.elems.first() {
             Some(&x) if v.is_scalar() => Ok(self.const_value(x, cond.span)? != 0.0),
-            _ => Err(Diagnostic::error(cond.span, "expected a scalar condition")),
+            _ => Err(Diagnostic::error(
+                DiagnosticKind::Shape,
+                cond.span,
+                "expected a scalar condition",
+            )),
         }
     }
 
@@ -177,6 +189,7 @@ impl Flattener<'_> {
                     Some(i) => given[i] = Some(e),
                     None => {
                         return Err(Diagnostic::error(
+                            DiagnosticKind::Call,
                             n.span,
                             format!("`{full}` has no input `{}`", n.name),
                         ));
@@ -184,6 +197,7 @@ impl Flattener<'_> {
                 },
                 Arg::Positional(e) => {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Call,
                         e.span,
                         format!("`{full}` takes at most 4 arguments"),
                     ));
@@ -192,6 +206,7 @@ impl Flattener<'_> {
         }
         let Some(text) = given[0] else {
             return Err(Diagnostic::error(
+                DiagnosticKind::Call,
                 span,
                 format!("`{full}` needs input `string`"),
             ));
@@ -208,6 +223,7 @@ impl Flattener<'_> {
             _ => {
                 let Some(search) = given[1] else {
                     return Err(Diagnostic::error(
+                        DiagnosticKind::Call,
                         span,
                         format!("`{full}` needs input `searchString`"),
                     ));
@@ -222,7 +238,11 @@ impl Flattener<'_> {
                             let v = f.eval_expr(e, ctx)?;
                             match v.elems.first() {
                                 Some(&x) => f.const_value(x, e.span),
-                                None => Err(Diagnostic::error(e.span, "expected a scalar")),
+                                None => Err(Diagnostic::error(
+                                    DiagnosticKind::Shape,
+                                    e.span,
+                                    "expected a scalar",
+                                )),
                             }
                         }
                         None => Ok(default),

@@ -29,6 +29,7 @@ impl Flattener<'_> {
         let path = self.data_file_path(&name, a[0].span);
         let text = std::fs::read_to_string(&path).map_err(|e| {
             Diagnostic::error(
+                DiagnosticKind::Io,
                 a[0].span,
                 format!("cannot read the table `{}`: {e}", path.display()),
             )
@@ -44,7 +45,7 @@ impl Flattener<'_> {
         };
         self.lib.files_read.push((path.clone(), root));
         let rows = parse_csv(&text).map_err(|(line, message)| {
-            Diagnostic::error(a[0].span, format!("{}:{line}: {message}", path.display()))
+            Diagnostic::error(DiagnosticKind::Table, a[0].span, format!("{}:{line}: {message}", path.display()))
                 .with_label("the table read here")
                 .with_hint("a table file holds one row of numbers per line, separated by commas; lines starting with # are comments")
         })?;

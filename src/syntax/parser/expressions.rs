@@ -4,7 +4,7 @@
 
 use super::tree::{TreeBuilder, unescape};
 use super::{P, Rule};
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::syntax::ast::*;
 
 impl TreeBuilder {
@@ -76,7 +76,7 @@ impl TreeBuilder {
                     },
                     _ => {
                         self.errors.borrow_mut().push(
-                        Diagnostic::error(span, format!("integer literal `{}` is out of range", p.as_str()))
+                        Diagnostic::error(DiagnosticKind::Syntax, span, format!("integer literal `{}` is out of range", p.as_str()))
                             .with_label("too large")
                             .with_hint("integers must be below 2^53; write a Real (`1e20`) for a large value"),
                     );
@@ -92,6 +92,7 @@ impl TreeBuilder {
                 if !v.is_finite() {
                     self.errors.borrow_mut().push(
                         Diagnostic::error(
+                            DiagnosticKind::Syntax,
                             span,
                             format!("real literal `{}` is out of range", p.as_str()),
                         )
@@ -314,19 +315,25 @@ impl TreeBuilder {
             }
             if is_pow(r) && last_infix.is_some_and(is_pow) {
                 self.errors.borrow_mut().push(
-                    Diagnostic::error(self.span(&x), "`^` cannot follow `^` without parentheses")
-                        .with_label("second power")
-                        .with_hint(
-                            "write `(a^b)^c` or `a^(b^c)`: Modelica gives `a^b^c` no meaning",
-                        ),
+                    Diagnostic::error(
+                        DiagnosticKind::Syntax,
+                        self.span(&x),
+                        "`^` cannot follow `^` without parentheses",
+                    )
+                    .with_label("second power")
+                    .with_hint("write `(a^b)^c` or `a^(b^c)`: Modelica gives `a^b^c` no meaning"),
                 );
             }
             if is_rel(r) {
                 if relation_seen {
                     self.errors.borrow_mut().push(
-                        Diagnostic::error(self.span(&x), "relations cannot be chained")
-                            .with_label("second comparison")
-                            .with_hint("write `a < b and b < c`"),
+                        Diagnostic::error(
+                            DiagnosticKind::Syntax,
+                            self.span(&x),
+                            "relations cannot be chained",
+                        )
+                        .with_label("second comparison")
+                        .with_hint("write `a < b and b < c`"),
                     );
                 }
                 relation_seen = true;

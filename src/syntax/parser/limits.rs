@@ -1,8 +1,8 @@
 //! Limits checked on the text before parsing, so that recursion stays
 //! bounded in the parser and every later pass.
 
-use crate::diag::Diagnostic;
-use crate::syntax::ast::Span;
+use crate::diag::Span;
+use crate::diag::{Diagnostic, DiagnosticKind};
 
 /// Brackets nested deeper than this are refused before parsing: the parser
 /// and every later pass recurse once (or more) per level, and no model
@@ -27,6 +27,7 @@ pub(super) fn check_nesting(text: &str, file: u32, offset: usize) -> Result<(), 
     let too_deep = |i: usize, what: String, label: &str| {
         let at = (offset + i) as u32;
         Diagnostic::error(
+            DiagnosticKind::Limit,
             Span {
                 file,
                 start: at,

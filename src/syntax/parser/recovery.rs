@@ -4,8 +4,8 @@
 //! and classes).
 
 use super::Rule;
-use crate::diag::Diagnostic;
-use crate::syntax::ast::Span;
+use crate::diag::Span;
+use crate::diag::{Diagnostic, DiagnosticKind};
 
 fn rule_name(r: Rule) -> Option<&'static str> {
     Some(match r {
@@ -78,6 +78,7 @@ pub(super) fn syntax_error(text: &str, file: u32, e: pest::error::Error<Rule>) -
     // Lexical problems first: they explain the failure better than any rule.
     if rest.starts_with('"') && !string_closes(rest) {
         return Diagnostic::error(
+            DiagnosticKind::Syntax,
             point(pos, pos + 1),
             "unterminated string: this `\"` has no closing quote",
         )
@@ -86,6 +87,7 @@ pub(super) fn syntax_error(text: &str, file: u32, e: pest::error::Error<Rule>) -
     }
     if let Some(open) = unclosed_block_comment(text) {
         return Diagnostic::error(
+            DiagnosticKind::Syntax,
             point(open, open + 2),
             "unterminated comment: this `/*` has no closing `*/`",
         )
@@ -100,6 +102,7 @@ pub(super) fn syntax_error(text: &str, file: u32, e: pest::error::Error<Rule>) -
             .unwrap_or(0);
         let end = pos + token_len(text, pos);
         return Diagnostic::error(
+            DiagnosticKind::Syntax,
             point(start, end),
             format!("malformed number `{}`", &text[start..end]),
         )
@@ -109,6 +112,7 @@ pub(super) fn syntax_error(text: &str, file: u32, e: pest::error::Error<Rule>) -
     if rest.starts_with('=') && text[..pos].trim_end().ends_with(':') {
         let colon = text[..pos].trim_end().len() - 1;
         return Diagnostic::error(
+            DiagnosticKind::Syntax,
             point(colon, pos + 1),
             "`:=` is an assignment, which belongs in an algorithm section",
         )
@@ -135,8 +139,12 @@ pub(super) fn syntax_error(text: &str, file: u32, e: pest::error::Error<Rule>) -
             .next_back()
             .map(|(i, _)| i)
             .unwrap_or(end);
-        let mut d = Diagnostic::error(point(start, end), format!("expected {word}"))
-            .with_label(format!("{word} missing after this"));
+        let mut d = Diagnostic::error(
+            DiagnosticKind::Syntax,
+            point(start, end),
+            format!("expected {word}"),
+        )
+        .with_label(format!("{word} missing after this"));
         d = match word {
             "`;`" => d.with_hint(format!(
                 "every declaration, equation and statement ends with `;` (found {found} next)"
@@ -154,8 +162,12 @@ pub(super) fn syntax_error(text: &str, file: u32, e: pest::error::Error<Rule>) -
     }
     if pos >= text.trim_end().len() {
         return unterminated_class(text, file).unwrap_or_else(|| {
-            Diagnostic::error(point(text.len(), text.len()), "unexpected end of file")
-                .with_label("the file ends here")
+            Diagnostic::error(
+                DiagnosticKind::Syntax,
+                point(text.len(), text.len()),
+                "unexpected end of file",
+            )
+            .with_label("the file ends here")
         });
     }
     // `end X;` where an `end for;` (if, when, while) was expected.
@@ -172,6 +184,7 @@ pub(super) fn syntax_error(text: &str, file: u32, e: pest::error::Error<Rule>) -
             {
                 let end_kw = text[..pos].trim_end().len() - 3;
                 return Diagnostic::error(
+                    DiagnosticKind::Syntax,
                     point(end_kw, end_kw + 3),
                     format!("`end {kw};` is missing: the `{kw}` opened earlier is not closed"),
                 )
@@ -189,6 +202,7 @@ pub(super) fn syntax_error(text: &str, file: u32, e: pest::error::Error<Rule>) -
         && let Some(open) = crate::syntax::scan::unclosed_class(&text[..pos])
     {
         return Diagnostic::error(
+            DiagnosticKind::Syntax,
             point(open.start, open.end),
             format!("`{}` is not closed before the next class begins", open.name),
         )
@@ -203,7 +217,8 @@ pub(super) fn syntax_error(text: &str, file: u32, e: pest::error::Error<Rule>) -
     } else {
         format!("expected {}, found {found}", join_or(&expected))
     };
-    let mut d = Diagnostic::error(point(pos, end), message).with_label("here");
+    let mut d =
+        Diagnostic::error(DiagnosticKind::Syntax, point(pos, end), message).with_label("here");
     if found == "`end`" || found.starts_with("`end") {
         d = d.with_hint(
             "check that every `if`, `for`, `when` and class is closed with its own `end ...;`",
@@ -439,6 +454,7 @@ pub(super) fn unterminated_class(text: &str, file: u32) -> Option<Diagnostic> {
     let open = crate::syntax::scan::unclosed_class(text)?;
     Some(
         Diagnostic::error(
+            DiagnosticKind::Syntax,
             Span::new(file, open.start, open.end),
             format!(
                 "`{}` is not closed: the file ends before `end {};`",

@@ -2,7 +2,7 @@
 //! and statements (expressions are in `expressions.rs`).
 
 use super::{P, Rule};
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, DiagnosticKind, Span};
 use crate::syntax::ast::*;
 
 pub(super) struct TreeBuilder {
@@ -125,6 +125,7 @@ impl TreeBuilder {
                     if c.as_str().starts_with("expandable") {
                         self.errors.borrow_mut().push(
                             Diagnostic::error(
+                                DiagnosticKind::Unsupported,
                                 self.span(&c),
                                 "expandable connectors are not supported",
                             )
@@ -752,7 +753,7 @@ impl TreeBuilder {
                         ExprKind::Call { func, args } => EquationKind::Call { func, args },
                         _ => {
                             self.errors.borrow_mut().push(
-                                Diagnostic::error(lhs.span, "expected `=`: an equation is `lhs = rhs`")
+                                Diagnostic::error(DiagnosticKind::Syntax, lhs.span, "expected `=`: an equation is `lhs = rhs`")
                                     .with_label("an expression alone is not an equation")
                                     .with_hint("write `expression = expression;`, or a call such as `assert(...)`"),
                             );
