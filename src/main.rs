@@ -619,7 +619,7 @@ fn hysteresis(
             title: Some("torque-angle hysteresis"),
             panels: false,
         };
-        let source = rmoc::output::plot::Source {
+        let source = rmoc::output::plot::PlotSource {
             label: String::new(),
             table: &table,
         };
@@ -669,9 +669,9 @@ fn plot(
     };
     let shared =
         |p: &std::path::Path| tables.iter().filter(|(q, _)| stem(q) == stem(p)).count() > 1;
-    let sources: Vec<rmoc::output::plot::Source> = tables
+    let sources: Vec<rmoc::output::plot::PlotSource> = tables
         .iter()
-        .map(|(path, table)| rmoc::output::plot::Source {
+        .map(|(path, table)| rmoc::output::plot::PlotSource {
             label: if shared(path) {
                 path.display().to_string()
             } else {
@@ -1145,7 +1145,7 @@ fn sweep(a: &SweepArgs) -> ExitCode {
     let interrupted = table.outcomes.iter().any(|o| {
         matches!(
             o.status,
-            rmoc::sweep::Status::Interrupted | rmoc::sweep::Status::NotRun
+            rmoc::sweep::PointStatus::Interrupted | rmoc::sweep::PointStatus::NotRun
         )
     });
     let mut out = dir.join("summary.csv");
@@ -1181,7 +1181,7 @@ fn sweep(a: &SweepArgs) -> ExitCode {
     }
     if failed == points {
         if let Some(m) = table.outcomes.iter().find_map(|o| match &o.status {
-            rmoc::sweep::Status::Failed(m) => Some(m.clone()),
+            rmoc::sweep::PointStatus::Failed(m) => Some(m.clone()),
             _ => None,
         }) {
             eprintln!("error: every point failed; the first: {m}");

@@ -445,7 +445,7 @@ fn the_ir_verifier_rejects_out_of_frame_access() {
         n_locals: 1,
         inputs: vec![],
         outputs: vec![],
-        body: vec![Stmt::Store(4, ir::Expr::Const(1.0))],
+        body: vec![Stmt::Store(4, ir::IrExpr::Const(1.0))],
     };
     assert!(ir::verify(&[bad], &[]).is_err());
     let bad_local = ir::Func {
@@ -454,7 +454,7 @@ fn the_ir_verifier_rejects_out_of_frame_access() {
         n_locals: 1,
         inputs: vec![],
         outputs: vec![],
-        body: vec![Stmt::Set(1, ir::Expr::Const(1.0))],
+        body: vec![Stmt::Set(1, ir::IrExpr::Const(1.0))],
     };
     assert!(ir::verify(&[bad_local], &[]).is_err());
     let stray_break = ir::Func {
@@ -667,7 +667,7 @@ end Chain;
                 matches!(then.as_slice(), [Stmt::Call { .. }])
                     && els
                         .iter()
-                        .all(|e| matches!(e, Stmt::Set(_, ir::Expr::Const(z)) if *z == 0.0))
+                        .all(|e| matches!(e, Stmt::Set(_, ir::IrExpr::Const(z)) if *z == 0.0))
                     || guarded(then)
                     || guarded(els)
             }

@@ -176,3 +176,54 @@ fn every_diagnostic_kind_is_documented() {
         "docs/language.md's table of diagnostic kinds differs from DiagnosticKind (same order)"
     );
 }
+
+/// No two types of `src/` share a name (structs, enums, traits and type
+/// aliases, private ones included): a name says what a thing is, so two
+/// things with one name are one too many (`flat::FlatEquation` and
+/// `structure::ReducedEquation`, not two `Equation`s).
+#[test]
+fn no_two_types_share_a_name() {
+    let mut files = Vec::new();
+    rust_files(&common::project("src"), &mut files);
+    let mut seen: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("source");
+        for line in text.lines() {
+            let words: Vec<&str> = line
+                .trim_start()
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .filter(|w| !w.is_empty())
+                .collect();
+            // `pub`, `pub(crate)`, ... then the keyword, then the name.
+            let rest = match words.first() {
+                Some(&"pub") => match words.get(1) {
+                    Some(&("crate" | "super" | "self" | "in")) => &words[2..],
+                    _ => &words[1..],
+                },
+                _ => &words[..],
+            };
+            if let [kw @ ("struct" | "enum" | "trait" | "type"), name, ..] = rest
+                && name.starts_with(|c: char| c.is_ascii_uppercase())
+                && (line.trim_start().starts_with(kw) || line.trim_start().starts_with("pub"))
+            {
+                let rel = f
+                    .strip_prefix(common::project(""))
+                    .expect("in project")
+                    .display()
+                    .to_string();
+                seen.entry(name.to_string()).or_default().push(rel);
+            }
+        }
+    }
+    let shared: Vec<String> = seen
+        .iter()
+        .filter(|(_, at)| at.len() > 1)
+        .map(|(name, at)| format!("{name}: {}", at.join(", ")))
+        .collect();
+    assert!(seen.len() > 100, "only {} types found", seen.len());
+    assert!(
+        shared.is_empty(),
+        "types sharing a name:\n{}",
+        shared.join("\n")
+    );
+}

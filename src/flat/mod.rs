@@ -147,8 +147,9 @@ impl Variable {
     }
 }
 
+/// A scalar or array equation of the flat model, `lhs = rhs`.
 #[derive(Clone, Debug, Serialize)]
-pub struct Equation {
+pub struct FlatEquation {
     pub lhs: ExprId,
     pub rhs: ExprId,
     /// Where the equation was written (or the `connect` it came from).
@@ -265,7 +266,7 @@ pub struct Function {
     pub arena: ExprArena,
     /// Initial values of outputs and protected locals (declaration bindings).
     pub init: Vec<(u32, ExprId)>,
-    pub body: Vec<Statement>,
+    pub body: Vec<FunctionStatement>,
     pub span: Span,
     /// The derivative the function declares (`annotation(derivative = f_der)`,
     /// MLS 12.7.1), used by index reduction and Jacobians instead of
@@ -285,13 +286,15 @@ impl Function {
     /// depends on where they are taken). Conservative: a slot keeps every
     /// dependence any assignment gave it.
     pub fn output_dependencies(&self) -> Option<Vec<Vec<u32>>> {
-        fn has_jump(body: &[Statement]) -> bool {
+        fn has_jump(body: &[FunctionStatement]) -> bool {
             body.iter().any(|st| match st {
-                Statement::Break | Statement::Return => true,
-                Statement::If { branches, else_ } => {
+                FunctionStatement::Break | FunctionStatement::Return => true,
+                FunctionStatement::If { branches, else_ } => {
                     branches.iter().any(|(_, b)| has_jump(b)) || has_jump(else_)
                 }
-                Statement::While { body, .. } | Statement::For { body, .. } => has_jump(body),
+                FunctionStatement::While { body, .. } | FunctionStatement::For { body, .. } => {
+                    has_jump(body)
+                }
                 _ => false,
             })
         }
@@ -334,15 +337,15 @@ impl Function {
             }
             out
         };
-        type Deps = Vec<FixedBitSet>;
+        type SlotDeps = Vec<FixedBitSet>;
         fn walk(
-            body: &[Statement],
+            body: &[FunctionStatement],
             control: &FixedBitSet,
-            deps: &mut Deps,
-            of: &dyn Fn(&Deps, ExprId) -> FixedBitSet,
+            deps: &mut SlotDeps,
+            of: &dyn Fn(&SlotDeps, ExprId) -> FixedBitSet,
         ) -> bool {
             let mut changed = false;
-            let add = |deps: &mut Deps, slot: u32, more: &FixedBitSet| {
+            let add = |deps: &mut SlotDeps, slot: u32, more: &FixedBitSet| {
                 deps.get_mut(slot as usize).is_some_and(|d| {
                     let grows = !more.is_subset(d);
                     d.union_with(more);
@@ -351,12 +354,12 @@ impl Function {
             };
             for st in body {
                 match st {
-                    Statement::Assign { slot, value } => {
+                    FunctionStatement::Assign { slot, value } => {
                         let mut d = of(deps, *value);
                         d.union_with(control);
                         changed |= add(deps, *slot, &d);
                     }
-                    Statement::AssignElem {
+                    FunctionStatement::AssignElem {
                         base,
                         len,
                         index,
@@ -369,7 +372,7 @@ impl Function {
                             changed |= add(deps, slot, &d);
                         }
                     }
-                    Statement::If { branches, else_ } => {
+                    FunctionStatement::If { branches, else_ } => {
                         let mut c = control.clone();
                         for (cond, b) in branches {
                             c.union_with(&of(deps, *cond));
@@ -377,12 +380,12 @@ impl Function {
                         }
                         changed |= walk(else_, &c, deps, of);
                     }
-                    Statement::While { cond, body, .. } => {
+                    FunctionStatement::While { cond, body, .. } => {
                         let mut c = control.clone();
                         c.union_with(&of(deps, *cond));
                         changed |= walk(body, &c, deps, of);
                     }
-                    Statement::For {
+                    FunctionStatement::For {
                         slot,
                         start,
                         step,
@@ -396,7 +399,9 @@ impl Function {
                         changed |= add(deps, *slot, &c);
                         changed |= walk(body, &c, deps, of);
                     }
-                    Statement::Assert { .. } | Statement::Break | Statement::Return => {}
+                    FunctionStatement::Assert { .. }
+                    | FunctionStatement::Break
+                    | FunctionStatement::Return => {}
                 }
             }
             changed
@@ -472,7 +477,7 @@ impl Clone for EvalOrders {
 
 /// A statement of a function body, over local slots.
 #[derive(Clone, Debug, Serialize)]
-pub enum Statement {
+pub enum FunctionStatement {
     Assign {
         slot: u32,
         value: ExprId,
@@ -485,12 +490,12 @@ pub enum Statement {
         value: ExprId,
     },
     If {
-        branches: Vec<(ExprId, Vec<Statement>)>,
-        else_: Vec<Statement>,
+        branches: Vec<(ExprId, Vec<FunctionStatement>)>,
+        else_: Vec<FunctionStatement>,
     },
     While {
         cond: ExprId,
-        body: Vec<Statement>,
+        body: Vec<FunctionStatement>,
         /// The condition's source, named when the loop runs away.
         span: Span,
     },
@@ -501,7 +506,7 @@ pub enum Statement {
         start: ExprId,
         step: ExprId,
         stop: ExprId,
-        body: Vec<Statement>,
+        body: Vec<FunctionStatement>,
     },
     Break,
     Return,
@@ -517,8 +522,8 @@ pub struct FlatModel {
     pub name: String,
     pub exprs: ExprArena,
     pub vars: Vec<Variable>,
-    pub equations: Vec<Equation>,
-    pub initial_equations: Vec<Equation>,
+    pub equations: Vec<FlatEquation>,
+    pub initial_equations: Vec<FlatEquation>,
     pub whens: Vec<WhenClause>,
     /// Asserts outside when-clauses: checked after every accepted step.
     pub asserts: Vec<Assert>,

@@ -4,7 +4,7 @@
 //! capabilities an rmoc FMU does not claim, and the bodies of the functions
 //! the two versions have in common but for their names and Boolean type.
 
-use super::instance::{Instance, SavedInstance, Status};
+use super::instance::{FmiStatus, FmuInstance, SavedInstance};
 use crate::flat::ScalarType;
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -12,15 +12,15 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 /// Runs `f` on the instance behind `c` (the pointer an instantiation
 /// returned), with panics caught: a null instance is an error, a panic
 /// `Fatal`.
-pub(super) unsafe fn with(c: *mut c_void, f: impl FnOnce(&mut Instance) -> Status) -> c_int {
+pub(super) unsafe fn with(c: *mut c_void, f: impl FnOnce(&mut FmuInstance) -> FmiStatus) -> c_int {
     if c.is_null() {
-        return Status::Error as c_int;
+        return FmiStatus::Error as c_int;
     }
     // SAFETY: a non-null instance is the pointer an instantiation returned.
-    let inst = unsafe { &mut *(c as *mut Instance) };
+    let inst = unsafe { &mut *(c as *mut FmuInstance) };
     match catch_unwind(AssertUnwindSafe(|| f(inst))) {
         Ok(s) => s as c_int,
-        Err(_) => Status::Fatal as c_int,
+        Err(_) => FmiStatus::Fatal as c_int,
     }
 }
 
@@ -87,7 +87,7 @@ pub(super) unsafe fn get_state(c: *mut c_void, state: *mut *mut c_void) -> c_int
                 // SAFETY: a state this FMU made (the host passes it back).
                 *(*state as *mut SavedInstance) = saved;
             }
-            Status::Ok
+            FmiStatus::Ok
         })
     }
 }
@@ -114,7 +114,7 @@ pub(super) unsafe fn free_state(c: *mut c_void, state: *mut *mut c_void) -> c_in
                 drop(Box::from_raw(*state as *mut SavedInstance));
                 *state = std::ptr::null_mut();
             }
-            Status::Ok
+            FmiStatus::Ok
         })
     }
 }
@@ -139,7 +139,7 @@ pub(super) unsafe fn get_values<T>(
                     Err(s) => return s,
                 }
             }
-            Status::Ok
+            FmiStatus::Ok
         })
     }
 }
@@ -160,11 +160,11 @@ pub(super) unsafe fn set_values<T: Copy>(
             };
             for (&r, &x) in vr.iter().zip(values) {
                 let s = i.set(r, ty, take(x));
-                if s != Status::Ok {
+                if s != FmiStatus::Ok {
                     return s;
                 }
             }
-            Status::Ok
+            FmiStatus::Ok
         })
     }
 }
@@ -184,7 +184,7 @@ pub(super) unsafe fn completed_step<B: From<bool>>(
             }
             *enter_event_mode = false.into();
             *terminate = i.terminated.into();
-            Status::Ok
+            FmiStatus::Ok
         })
     }
 }
@@ -227,7 +227,7 @@ pub(super) unsafe fn get_states(c: *mut c_void, x: *mut f64, n: usize, what: &st
             match slice_mut(x, n) {
                 Some(x) if x.len() == states.len() => {
                     x.copy_from_slice(&states);
-                    Status::Ok
+                    FmiStatus::Ok
                 }
                 _ => i.misuse(&format!("{what}: {n} asked for, {} states", states.len())),
             }
@@ -241,7 +241,7 @@ pub(super) unsafe fn nominals(c: *mut c_void, x: *mut f64, n: usize, what: &str)
         with(c, |i| match slice_mut(x, n) {
             Some(x) if x.len() == i.iface.nominals.len() => {
                 x.copy_from_slice(&i.iface.nominals);
-                Status::Ok
+                FmiStatus::Ok
             }
             _ => i.misuse(&format!("{what}: wrong length")),
         })

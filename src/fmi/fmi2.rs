@@ -1,5 +1,5 @@
 //! The FMI 2.0 C functions of an rmoc FMU (model exchange and
-//! co-simulation in one binary), over [`Instance`]. Signatures as in the
+//! co-simulation in one binary), over [`FmuInstance`]. Signatures as in the
 //! standard's `fmi2FunctionTypes.h`: `fmi2Boolean` is a C `int`, value
 //! references `unsigned int`, statuses `fmi2OK` = 0 ... `fmi2Pending` = 5.
 //!
@@ -14,12 +14,12 @@ use super::ffi::{
     completed_step, derivatives, directional, event_indicators, free_state, get_state, get_states,
     get_values, nominals, set_state, set_states, set_values, text, unsupported, with,
 };
-use super::instance::{Instance, InstanceKind, Status, resource_dir};
+use super::instance::{FmiStatus, FmuInstance, InstanceKind, resource_dir};
 use crate::flat::ScalarType;
 use std::ffi::{CString, c_char, c_int, c_uint, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-type Logger = unsafe extern "C" fn(
+type Fmi2Logger = unsafe extern "C" fn(
     env: *mut c_void,
     instance_name: *const c_char,
     status: c_int,
@@ -31,7 +31,7 @@ type Logger = unsafe extern "C" fn(
 /// `fmi2CallbackFunctions`.
 #[repr(C)]
 pub struct CallbackFunctions {
-    logger: Option<Logger>,
+    logger: Option<Fmi2Logger>,
     allocate_memory: Option<unsafe extern "C" fn(usize, usize) -> *mut c_void>,
     free_memory: Option<unsafe extern "C" fn(*mut c_void)>,
     step_finished: Option<unsafe extern "C" fn(*mut c_void, c_int)>,
@@ -69,7 +69,7 @@ pub unsafe extern "C" fn fmi2SetDebugLogging(
     unsafe {
         with(c, |i| {
             i.logging = logging_on != 0;
-            Status::Ok
+            FmiStatus::Ok
         })
     }
 }
@@ -94,7 +94,7 @@ pub unsafe extern "C" fn fmi2Instantiate(
             (f.logger, f.component_environment)
         };
         let c_name = CString::new(name.clone()).unwrap_or_default();
-        let log = Box::new(move |status: Status, category: &str, message: &str| {
+        let log = Box::new(move |status: FmiStatus, category: &str, message: &str| {
             let Some(logger) = logger else {
                 return;
             };
@@ -119,7 +119,7 @@ pub unsafe extern "C" fn fmi2Instantiate(
             1 => InstanceKind::CoSimulation,
             other => {
                 log(
-                    Status::Error,
+                    FmiStatus::Error,
                     "logStatusError",
                     &format!("unknown fmuType {other}"),
                 );
@@ -128,14 +128,15 @@ pub unsafe extern "C" fn fmi2Instantiate(
         };
         let Some(location) = (unsafe { text(resource_location) }) else {
             log(
-                Status::Error,
+                FmiStatus::Error,
                 "logStatusError",
                 "no fmuResourceLocation given",
             );
             return None;
         };
         let token = unsafe { text(guid) };
-        let mut inst = Instance::new(&name, kind, token.as_deref(), &resource_dir(&location), log)?;
+        let mut inst =
+            FmuInstance::new(&name, kind, token.as_deref(), &resource_dir(&location), log)?;
         inst.logging = logging_on != 0;
         Some(Box::into_raw(Box::new(inst)) as *mut c_void)
     }));
@@ -150,7 +151,7 @@ pub unsafe extern "C" fn fmi2FreeInstance(c: *mut c_void) {
     if !c.is_null() {
         // SAFETY: the pointer fmi2Instantiate returned, freed once.
         let _ = catch_unwind(AssertUnwindSafe(|| {
-            drop(unsafe { Box::from_raw(c as *mut Instance) })
+            drop(unsafe { Box::from_raw(c as *mut FmuInstance) })
         }));
     }
 }
@@ -177,7 +178,7 @@ pub unsafe extern "C" fn fmi2SetupExperiment(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fmi2EnterInitializationMode(c: *mut c_void) -> c_int {
-    unsafe { with(c, |_| Status::Ok) }
+    unsafe { with(c, |_| FmiStatus::Ok) }
 }
 
 #[unsafe(no_mangle)]
@@ -235,7 +236,7 @@ pub unsafe extern "C" fn fmi2GetString(
     unsafe {
         with(c, |i| {
             if n == 0 {
-                Status::Ok
+                FmiStatus::Ok
             } else {
                 i.misuse("the model has no String variables")
             }
@@ -283,7 +284,7 @@ pub unsafe extern "C" fn fmi2SetString(
     unsafe {
         with(c, |i| {
             if n == 0 {
-                Status::Ok
+                FmiStatus::Ok
             } else {
                 i.misuse("the model has no String variables")
             }
@@ -352,7 +353,7 @@ pub unsafe extern "C" fn fmi2GetDirectionalDerivative(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fmi2EnterEventMode(c: *mut c_void) -> c_int {
-    unsafe { with(c, |_| Status::Ok) }
+    unsafe { with(c, |_| FmiStatus::Ok) }
 }
 
 #[unsafe(no_mangle)]
@@ -372,7 +373,7 @@ pub unsafe extern "C" fn fmi2NewDiscreteStates(c: *mut c_void, info: *mut EventI
                     info.values_of_continuous_states_changed = u.states_changed as c_int;
                     info.next_event_time_defined = u.next_time_event.is_some() as c_int;
                     info.next_event_time = u.next_time_event.unwrap_or(0.0);
-                    Status::Ok
+                    FmiStatus::Ok
                 }
                 Err(s) => s,
             }
@@ -382,7 +383,7 @@ pub unsafe extern "C" fn fmi2NewDiscreteStates(c: *mut c_void, info: *mut EventI
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fmi2EnterContinuousTimeMode(c: *mut c_void) -> c_int {
-    unsafe { with(c, |_| Status::Ok) }
+    unsafe { with(c, |_| FmiStatus::Ok) }
 }
 
 #[unsafe(no_mangle)]
@@ -484,7 +485,7 @@ pub unsafe extern "C" fn fmi2GetRealStatus(c: *mut c_void, kind: c_int, value: *
                 return i.misuse("fmi2GetRealStatus: only fmi2LastSuccessfulTime is known");
             }
             *value = i.last_time;
-            Status::Ok
+            FmiStatus::Ok
         })
     }
 }
@@ -511,7 +512,7 @@ pub unsafe extern "C" fn fmi2GetBooleanStatus(
                 return i.misuse("fmi2GetBooleanStatus: only fmi2Terminated is known");
             }
             *value = i.terminated as c_int;
-            Status::Ok
+            FmiStatus::Ok
         })
     }
 }

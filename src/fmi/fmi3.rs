@@ -1,5 +1,5 @@
 //! The FMI 3.0 C functions of an rmoc FMU (model exchange and
-//! co-simulation without event mode), over [`Instance`]. Signatures as in
+//! co-simulation without event mode), over [`FmuInstance`]. Signatures as in
 //! the standard's `fmi3FunctionTypes.h`: `fmi3Boolean` is a C `bool`,
 //! counts are `size_t`, value references `uint32_t`. Every function of the
 //! standard is exported (hosts look all of them up); those of capabilities
@@ -17,12 +17,12 @@ use super::ffi::{
     completed_step, derivatives, directional, event_indicators, free_state, get_state, get_states,
     get_values, nominals, set_state, set_states, set_values, text, unsupported, with,
 };
-use super::instance::{Instance, InstanceKind, Status};
+use super::instance::{FmiStatus, FmuInstance, InstanceKind};
 use crate::flat::ScalarType;
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-type Logger = unsafe extern "C" fn(
+type Fmi3Logger = unsafe extern "C" fn(
     env: *mut c_void,
     status: c_int,
     category: *const c_char,
@@ -44,7 +44,7 @@ pub unsafe extern "C" fn fmi3SetDebugLogging(
     unsafe {
         with(c, |i| {
             i.logging = logging_on;
-            Status::Ok
+            FmiStatus::Ok
         })
     }
 }
@@ -56,12 +56,12 @@ unsafe fn instantiate(
     resource_path: *const c_char,
     logging_on: bool,
     env: *mut c_void,
-    logger: Option<Logger>,
+    logger: Option<Fmi3Logger>,
 ) -> *mut c_void {
     let made = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: the host's strings, as the standard says.
         let name = unsafe { text(instance_name) }.unwrap_or_default();
-        let log = Box::new(move |status: Status, category: &str, message: &str| {
+        let log = Box::new(move |status: FmiStatus, category: &str, message: &str| {
             let Some(logger) = logger else {
                 return;
             };
@@ -71,12 +71,12 @@ unsafe fn instantiate(
             unsafe { logger(env, status as c_int, category.as_ptr(), message.as_ptr()) };
         });
         let Some(path) = (unsafe { text(resource_path) }) else {
-            log(Status::Error, "logStatusError", "no resourcePath given");
+            log(FmiStatus::Error, "logStatusError", "no resourcePath given");
             return None;
         };
         let token = unsafe { text(token) };
         let dir = super::instance::resource_dir(&path);
-        let mut inst = Instance::new(&name, kind, token.as_deref(), &dir, log)?;
+        let mut inst = FmuInstance::new(&name, kind, token.as_deref(), &dir, log)?;
         inst.logging = logging_on;
         Some(Box::into_raw(Box::new(inst)) as *mut c_void)
     }));
@@ -94,7 +94,7 @@ pub unsafe extern "C" fn fmi3InstantiateModelExchange(
     _visible: bool,
     logging_on: bool,
     env: *mut c_void,
-    logger: Option<Logger>,
+    logger: Option<Fmi3Logger>,
 ) -> *mut c_void {
     unsafe {
         instantiate(
@@ -122,7 +122,7 @@ pub unsafe extern "C" fn fmi3InstantiateCoSimulation(
     _required: *const u32,
     _n_required: usize,
     env: *mut c_void,
-    logger: Option<Logger>,
+    logger: Option<Fmi3Logger>,
     _intermediate_update: *mut c_void,
 ) -> *mut c_void {
     if event_mode_used {
@@ -131,7 +131,7 @@ pub unsafe extern "C" fn fmi3InstantiateCoSimulation(
             unsafe {
                 logger(
                     env,
-                    Status::Error as c_int,
+                    FmiStatus::Error as c_int,
                     c"logStatusError".as_ptr(),
                     c"rmoc's FMUs handle events inside fmi3DoStep (hasEventMode=\"false\")"
                         .as_ptr(),
@@ -162,7 +162,7 @@ pub unsafe extern "C" fn fmi3InstantiateScheduledExecution(
     _visible: bool,
     _logging_on: bool,
     env: *mut c_void,
-    logger: Option<Logger>,
+    logger: Option<Fmi3Logger>,
     _clock_update: *mut c_void,
     _lock: *mut c_void,
     _unlock: *mut c_void,
@@ -172,7 +172,7 @@ pub unsafe extern "C" fn fmi3InstantiateScheduledExecution(
         unsafe {
             logger(
                 env,
-                Status::Error as c_int,
+                FmiStatus::Error as c_int,
                 c"logStatusError".as_ptr(),
                 c"rmoc's FMUs offer model exchange and co-simulation, not scheduled execution"
                     .as_ptr(),
@@ -187,7 +187,7 @@ pub unsafe extern "C" fn fmi3FreeInstance(c: *mut c_void) {
     if !c.is_null() {
         // SAFETY: the pointer an fmi3Instantiate* returned, freed once.
         let _ = catch_unwind(AssertUnwindSafe(|| {
-            drop(unsafe { Box::from_raw(c as *mut Instance) })
+            drop(unsafe { Box::from_raw(c as *mut FmuInstance) })
         }));
     }
 }
@@ -219,7 +219,7 @@ pub unsafe extern "C" fn fmi3ExitInitializationMode(c: *mut c_void) -> c_int {
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fmi3EnterEventMode(c: *mut c_void) -> c_int {
-    unsafe { with(c, |_| Status::Ok) }
+    unsafe { with(c, |_| FmiStatus::Ok) }
 }
 
 #[unsafe(no_mangle)]
@@ -349,7 +349,7 @@ macro_rules! no_variables_of_type {
             unsafe {
                 with(c, |i| {
                     if n == 0 {
-                        Status::Ok
+                        FmiStatus::Ok
                     } else {
                         i.misuse(concat!(stringify!($name), ": the model has no variables of this type"))
                     }
@@ -458,7 +458,7 @@ pub unsafe extern "C" fn fmi3FreeFMUState(c: *mut c_void, s: *mut *mut c_void) -
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fmi3EvaluateDiscreteStates(c: *mut c_void) -> c_int {
-    unsafe { with(c, |_| Status::Ok) }
+    unsafe { with(c, |_| FmiStatus::Ok) }
 }
 
 #[unsafe(no_mangle)]
@@ -491,7 +491,7 @@ pub unsafe extern "C" fn fmi3UpdateDiscreteStates(
                     *values_changed = u.states_changed;
                     *next_defined = u.next_time_event.is_some();
                     *next_time = u.next_time_event.unwrap_or(0.0);
-                    Status::Ok
+                    FmiStatus::Ok
                 }
                 Err(s) => s,
             }
@@ -503,7 +503,7 @@ pub unsafe extern "C" fn fmi3UpdateDiscreteStates(
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fmi3EnterContinuousTimeMode(c: *mut c_void) -> c_int {
-    unsafe { with(c, |_| Status::Ok) }
+    unsafe { with(c, |_| FmiStatus::Ok) }
 }
 
 #[unsafe(no_mangle)]
@@ -566,7 +566,7 @@ unsafe fn put_count(
     c: *mut c_void,
     n: *mut usize,
     what: &str,
-    count: impl FnOnce(&Instance) -> usize,
+    count: impl FnOnce(&FmuInstance) -> usize,
 ) -> c_int {
     unsafe {
         with(c, |i| {
@@ -574,7 +574,7 @@ unsafe fn put_count(
                 return i.misuse(&format!("{what}: null argument"));
             }
             *n = count(i);
-            Status::Ok
+            FmiStatus::Ok
         })
     }
 }
@@ -601,7 +601,7 @@ pub unsafe extern "C" fn fmi3GetNumberOfContinuousStates(c: *mut c_void, n: *mut
 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fmi3EnterStepMode(c: *mut c_void) -> c_int {
-    unsafe { with(c, |_| Status::Ok) }
+    unsafe { with(c, |_| FmiStatus::Ok) }
 }
 
 #[unsafe(no_mangle)]
@@ -624,8 +624,8 @@ pub unsafe extern "C" fn fmi3DoStep(
             }
             let mut s = i.do_step(t, h);
             // (FMI 3 reports the end through terminateSimulation.)
-            if s == Status::Discard && i.terminated {
-                s = Status::Ok;
+            if s == FmiStatus::Discard && i.terminated {
+                s = FmiStatus::Ok;
             }
             *event_handling_needed = false;
             *terminate = i.terminated;

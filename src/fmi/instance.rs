@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 /// The status every FMI function returns (both versions share the codes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Status {
+pub enum FmiStatus {
     Ok = 0,
     Warning = 1,
     Discard = 2,
@@ -39,9 +39,9 @@ pub enum InstanceKind {
 }
 
 /// The host's logger: status, category, message.
-pub type Logger = Box<dyn Fn(Status, &str, &str)>;
+pub type HostLogger = Box<dyn Fn(FmiStatus, &str, &str)>;
 
-pub struct Instance {
+pub struct FmuInstance {
     pub name: String,
     pub kind: InstanceKind,
     sources: SourceMap,
@@ -51,7 +51,7 @@ pub struct Instance {
     pub iface: Interface,
     base: Options,
     session: Session,
-    logger: Logger,
+    logger: HostLogger,
     /// Debug logging on (`SetDebugLogging`): warnings are logged too.
     pub logging: bool,
     start_time: f64,
@@ -116,7 +116,7 @@ fn on_big_stack<T: Send>(f: impl FnOnce() -> T + Send) -> Option<T> {
     })
 }
 
-impl Instance {
+impl FmuInstance {
     /// Compiles the model in `resources` (checking `token` when given);
     /// `None` after logging why not.
     pub fn new(
@@ -124,10 +124,10 @@ impl Instance {
         kind: InstanceKind,
         token: Option<&str>,
         resources: &Path,
-        logger: Logger,
-    ) -> Option<Instance> {
+        logger: HostLogger,
+    ) -> Option<FmuInstance> {
         let fail = |message: String| {
-            logger(Status::Error, "logStatusError", &message);
+            logger(FmiStatus::Error, "logStatusError", &message);
             None
         };
         let read = |file: &str| {
@@ -206,7 +206,7 @@ impl Instance {
         let _ = on_big_stack(|| sim.with_model(|m| session.prepare(m)));
         let iface = super::interface(sim.causal(), &sim.compiled.program, &|v| session.var(v));
         let n_indicators = iface.indicators.len();
-        Some(Instance {
+        Some(FmuInstance {
             name: name.to_string(),
             kind,
             sources,
@@ -228,17 +228,17 @@ impl Instance {
     }
 
     /// Logs `d` as an error and refuses further runs.
-    fn error(&mut self, d: Diagnostic) -> Status {
+    fn error(&mut self, d: Diagnostic) -> FmiStatus {
         self.failed = true;
         let text = crate::diag::render(&self.sources, &[d], false);
-        (self.logger)(Status::Error, "logStatusError", text.trim_end());
-        Status::Error
+        (self.logger)(FmiStatus::Error, "logStatusError", text.trim_end());
+        FmiStatus::Error
     }
 
     /// Logs a misuse of the interface (the instance stays usable).
-    pub fn misuse(&self, message: &str) -> Status {
-        (self.logger)(Status::Error, "logStatusError", message);
-        Status::Error
+    pub fn misuse(&self, message: &str) -> FmiStatus {
+        (self.logger)(FmiStatus::Error, "logStatusError", message);
+        FmiStatus::Error
     }
 
     /// Logs the session's warnings (asserts, terminate) when logging is on.
@@ -246,28 +246,28 @@ impl Instance {
         let warnings = self.session.take_warnings();
         if self.logging && !warnings.is_empty() {
             let text = crate::diag::render(&self.sources, &warnings, false);
-            (self.logger)(Status::Warning, "logStatusWarning", text.trim_end());
+            (self.logger)(FmiStatus::Warning, "logStatusWarning", text.trim_end());
         }
     }
 
-    fn refuse_if_failed(&self) -> Option<Status> {
+    fn refuse_if_failed(&self) -> Option<FmiStatus> {
         self.failed
             .then(|| self.misuse("an earlier error stopped this instance; reset or free it"))
     }
 
     /// Starts initialization with the host's experiment.
-    pub fn setup(&mut self, tolerance: Option<f64>, start: f64, stop: Option<f64>) -> Status {
+    pub fn setup(&mut self, tolerance: Option<f64>, start: f64, stop: Option<f64>) -> FmiStatus {
         if let Some(t) = tolerance.filter(|t| *t > 0.0) {
             self.tolerance = Some(t);
             self.session.set_tolerance(t);
         }
         self.start_time = start;
         self.stop_time = stop;
-        Status::Ok
+        FmiStatus::Ok
     }
 
     /// Ends initialization: parameters, starts and the initial system.
-    pub fn initialize(&mut self) -> Status {
+    pub fn initialize(&mut self) -> FmiStatus {
         if let Some(s) = self.refuse_if_failed() {
             return s;
         }
@@ -289,14 +289,14 @@ impl Instance {
         match done {
             Ok(()) => {
                 self.flush_warnings();
-                Status::Ok
+                FmiStatus::Ok
             }
             Err(d) => self.error(d),
         }
     }
 
     /// Co-simulation: one communication step.
-    pub fn do_step(&mut self, t: f64, h: f64) -> Status {
+    pub fn do_step(&mut self, t: f64, h: f64) -> FmiStatus {
         if let Some(s) = self.refuse_if_failed() {
             return s;
         }
@@ -315,10 +315,10 @@ impl Instance {
                     // (The run ended inside the step, at the model's time.)
                     self.last_time = self.session.time();
                     self.terminated = true;
-                    return Status::Discard;
+                    return FmiStatus::Discard;
                 }
                 self.last_time = t + h;
-                Status::Ok
+                FmiStatus::Ok
             }
             Err(d) => self.error(d),
         }
@@ -331,7 +331,7 @@ impl Instance {
     /// output that depends on it directly changes at once). An evaluation
     /// that fails in model exchange is `Discard` (the host's solver may try
     /// a shorter step), not the end of the instance.
-    fn refresh(&mut self) -> Result<(), Status> {
+    fn refresh(&mut self) -> Result<(), FmiStatus> {
         if !(self.dirty && self.session.initialized()) {
             return Ok(());
         }
@@ -350,14 +350,14 @@ impl Instance {
             Err(d) if self.kind == InstanceKind::ModelExchange => {
                 self.dirty = true;
                 let text = crate::diag::render(&self.sources, &[d], false);
-                (self.logger)(Status::Discard, "logStatusDiscard", text.trim_end());
-                Err(Status::Discard)
+                (self.logger)(FmiStatus::Discard, "logStatusDiscard", text.trim_end());
+                Err(FmiStatus::Discard)
             }
             Err(d) => Err(self.error(d)),
         }
     }
 
-    fn variable(&self, vr: u32, ty: ScalarType) -> Result<&super::FmiVariable, Status> {
+    fn variable(&self, vr: u32, ty: ScalarType) -> Result<&super::FmiVariable, FmiStatus> {
         match self.iface.variable(vr) {
             Some(v) if v.ty == ty => Ok(v),
             Some(v) => Err(self.misuse(&format!(
@@ -372,7 +372,7 @@ impl Instance {
 
     /// The value of variable `vr` of type `ty` (Integers and Booleans as
     /// whole numbers).
-    pub fn get(&mut self, vr: u32, ty: ScalarType) -> Result<f64, Status> {
+    pub fn get(&mut self, vr: u32, ty: ScalarType) -> Result<f64, FmiStatus> {
         self.refresh()?;
         let source = self.variable(vr, ty)?.source;
         Ok(match source {
@@ -384,7 +384,7 @@ impl Instance {
 
     /// Sets variable `vr`: a parameter or a state's start value before
     /// initialization ends, an input at any time.
-    pub fn set(&mut self, vr: u32, ty: ScalarType, x: f64) -> Status {
+    pub fn set(&mut self, vr: u32, ty: ScalarType, x: f64) -> FmiStatus {
         let v = match self.variable(vr, ty) {
             Ok(v) => v,
             Err(s) => return s,
@@ -414,21 +414,21 @@ impl Instance {
             self.session.set_var(target, x);
         }
         self.dirty = true;
-        Status::Ok
+        FmiStatus::Ok
     }
 
     /// Model exchange: the time of the next evaluation.
-    pub fn set_time(&mut self, t: f64) -> Status {
+    pub fn set_time(&mut self, t: f64) -> FmiStatus {
         self.session.set_time(t);
         self.dirty = true;
-        Status::Ok
+        FmiStatus::Ok
     }
 
     pub fn states(&self) -> Vec<f64> {
         self.session.states(self.sim.causal())
     }
 
-    pub fn set_states(&mut self, x: &[f64]) -> Status {
+    pub fn set_states(&mut self, x: &[f64]) -> FmiStatus {
         if x.len() != self.iface.states.len() {
             return self.misuse(&format!(
                 "{} states given, the model has {}",
@@ -438,10 +438,10 @@ impl Instance {
         }
         self.session.set_states(self.sim.causal(), x);
         self.dirty = true;
-        Status::Ok
+        FmiStatus::Ok
     }
 
-    pub fn derivatives(&mut self, out: &mut [f64]) -> Status {
+    pub fn derivatives(&mut self, out: &mut [f64]) -> FmiStatus {
         if let Some(s) = self.refuse_if_failed() {
             return s;
         }
@@ -459,10 +459,10 @@ impl Instance {
         for (o, &d) in out.iter_mut().zip(&c.state_ders) {
             *o = self.session.var(d);
         }
-        Status::Ok
+        FmiStatus::Ok
     }
 
-    pub fn event_indicators(&mut self, out: &mut [f64]) -> Status {
+    pub fn event_indicators(&mut self, out: &mut [f64]) -> FmiStatus {
         if let Some(s) = self.refuse_if_failed() {
             return s;
         }
@@ -477,7 +477,7 @@ impl Instance {
             return s;
         }
         out.copy_from_slice(&self.indicators);
-        Status::Ok
+        FmiStatus::Ok
     }
 
     /// Directional derivatives (`GetDirectionalDerivative`): the
@@ -489,7 +489,7 @@ impl Instance {
         knowns: &[u32],
         seed: &[f64],
         out: &mut [f64],
-    ) -> Status {
+    ) -> FmiStatus {
         if let Some(s) = self.refuse_if_failed() {
             return s;
         }
@@ -528,18 +528,18 @@ impl Instance {
             .with_model(|m| session.directional(m, &seeds, &vars, out));
         self.dirty = true;
         match done {
-            Ok(()) => Status::Ok,
+            Ok(()) => FmiStatus::Ok,
             Err(d) if self.kind == InstanceKind::ModelExchange => {
                 let text = crate::diag::render(&self.sources, &[d], false);
-                (self.logger)(Status::Discard, "logStatusDiscard", text.trim_end());
-                Status::Discard
+                (self.logger)(FmiStatus::Discard, "logStatusDiscard", text.trim_end());
+                FmiStatus::Discard
             }
             Err(d) => self.error(d),
         }
     }
 
     /// Model exchange: the event at the current point.
-    pub fn event_update(&mut self) -> Result<crate::solve::session::EventUpdate, Status> {
+    pub fn event_update(&mut self) -> Result<crate::solve::session::EventUpdate, FmiStatus> {
         if let Some(s) = self.refuse_if_failed() {
             return Err(s);
         }
@@ -557,7 +557,7 @@ impl Instance {
     }
 
     /// The state a host saves (`GetFMUstate`) to come back to.
-    pub fn save(&self) -> Result<SavedInstance, Status> {
+    pub fn save(&self) -> Result<SavedInstance, FmiStatus> {
         if let Some(s) = self.refuse_if_failed() {
             return Err(s);
         }
@@ -572,7 +572,7 @@ impl Instance {
     }
 
     /// Back to a saved state (`SetFMUstate`).
-    pub fn restore(&mut self, s: &SavedInstance) -> Status {
+    pub fn restore(&mut self, s: &SavedInstance) -> FmiStatus {
         self.session.restore(&s.session);
         self.terminated = s.terminated;
         self.last_time = s.last_time;
@@ -581,24 +581,24 @@ impl Instance {
         self.tolerance = s.tolerance;
         self.failed = false;
         self.dirty = true;
-        Status::Ok
+        FmiStatus::Ok
     }
 
     /// The end of the run (`terminal()` fires).
-    pub fn terminate(&mut self) -> Status {
+    pub fn terminate(&mut self) -> FmiStatus {
         if self.failed {
-            return Status::Ok;
+            return FmiStatus::Ok;
         }
         let session = &mut self.session;
         let done = self.sim.with_model(|m| session.finish(m));
         match done {
-            Ok(()) => Status::Ok,
+            Ok(()) => FmiStatus::Ok,
             Err(d) => self.error(d),
         }
     }
 
     /// Back to the state after instantiation (parameters at their defaults).
-    pub fn reset(&mut self) -> Status {
+    pub fn reset(&mut self) -> FmiStatus {
         let base = self.base.clone();
         self.session = self.sim.with_model(|m| Session::new(m, base));
         let (sim, session) = (&self.sim, &mut self.session);
@@ -609,7 +609,7 @@ impl Instance {
         self.tolerance = None;
         self.start_time = self.base.start;
         self.stop_time = None;
-        Status::Ok
+        FmiStatus::Ok
     }
 }
 
@@ -624,7 +624,7 @@ pub struct SavedInstance {
     tolerance: Option<f64>,
 }
 
-impl Drop for Instance {
+impl Drop for FmuInstance {
     fn drop(&mut self) {
         // SAFETY: `sim` is taken here, once, and not used after.
         let sim = unsafe { std::mem::ManuallyDrop::take(&mut self.sim) };

@@ -24,7 +24,7 @@ pub mod instance;
 
 use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::flat::ScalarType;
-use crate::solve::Source;
+use crate::solve::ColumnSource;
 use crate::structure::{Causal, Role};
 
 /// The FMI versions rmoc writes.
@@ -65,7 +65,7 @@ pub enum FmiVariability {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ValueSource {
     /// A slot of the model's frame (negated for a negated alias).
-    Frame(Source),
+    Frame(ColumnSource),
     /// Event indicator k (FMI 3 lists them as variables), the zero-crossing
     /// function of the k-th relation of `solve::session::event_indicators`.
     Indicator(usize),
@@ -178,7 +178,7 @@ pub fn interface(
             },
             variability: FmiVariability::Fixed,
             start: settable.then(|| starts(v as u32)),
-            source: ValueSource::Frame(Source::Slot(l.var(v as u32))),
+            source: ValueSource::Frame(ColumnSource::Slot(l.var(v as u32))),
             settable: settable.then_some(v as u32),
             derivative_of: None,
             var: Some(v as u32),
@@ -198,7 +198,7 @@ pub fn interface(
                 FmiVariability::Discrete
             },
             start: Some(starts(v)),
-            source: ValueSource::Frame(Source::Slot(l.var(v))),
+            source: ValueSource::Frame(ColumnSource::Slot(l.var(v))),
             settable: Some(v),
             derivative_of: None,
             var: Some(v),
@@ -219,7 +219,7 @@ pub fn interface(
         .map(|&v| {
             (
                 c.vars[v as usize].name.clone(),
-                Source::Slot(l.var(v)),
+                ColumnSource::Slot(l.var(v)),
                 v as usize,
             )
         })

@@ -74,9 +74,9 @@ impl<'l> Flattener<'l> {
                 dims_scope = scope;
             }
             match s.causality {
-                ast::Causality::Input => prefix.causality = ast::Causality::Input,
-                ast::Causality::Output => prefix.causality = ast::Causality::Output,
-                ast::Causality::None => {}
+                ast::CausalityPrefix::Input => prefix.causality = ast::CausalityPrefix::Input,
+                ast::CausalityPrefix::Output => prefix.causality = ast::CausalityPrefix::Output,
+                ast::CausalityPrefix::None => {}
             }
             let base = self.lib.lookup(parent, &s.base)?;
             // A short class definition is an `extends` (MLS 4.5.1).
@@ -143,7 +143,7 @@ impl<'l> Flattener<'l> {
             Some(Builtin::ExternalObject) => Ok(None),
             Some(_) => Ok(Some((base, ext.clone(), true))),
             None if !resolved.dims.is_empty()
-                || resolved.prefix.causality != ast::Causality::None =>
+                || resolved.prefix.causality != ast::CausalityPrefix::None =>
             {
                 Ok(Some((base, ext.clone(), false)))
             }
@@ -289,7 +289,7 @@ impl<'l> Flattener<'l> {
                         return self.err(DiagnosticKind::Restriction, ext.span, "extending a predefined type is only allowed in a short class definition (`type T = Real(...)`)");
                     }
                     if !resolved.dims.is_empty()
-                        || resolved.prefix.causality != ast::Causality::None
+                        || resolved.prefix.causality != ast::CausalityPrefix::None
                     {
                         self.check_extends_of_array_or_prefixed(&def, comp, base, ext.span)?;
                     }

@@ -89,7 +89,7 @@ impl Connections {
 impl<'l> Flattener<'l> {
     fn push_eq(&mut self, lhs: ExprId, rhs: ExprId, span: Span, ctx: &Ctx, initial: bool) {
         let scope = self.inst_path(ctx.scope.inst);
-        let e = flat::Equation {
+        let e = flat::FlatEquation {
             lhs,
             rhs,
             span,
@@ -440,7 +440,7 @@ impl<'l> Flattener<'l> {
     /// `var = rhs`, an equation a contact declaration introduces.
     fn contact_equation(&mut self, var: VarId, rhs: ExprId, span: Span, scope: String) {
         let lhs = self.arena.var(var);
-        self.equations.push(flat::Equation {
+        self.equations.push(flat::FlatEquation {
             lhs,
             rhs,
             span,
@@ -1411,7 +1411,7 @@ impl<'l> Flattener<'l> {
                 let lhs = self.arena.var(first);
                 let rhs = self.arena.var(m);
                 let scope = String::new();
-                self.equations.push(flat::Equation {
+                self.equations.push(flat::FlatEquation {
                     lhs,
                     rhs,
                     span,
@@ -1438,7 +1438,7 @@ impl<'l> Flattener<'l> {
                 };
             }
             let zero = self.arena.zero();
-            self.equations.push(flat::Equation {
+            self.equations.push(flat::FlatEquation {
                 lhs: sum,
                 rhs: zero,
                 span,
@@ -1460,7 +1460,7 @@ impl<'l> Flattener<'l> {
                 let span = var.span;
                 let lhs = self.arena.var(v);
                 let rhs = self.arena.zero();
-                self.equations.push(flat::Equation {
+                self.equations.push(flat::FlatEquation {
                     lhs,
                     rhs,
                     span,

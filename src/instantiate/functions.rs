@@ -1,5 +1,5 @@
 //! User functions: specialization to the argument sizes of a call and
-//! translation of the algorithm section into [`flat::Statement`]s over local
+//! translation of the algorithm section into [`flat::FunctionStatement`]s over local
 //! slots, in the function's own expression arena.
 
 use super::eval::{Ctx, Local, Value};
@@ -42,7 +42,7 @@ impl<'l> Flattener<'l> {
         let inputs = contents
             .components
             .iter()
-            .filter(|c| c.decl.prefix.causality == ast::Causality::Input)
+            .filter(|c| c.decl.prefix.causality == ast::CausalityPrefix::Input)
             .map(|c| FnInput {
                 name: c.decl.name.name.clone(),
                 default: c.decl.modification.as_ref().and_then(|m| m.binding.clone()),
@@ -295,7 +295,7 @@ impl<'l> Flattener<'l> {
         for pass in 0..2 {
             for pc in &comps {
                 let d = &pc.decl;
-                let is_input = d.prefix.causality == ast::Causality::Input;
+                let is_input = d.prefix.causality == ast::CausalityPrefix::Input;
                 if (pass == 0) != is_input {
                     continue;
                 }
@@ -411,12 +411,12 @@ impl<'l> Flattener<'l> {
                 );
                 let range = base..base + n as u32;
                 match d.prefix.causality {
-                    ast::Causality::Input => inputs.push(range),
-                    ast::Causality::Output => {
+                    ast::CausalityPrefix::Input => inputs.push(range),
+                    ast::CausalityPrefix::Output => {
                         outputs.push(range);
                         out_types.push((dims.clone(), ty));
                     }
-                    ast::Causality::None => {}
+                    ast::CausalityPrefix::None => {}
                 }
                 if !is_input
                     && let Some(bind) = d.modification.as_ref().and_then(|m| m.binding.as_ref())
@@ -561,7 +561,7 @@ impl<'l> Flattener<'l> {
         s: &ast::Statement,
         ctx: &Ctx,
         b: &mut FnBuilder,
-        out: &mut Vec<flat::Statement>,
+        out: &mut Vec<flat::FunctionStatement>,
     ) -> Result<(), Diagnostic> {
         match &s.kind {
             StatementKind::Assign { target, value } => {
@@ -613,7 +613,7 @@ impl<'l> Flattener<'l> {
                     let message = self
                         .eval_string(m, ctx)
                         .unwrap_or_else(|_| "assertion failed".into());
-                    out.push(flat::Statement::Assert {
+                    out.push(flat::FunctionStatement::Assert {
                         condition: cv.elems[0],
                         message,
                         span: s.span,
@@ -632,7 +632,7 @@ impl<'l> Flattener<'l> {
                     self.effect_call = None;
                     let outs = self.call_user_function(func, args, s.span, ctx)?;
                     if let Some(condition) = self.effect_call.take().filter(|_| outs.is_empty()) {
-                        out.push(flat::Statement::Assert {
+                        out.push(flat::FunctionStatement::Assert {
                             condition,
                             message: format!("`{}` failed", func.dotted()),
                             span: s.span,
@@ -662,7 +662,7 @@ impl<'l> Flattener<'l> {
                 for x in else_ {
                     self.fn_statement(x, ctx, b, &mut e)?;
                 }
-                out.push(flat::Statement::If {
+                out.push(flat::FunctionStatement::If {
                     branches: arms,
                     else_: e,
                 });
@@ -681,7 +681,7 @@ impl<'l> Flattener<'l> {
                 for x in body {
                     self.fn_statement(x, ctx, b, &mut stmts)?;
                 }
-                out.push(flat::Statement::While {
+                out.push(flat::FunctionStatement::While {
                     cond: cv.elems[0],
                     body: stmts,
                     span: cond.span,
@@ -690,11 +690,11 @@ impl<'l> Flattener<'l> {
             }
             StatementKind::For { indices, body } => self.fn_for(indices, body, ctx, b, out),
             StatementKind::Break => {
-                out.push(flat::Statement::Break);
+                out.push(flat::FunctionStatement::Break);
                 Ok(())
             }
             StatementKind::Return => {
-                out.push(flat::Statement::Return);
+                out.push(flat::FunctionStatement::Return);
                 Ok(())
             }
             StatementKind::When { .. } => Err(Diagnostic::error(
@@ -711,7 +711,7 @@ impl<'l> Flattener<'l> {
         body: &[ast::Statement],
         ctx: &Ctx,
         b: &mut FnBuilder,
-        out: &mut Vec<flat::Statement>,
+        out: &mut Vec<flat::FunctionStatement>,
     ) -> Result<(), Diagnostic> {
         let Some((first, rest)) = indices.split_first() else {
             for x in body {
@@ -770,7 +770,7 @@ impl<'l> Flattener<'l> {
                 }
             }
             r?;
-            out.push(flat::Statement::For {
+            out.push(flat::FunctionStatement::For {
                 slot,
                 start: a,
                 step: st,
@@ -800,7 +800,7 @@ impl<'l> Flattener<'l> {
         v: &Value,
         span: Span,
         b: &mut FnBuilder,
-        out: &mut Vec<flat::Statement>,
+        out: &mut Vec<flat::FunctionStatement>,
     ) -> Result<(), Diagnostic> {
         if t.dims != v.dims {
             return Err(Diagnostic::error(
@@ -833,7 +833,7 @@ impl<'l> Flattener<'l> {
             for val in values.iter_mut() {
                 let tmp = b.slots.len() as u32;
                 b.slots.push(format!("$tmp{tmp}"));
-                out.push(flat::Statement::Assign {
+                out.push(flat::FunctionStatement::Assign {
                     slot: tmp,
                     value: *val,
                 });
@@ -842,13 +842,17 @@ impl<'l> Flattener<'l> {
         }
         for (slot, &value) in t.slots.iter().zip(&values) {
             match slot {
-                TargetSlot::Slot(s) => out.push(flat::Statement::Assign { slot: *s, value }),
-                TargetSlot::Elem { base, len, index } => out.push(flat::Statement::AssignElem {
-                    base: *base,
-                    len: *len,
-                    index: *index,
-                    value,
-                }),
+                TargetSlot::Slot(s) => {
+                    out.push(flat::FunctionStatement::Assign { slot: *s, value })
+                }
+                TargetSlot::Elem { base, len, index } => {
+                    out.push(flat::FunctionStatement::AssignElem {
+                        base: *base,
+                        len: *len,
+                        index: *index,
+                        value,
+                    })
+                }
             }
         }
         Ok(())

@@ -297,7 +297,7 @@ impl<'l> Flattener<'l> {
         let modifier_names = std::mem::take(&mut self.component_modifier_names);
         let contents = self.contents(class, m, Some(id), 0)?;
         self.check_protected_modifiers(&modifier_names, &contents, &path)?;
-        if prefix.causality != ast::Causality::None || prefix.flow {
+        if prefix.causality != ast::CausalityPrefix::None || prefix.flow {
             self.check_structured_prefix(prefix, &def.name.name, &path, &contents, span)?;
         }
         let block_ports: Vec<(String, Span)> = if def.kind == ClassKind::Block {
@@ -574,7 +574,7 @@ impl<'l> Flattener<'l> {
         let parent_prefix = self.instances[inst as usize].prefix;
         let mut prefix = merge_prefix(parent_prefix, decl.prefix);
         prefix = merge_prefix(prefix, resolved.prefix);
-        if decl.prefix.causality != ast::Causality::None {
+        if decl.prefix.causality != ast::CausalityPrefix::None {
             prefix.causality = decl.prefix.causality;
         }
         // `flow` means something only in a connector (MLS 9.2: flows are
@@ -876,9 +876,9 @@ impl<'l> Flattener<'l> {
         let v = self.vars.len() as VarId;
         self.vars.push(Variable {
             causality: match prefix.causality {
-                ast::Causality::Input => flat::Causality::Input,
-                ast::Causality::Output => flat::Causality::Output,
-                ast::Causality::None => flat::Causality::Local,
+                ast::CausalityPrefix::Input => flat::Causality::Input,
+                ast::CausalityPrefix::Output => flat::Causality::Output,
+                ast::CausalityPrefix::None => flat::Causality::Local,
             },
             flow: prefix.flow,
             ..Variable::unattributed(path, variability, ty, span)

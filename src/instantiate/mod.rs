@@ -139,8 +139,8 @@ pub struct Flattener<'l> {
     lib: &'l mut Library,
     arena: ExprArena,
     vars: Vec<Variable>,
-    equations: Vec<flat::Equation>,
-    initial_equations: Vec<flat::Equation>,
+    equations: Vec<flat::FlatEquation>,
+    initial_equations: Vec<flat::FlatEquation>,
     whens: Vec<flat::WhenClause>,
     asserts: Vec<flat::Assert>,
     contacts: Vec<flat::UnilateralContact>,
@@ -477,7 +477,7 @@ impl<'l> Flattener<'l> {
             let lhs = self.arena.var(v);
             let scope = self.inst_path(b.scope.inst);
             self.bound_by_equation.insert(v);
-            self.equations.push(flat::Equation {
+            self.equations.push(flat::FlatEquation {
                 lhs,
                 rhs,
                 span: b.expr.span,
@@ -561,7 +561,7 @@ fn merge_prefix(outer: ast::TypePrefix, inner: ast::TypePrefix) -> ast::TypePref
         } else {
             inner.variability
         },
-        causality: if inner.causality != ast::Causality::None {
+        causality: if inner.causality != ast::CausalityPrefix::None {
             inner.causality
         } else {
             outer.causality

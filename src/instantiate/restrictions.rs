@@ -266,7 +266,9 @@ impl Flattener<'_> {
             }
             if kind == ClassKind::Record
                 && let Some(c) = comp.elements.iter().find_map(|e| match e {
-                    Element::Component(c) if c.prefix.causality != ast::Causality::None => Some(c),
+                    Element::Component(c) if c.prefix.causality != ast::CausalityPrefix::None => {
+                        Some(c)
+                    }
                     _ => None,
                 })
             {
@@ -362,7 +364,7 @@ impl Flattener<'_> {
         let p = &decl.prefix;
         let prefixed = p.flow
             || p.stream
-            || p.causality != ast::Causality::None
+            || p.causality != ast::CausalityPrefix::None
             || p.variability != ast::VariabilityPrefix::Continuous;
         if prefixed
             && self.lib.builtin(resolved).is_none()
@@ -422,11 +424,11 @@ impl Flattener<'_> {
         for pc in &contents.components {
             let d = &pc.decl.prefix;
             let outer = match prefix.causality {
-                ast::Causality::Input => "input",
-                ast::Causality::Output => "output",
-                ast::Causality::None => "flow",
+                ast::CausalityPrefix::Input => "input",
+                ast::CausalityPrefix::Output => "output",
+                ast::CausalityPrefix::None => "flow",
             };
-            let clash = d.causality != ast::Causality::None || d.flow || d.stream;
+            let clash = d.causality != ast::CausalityPrefix::None || d.flow || d.stream;
             if clash {
                 let p = outer;
                 return Err(Diagnostic::error(DiagnosticKind::Restriction,
@@ -711,7 +713,7 @@ impl Flattener<'_> {
         for pc in &contents.components {
             let d = &pc.decl;
             if !d.protected
-                && d.prefix.causality == ast::Causality::None
+                && d.prefix.causality == ast::CausalityPrefix::None
                 && !matches!(
                     d.prefix.variability,
                     ast::VariabilityPrefix::Constant | ast::VariabilityPrefix::Parameter

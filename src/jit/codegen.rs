@@ -10,7 +10,7 @@
 //! calls of Rust's libm routines, registered as JIT symbols, so compiled code
 //! and the interpreter compute the very same values.
 
-use super::ir::{self as rir, Expr, Func, Op1, Op2, Stmt, status};
+use super::ir::{self as rir, Func, IrExpr, Op1, Op2, Stmt, status};
 use super::lower::Program;
 use crate::flat::{Fn1, Fn2, RelOp};
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
@@ -269,7 +269,7 @@ fn compile_with(
     // hand the code to the module. The two large entries of a big model
     // (`ode`, `tangent`) take most of the time and compile side by side.
     let mut fctx = FunctionBuilderContext::new();
-    let env = Env {
+    let env = CallTargets {
         imports: &imports,
         user_ids: &user_ids,
         user: &p.user,
@@ -620,7 +620,9 @@ fn sanitize(s: &str) -> String {
         .collect()
 }
 
-struct Env<'a> {
+/// What a translated function can call: the imported math functions and
+/// the model's user functions.
+struct CallTargets<'a> {
     imports: &'a HashMap<&'static str, FuncId>,
     user_ids: &'a [FuncId],
     user: &'a [Func],
@@ -629,7 +631,7 @@ struct Env<'a> {
 struct Gen<'a, 'b> {
     b: FunctionBuilder<'b>,
     module: &'a mut JITModule,
-    env: &'a Env<'a>,
+    env: &'a CallTargets<'a>,
     frame: ir::Value,
     /// Declared on first use: a local read before any assignment is 0
     /// (cranelift's SSA builder gives an undefined variable the value 0, as
@@ -652,7 +654,7 @@ fn build(
     f: &Func,
     entry: bool,
     fall_through: i32,
-    env: &Env,
+    env: &CallTargets,
 ) -> Result<(), String> {
     let (mut b, start, frame) = begin(func, fctx);
     if entry {
@@ -745,7 +747,7 @@ impl Gen<'_, '_> {
         self.b.switch_to_block(cont);
     }
 
-    fn elem_addr(&mut self, base: u32, len: u32, index: &Expr) -> Result<ir::Value, String> {
+    fn elem_addr(&mut self, base: u32, len: u32, index: &IrExpr) -> Result<ir::Value, String> {
         let i = self.expr(index)?;
         let one = self.b.ins().f64const(1.0);
         let lenf = self.b.ins().f64const(len as f64);
@@ -770,29 +772,29 @@ impl Gen<'_, '_> {
         Ok(self.b.ins().iadd(self.frame, off))
     }
 
-    fn expr(&mut self, e: &Expr) -> Result<ir::Value, String> {
+    fn expr(&mut self, e: &IrExpr) -> Result<ir::Value, String> {
         Ok(match e {
-            Expr::Const(c) => self.b.ins().f64const(*c),
-            Expr::Load(s) => {
+            IrExpr::Const(c) => self.b.ins().f64const(*c),
+            IrExpr::Load(s) => {
                 self.b
                     .ins()
                     .load(types::F64, Self::flags(), self.frame, (*s as i32) * 8)
             }
-            Expr::LoadElem { base, len, index } => {
+            IrExpr::LoadElem { base, len, index } => {
                 let addr = self.elem_addr(*base, *len, index)?;
                 self.b.ins().load(types::F64, Self::flags(), addr, 0)
             }
-            Expr::LoadStrided { base, stride } => {
+            IrExpr::LoadStrided { base, stride } => {
                 let addr = self.strided_addr(*stride)?;
                 self.b
                     .ins()
                     .load(types::F64, Self::flags(), addr, (*base as i32) * 8)
             }
-            Expr::Local(l) => {
+            IrExpr::Local(l) => {
                 let v = self.local(*l);
                 self.b.use_var(v)
             }
-            Expr::Un(op, a) => {
+            IrExpr::Un(op, a) => {
                 let x = self.expr(a)?;
                 match op {
                     Op1::Neg => self.b.ins().fneg(x),
@@ -823,7 +825,7 @@ impl Gen<'_, '_> {
                     },
                 }
             }
-            Expr::Bin(op, a, c) => {
+            IrExpr::Bin(op, a, c) => {
                 let x = self.expr(a)?;
                 let y = self.expr(c)?;
                 match op {
@@ -832,7 +834,7 @@ impl Gen<'_, '_> {
                     Op2::Mul => self.b.ins().fmul(x, y),
                     Op2::Div => self.b.ins().fdiv(x, y),
                     Op2::Pow => match &**c {
-                        Expr::Const(k) if *k == k.trunc() && k.abs() <= 64.0 => {
+                        IrExpr::Const(k) if *k == k.trunc() && k.abs() <= 64.0 => {
                             self.powi(x, *k as i32)
                         }
                         _ => self.call_import("rmoc_pow", &[x, y]),
@@ -888,7 +890,7 @@ impl Gen<'_, '_> {
                     },
                 }
             }
-            Expr::Select(c, a, d) => {
+            IrExpr::Select(c, a, d) => {
                 let cv = self.expr(c)?;
                 let av = self.expr(a)?;
                 let dv = self.expr(d)?;
@@ -1114,7 +1116,7 @@ impl Gen<'_, '_> {
                 while j < args.len() {
                     let run = copy_run(&args[j..], &inputs[j..]);
                     if run >= COPY_LOOP_MIN {
-                        let (Expr::Load(from), to) = (&args[j], inputs[j]) else {
+                        let (IrExpr::Load(from), to) = (&args[j], inputs[j]) else {
                             unreachable!("copy_run starts at a load")
                         };
                         self.copy_loop(*from as usize, base, to as usize, run);
@@ -1187,15 +1189,15 @@ const COPY_LOOP_MIN: usize = 16;
 
 /// How many of `args`, from the first, load consecutive slots of the frame
 /// into consecutive slots `inputs` of a callee's frame.
-fn copy_run(args: &[Expr], inputs: &[u32]) -> usize {
-    let Some(Expr::Load(first)) = args.first() else {
+fn copy_run(args: &[IrExpr], inputs: &[u32]) -> usize {
+    let Some(IrExpr::Load(first)) = args.first() else {
         return 0;
     };
     args.iter()
         .zip(inputs)
         .enumerate()
         .take_while(|(t, (a, slot))| {
-            **a == Expr::Load(first + *t as u32) && **slot == inputs[0] + *t as u32
+            **a == IrExpr::Load(first + *t as u32) && **slot == inputs[0] + *t as u32
         })
         .count()
 }

@@ -1,9 +1,11 @@
 //! The reference interpreter of the IR: a direct tree walk, used by the
 //! differential tests against the JIT and by `rmoc simulate --no-jit`.
 
-use super::ir::{Expr, Func, Op1, Op2, Stmt, status};
+use super::ir::{Func, IrExpr, Op1, Op2, Stmt, status};
 
-enum Flow {
+/// How an IR statement ended: the next one runs, the loop is left, or the
+/// function returns this status.
+enum Completion {
     Next,
     Break,
     Return(i32),
@@ -16,8 +18,8 @@ pub fn run(f: &Func, frame: &mut [f64], user: &[Func]) -> i32 {
     }
     let mut locals = vec![0.0; f.n_locals as usize];
     match exec(&f.body, frame, &mut locals, user, 0) {
-        Flow::Return(c) => c,
-        Flow::Next | Flow::Break => status::OK,
+        Completion::Return(c) => c,
+        Completion::Next | Completion::Break => status::OK,
     }
 }
 
@@ -54,23 +56,23 @@ fn strided(base: u32, stride: i32, k: i64) -> usize {
 }
 
 /// The value of `e`; `k` is the index of the enclosing repeat.
-fn eval(e: &Expr, frame: &[f64], locals: &[f64], k: i64) -> Result<f64, i32> {
+fn eval(e: &IrExpr, frame: &[f64], locals: &[f64], k: i64) -> Result<f64, i32> {
     let eval = |e, frame, locals| eval(e, frame, locals, k);
     Ok(match e {
-        Expr::Const(c) => *c,
-        Expr::Load(s) => frame[*s as usize],
-        Expr::LoadElem { base, len, index } => {
+        IrExpr::Const(c) => *c,
+        IrExpr::Load(s) => frame[*s as usize],
+        IrExpr::LoadElem { base, len, index } => {
             let i = eval(index, frame, locals)?;
             if !(i >= 1.0 && i <= *len as f64) {
                 return Err(status::encode(status::INDEX, 0));
             }
             frame[(*base + i as u32 - 1) as usize]
         }
-        Expr::Local(l) => locals[*l as usize],
-        Expr::LoadStrided { base, stride } => frame[strided(*base, *stride, k)],
-        Expr::Un(op, a) => apply1(*op, eval(a, frame, locals)?),
-        Expr::Bin(op, a, c) => apply2(*op, eval(a, frame, locals)?, eval(c, frame, locals)?),
-        Expr::Select(c, a, d) => {
+        IrExpr::Local(l) => locals[*l as usize],
+        IrExpr::LoadStrided { base, stride } => frame[strided(*base, *stride, k)],
+        IrExpr::Un(op, a) => apply1(*op, eval(a, frame, locals)?),
+        IrExpr::Bin(op, a, c) => apply2(*op, eval(a, frame, locals)?, eval(c, frame, locals)?),
+        IrExpr::Select(c, a, d) => {
             let cv = eval(c, frame, locals)?;
             let av = eval(a, frame, locals)?;
             let dv = eval(d, frame, locals)?;
@@ -80,12 +82,12 @@ fn eval(e: &Expr, frame: &[f64], locals: &[f64], k: i64) -> Result<f64, i32> {
 }
 
 /// Runs `body`; `k` is the index of the enclosing repeat.
-fn exec(body: &[Stmt], frame: &mut [f64], locals: &mut [f64], user: &[Func], k: i64) -> Flow {
+fn exec(body: &[Stmt], frame: &mut [f64], locals: &mut [f64], user: &[Func], k: i64) -> Completion {
     macro_rules! ev {
         ($e:expr) => {
             match eval($e, frame, locals, k) {
                 Ok(v) => v,
-                Err(c) => return Flow::Return(c),
+                Err(c) => return Completion::Return(c),
             }
         };
     }
@@ -103,7 +105,7 @@ fn exec(body: &[Stmt], frame: &mut [f64], locals: &mut [f64], user: &[Func], k: 
             } => {
                 let i = ev!(index);
                 if !(i >= 1.0 && i <= *len as f64) {
-                    return Flow::Return(status::encode(status::INDEX, 0));
+                    return Completion::Return(status::encode(status::INDEX, 0));
                 }
                 let v = ev!(value);
                 frame[(*base + i as u32 - 1) as usize] = v;
@@ -123,7 +125,7 @@ fn exec(body: &[Stmt], frame: &mut [f64], locals: &mut [f64], user: &[Func], k: 
             Stmt::Repeat { count, body } => {
                 for pass in 0..*count as i64 {
                     match exec(body, frame, locals, user, pass) {
-                        Flow::Next => {}
+                        Completion::Next => {}
                         other => return other,
                     }
                 }
@@ -131,19 +133,19 @@ fn exec(body: &[Stmt], frame: &mut [f64], locals: &mut [f64], user: &[Func], k: 
             Stmt::If(c, t, e) => {
                 let branch = if ev!(c) != 0.0 { t } else { e };
                 match exec(branch, frame, locals, user, k) {
-                    Flow::Next => {}
+                    Completion::Next => {}
                     other => return other,
                 }
             }
             Stmt::Loop(body) => loop {
                 match exec(body, frame, locals, user, k) {
-                    Flow::Next => {}
-                    Flow::Break => break,
-                    Flow::Return(c) => return Flow::Return(c),
+                    Completion::Next => {}
+                    Completion::Break => break,
+                    Completion::Return(c) => return Completion::Return(c),
                 }
             },
-            Stmt::Break => return Flow::Break,
-            Stmt::Return(c) => return Flow::Return(*c),
+            Stmt::Break => return Completion::Break,
+            Stmt::Return(c) => return Completion::Return(*c),
             Stmt::Call { func, args, outs } => {
                 let callee = &user[*func as usize];
                 let mut callee_frame = vec![0.0; callee.frame_size as usize];
@@ -152,7 +154,7 @@ fn exec(body: &[Stmt], frame: &mut [f64], locals: &mut [f64], user: &[Func], k: 
                 }
                 let code = run(callee, &mut callee_frame, user);
                 if code != status::OK {
-                    return Flow::Return(code);
+                    return Completion::Return(code);
                 }
                 for (&o, &slot) in outs.iter().zip(&callee.outputs) {
                     locals[o as usize] = callee_frame[slot as usize];
@@ -163,7 +165,7 @@ fn exec(body: &[Stmt], frame: &mut [f64], locals: &mut [f64], user: &[Func], k: 
                 let mut m: Vec<f64> = a.iter().map(|&l| locals[l as usize]).collect();
                 let mut r: Vec<f64> = b.iter().map(|&l| locals[l as usize]).collect();
                 if !solve_consistent(n, &mut m, &mut r) {
-                    return Flow::Return(*fail);
+                    return Completion::Return(*fail);
                 }
                 for (k, &l) in x.iter().enumerate() {
                     locals[l as usize] = r[k];
@@ -171,7 +173,7 @@ fn exec(body: &[Stmt], frame: &mut [f64], locals: &mut [f64], user: &[Func], k: 
             }
         }
     }
-    Flow::Next
+    Completion::Next
 }
 
 /// A solution of the Newton system `a x = b` of a block, in place (`b`

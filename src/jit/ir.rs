@@ -38,14 +38,14 @@ pub enum Op2 {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub enum Expr {
+pub enum IrExpr {
     Const(f64),
     Load(u32),
     /// `frame[base + index - 1]`, with `1 <= index <= len` checked at run time.
     LoadElem {
         base: u32,
         len: u32,
-        index: Box<Expr>,
+        index: Box<IrExpr>,
     },
     Local(u32),
     /// `frame[base + stride * k]`, where k is the index of the enclosing
@@ -54,30 +54,30 @@ pub enum Expr {
         base: u32,
         stride: i32,
     },
-    Un(Op1, Box<Expr>),
-    Bin(Op2, Box<Expr>, Box<Expr>),
+    Un(Op1, Box<IrExpr>),
+    Bin(Op2, Box<IrExpr>, Box<IrExpr>),
     /// Both branches are evaluated; the condition picks one.
-    Select(Box<Expr>, Box<Expr>, Box<Expr>),
+    Select(Box<IrExpr>, Box<IrExpr>, Box<IrExpr>),
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Stmt {
-    Store(u32, Expr),
+    Store(u32, IrExpr),
     StoreElem {
         base: u32,
         len: u32,
-        index: Expr,
-        value: Expr,
+        index: IrExpr,
+        value: IrExpr,
     },
-    Set(u32, Expr),
+    Set(u32, IrExpr),
     /// `frame[base + stride * k] = value` inside a [`Stmt::Repeat`].
     StoreStrided {
         base: u32,
         stride: i32,
-        value: Expr,
+        value: IrExpr,
     },
     /// Runs `body` `count` times (count >= 1) with the repeat index k = 0,
-    /// 1, ..., count - 1, which [`Expr::LoadStrided`] and
+    /// 1, ..., count - 1, which [`IrExpr::LoadStrided`] and
     /// [`Stmt::StoreStrided`] read. Made by [`super::reroll`] from runs of
     /// statements that differ only in evenly spaced frame slots; its body
     /// holds only `Store`, `StoreStrided` and `Set`, and repeats do not
@@ -86,7 +86,7 @@ pub enum Stmt {
         count: u32,
         body: Vec<Stmt>,
     },
-    If(Expr, Vec<Stmt>, Vec<Stmt>),
+    If(IrExpr, Vec<Stmt>, Vec<Stmt>),
     /// Repeats until a `Break` (of this loop) or a `Return`.
     Loop(Vec<Stmt>),
     Break,
@@ -96,7 +96,7 @@ pub enum Stmt {
     /// slots come back in `outs`. A failing callee's status is returned.
     Call {
         func: u32,
-        args: Vec<Expr>,
+        args: Vec<IrExpr>,
         outs: Vec<u32>,
     },
     /// Solves the dense system `a x = b` (n x n, row-major in locals);
@@ -197,11 +197,11 @@ fn verify_strided(
     Ok(())
 }
 
-fn verify_expr(f: &Func, e: &Expr, repeat: Option<u32>) -> Result<(), VerifyError> {
+fn verify_expr(f: &Func, e: &IrExpr, repeat: Option<u32>) -> Result<(), VerifyError> {
     let verify_expr = |f, e| verify_expr(f, e, repeat);
     match e {
-        Expr::Const(_) => Ok(()),
-        Expr::Load(s) => {
+        IrExpr::Const(_) => Ok(()),
+        IrExpr::Load(s) => {
             if *s >= f.frame_size {
                 return Err(VerifyError(format!(
                     "{}: load of slot {s} outside frame {}",
@@ -210,7 +210,7 @@ fn verify_expr(f: &Func, e: &Expr, repeat: Option<u32>) -> Result<(), VerifyErro
             }
             Ok(())
         }
-        Expr::LoadElem { base, len, index } => {
+        IrExpr::LoadElem { base, len, index } => {
             if base + len > f.frame_size {
                 return Err(VerifyError(format!(
                     "{}: array {base}+{len} outside frame",
@@ -219,7 +219,7 @@ fn verify_expr(f: &Func, e: &Expr, repeat: Option<u32>) -> Result<(), VerifyErro
             }
             verify_expr(f, index)
         }
-        Expr::Local(l) => {
+        IrExpr::Local(l) => {
             if *l >= f.n_locals {
                 return Err(VerifyError(format!(
                     "{}: local {l} >= {}",
@@ -228,13 +228,13 @@ fn verify_expr(f: &Func, e: &Expr, repeat: Option<u32>) -> Result<(), VerifyErro
             }
             Ok(())
         }
-        Expr::LoadStrided { base, stride } => verify_strided(f, *base, *stride, repeat),
-        Expr::Un(_, a) => verify_expr(f, a),
-        Expr::Bin(_, a, b) => {
+        IrExpr::LoadStrided { base, stride } => verify_strided(f, *base, *stride, repeat),
+        IrExpr::Un(_, a) => verify_expr(f, a),
+        IrExpr::Bin(_, a, b) => {
             verify_expr(f, a)?;
             verify_expr(f, b)
         }
-        Expr::Select(c, a, b) => {
+        IrExpr::Select(c, a, b) => {
             verify_expr(f, c)?;
             verify_expr(f, a)?;
             verify_expr(f, b)
@@ -370,16 +370,16 @@ pub fn display(f: &Func) -> String {
         "func {} (frame {}, locals {})\n",
         f.name, f.frame_size, f.n_locals
     );
-    fn expr(e: &Expr) -> String {
+    fn expr(e: &IrExpr) -> String {
         match e {
-            Expr::Const(c) => crate::flat::expr::format_number(*c),
-            Expr::Load(s) => format!("[{s}]"),
-            Expr::LoadElem { base, len, index } => format!("[{base}+{}:{len}]", expr(index)),
-            Expr::Local(l) => format!("%{l}"),
-            Expr::LoadStrided { base, stride } => format!("[{base}{stride:+}k]"),
-            Expr::Un(op, a) => format!("{op:?}({})", expr(a)),
-            Expr::Bin(op, a, b) => format!("{op:?}({}, {})", expr(a), expr(b)),
-            Expr::Select(c, a, b) => format!("select({}, {}, {})", expr(c), expr(a), expr(b)),
+            IrExpr::Const(c) => crate::flat::expr::format_number(*c),
+            IrExpr::Load(s) => format!("[{s}]"),
+            IrExpr::LoadElem { base, len, index } => format!("[{base}+{}:{len}]", expr(index)),
+            IrExpr::Local(l) => format!("%{l}"),
+            IrExpr::LoadStrided { base, stride } => format!("[{base}{stride:+}k]"),
+            IrExpr::Un(op, a) => format!("{op:?}({})", expr(a)),
+            IrExpr::Bin(op, a, b) => format!("{op:?}({}, {})", expr(a), expr(b)),
+            IrExpr::Select(c, a, b) => format!("select({}, {}, {})", expr(c), expr(a), expr(b)),
         }
     }
     fn body(b: &[Stmt], ind: usize, s: &mut String) {
@@ -483,17 +483,17 @@ pub fn for_each_local(s: &Stmt, f: &mut impl FnMut(u32, bool)) {
     }
 }
 
-fn locals_in_expr(e: &Expr, f: &mut impl FnMut(u32, bool)) {
+fn locals_in_expr(e: &IrExpr, f: &mut impl FnMut(u32, bool)) {
     match e {
-        Expr::Const(_) | Expr::Load(_) | Expr::LoadStrided { .. } => {}
-        Expr::Local(l) => f(*l, false),
-        Expr::LoadElem { index, .. } => locals_in_expr(index, f),
-        Expr::Un(_, a) => locals_in_expr(a, f),
-        Expr::Bin(_, a, b) => {
+        IrExpr::Const(_) | IrExpr::Load(_) | IrExpr::LoadStrided { .. } => {}
+        IrExpr::Local(l) => f(*l, false),
+        IrExpr::LoadElem { index, .. } => locals_in_expr(index, f),
+        IrExpr::Un(_, a) => locals_in_expr(a, f),
+        IrExpr::Bin(_, a, b) => {
             locals_in_expr(a, f);
             locals_in_expr(b, f);
         }
-        Expr::Select(c, a, b) => {
+        IrExpr::Select(c, a, b) => {
             locals_in_expr(c, f);
             locals_in_expr(a, f);
             locals_in_expr(b, f);

@@ -24,7 +24,7 @@
 //! fixed point of the continuous and the discrete part, as Modelica tools
 //! iterate mixed systems).
 
-use super::ir::{Expr, Func, Op1, Op2, Stmt, status};
+use super::ir::{Func, IrExpr, Op1, Op2, Stmt, status};
 use crate::flat::{self, ExprArena, ExprId, Fn1, Node, RelOp, VarId, WhenStatement};
 use crate::structure::{Block, Causal, Role};
 use crate::symbolic::{self, DiffRules};
@@ -45,7 +45,7 @@ pub struct Relation {
 
 /// One `when`/`elsewhen` branch.
 #[derive(Clone, Debug, serde::Serialize)]
-pub struct Branch {
+pub struct WhenBranch {
     pub clause: usize,
     pub index: usize,
     /// States this branch may reinitialize.
@@ -70,7 +70,7 @@ pub struct Program {
     pub residuals: Func,
     pub user: Vec<Func>,
     pub relations: Vec<Relation>,
-    pub branches: Vec<Branch>,
+    pub branches: Vec<WhenBranch>,
     /// The run-time checks inside user functions (asserts, while-loop
     /// limits), indexed by the status codes `FN_ASSERT` and `LOOP`.
     pub function_checks: Vec<FunctionCheck>,
@@ -165,7 +165,7 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
             _ => {}
         }
     }
-    let branches: Vec<Branch> = c
+    let branches: Vec<WhenBranch> = c
         .whens
         .iter()
         .enumerate()
@@ -173,7 +173,7 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
             w.branches
                 .iter()
                 .enumerate()
-                .map(move |(bi, (_, stmts))| Branch {
+                .map(move |(bi, (_, stmts))| WhenBranch {
                     clause: ci,
                     index: bi,
                     reinits: stmts
@@ -253,10 +253,10 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
         let e = inner.expr(&c.arena, b);
         inner.stmts.push(Stmt::Store(l.var(v), e));
         p.n_locals = inner.n_locals;
-        let cond = Expr::Bin(
+        let cond = IrExpr::Bin(
             Op2::Rel(RelOp::Eq),
-            Box::new(Expr::Load(l.override_flag + v)),
-            Box::new(Expr::Const(0.0)),
+            Box::new(IrExpr::Load(l.override_flag + v)),
+            Box::new(IrExpr::Const(0.0)),
         );
         p.stmts.push(Stmt::If(cond, inner.stmts, vec![]));
     }
@@ -317,7 +317,7 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
         let b = z.expr(&c.arena, rhs);
         z.stmts.push(Stmt::Store(
             l.zc + k as u32,
-            Expr::Bin(Op2::Sub, Box::new(a), Box::new(b)),
+            IrExpr::Bin(Op2::Sub, Box::new(a), Box::new(b)),
         ));
     }
     let zero_crossings = z.finish(&l);
@@ -364,7 +364,7 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
                     }
                     WhenStatement::Terminate { .. } => body
                         .stmts
-                        .push(Stmt::Store(TERMINATE, Expr::Const(bidx as f64 + 1.0))),
+                        .push(Stmt::Store(TERMINATE, IrExpr::Const(bidx as f64 + 1.0))),
                 }
             }
             for (var, value) in ordered.unwrap_or_default() {
@@ -375,13 +375,13 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
                 body.calls.clear();
             }
             for (var, tmp) in pending {
-                body.stmts.push(Stmt::Store(l.var(var), Expr::Local(tmp)));
+                body.stmts.push(Stmt::Store(l.var(var), IrExpr::Local(tmp)));
             }
             act.n_locals = body.n_locals;
-            let active = Expr::Bin(
+            let active = IrExpr::Bin(
                 Op2::Rel(RelOp::Ne),
-                Box::new(Expr::Load(l.active + bidx)),
-                Box::new(Expr::Const(0.0)),
+                Box::new(IrExpr::Load(l.active + bidx)),
+                Box::new(IrExpr::Const(0.0)),
             );
             act.stmts.push(Stmt::If(active, body.stmts, vec![]));
             bidx += 1;
@@ -410,9 +410,9 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
                 s.stmts.push(Stmt::Store(slot, x));
             });
             asr.stmts.push(Stmt::If(
-                Expr::Load(INITIAL),
+                IrExpr::Load(INITIAL),
                 body,
-                vec![Stmt::Store(slot, Expr::Const(1.0))],
+                vec![Stmt::Store(slot, IrExpr::Const(1.0))],
             ));
         } else {
             let x = asr.expr(&c.arena, a.condition);
@@ -564,7 +564,7 @@ struct Lowerer<'s> {
     name: String,
     stmts: Vec<Stmt>,
     n_locals: u32,
-    memo: HashMap<ExprId, Expr>,
+    memo: HashMap<ExprId, IrExpr>,
     calls: HashMap<u32, Vec<u32>>,
     /// Checks of user-function bodies, numbered from `check_base`.
     checks: Vec<FunctionCheck>,
@@ -612,7 +612,8 @@ impl<'s> Lowerer<'s> {
     }
 
     fn finish(mut self, l: &Layout) -> Func {
-        self.stmts.insert(0, Stmt::Store(FREEZE, Expr::Const(0.0)));
+        self.stmts
+            .insert(0, Stmt::Store(FREEZE, IrExpr::Const(0.0)));
         self.stmts.push(Stmt::Return(status::OK));
         Func {
             name: self.name,
@@ -641,7 +642,7 @@ impl<'s> Lowerer<'s> {
         std::mem::replace(&mut self.stmts, saved_stmts)
     }
 
-    fn expr(&mut self, a: &ExprArena, id: ExprId) -> Expr {
+    fn expr(&mut self, a: &ExprArena, id: ExprId) -> IrExpr {
         // Another output of a call already made (the elements of an array
         // bound to one call: without this, each walked the call's
         // arguments again, quadratic in the array's size).
@@ -662,29 +663,29 @@ impl<'s> Lowerer<'s> {
         self.expr_rec(a, id, &uses)
     }
 
-    fn expr_rec(&mut self, a: &ExprArena, id: ExprId, uses: &HashMap<ExprId, u32>) -> Expr {
+    fn expr_rec(&mut self, a: &ExprArena, id: ExprId, uses: &HashMap<ExprId, u32>) -> IrExpr {
         if let Some(e) = self.memo.get(&id) {
             return e.clone();
         }
         let l = &self.sh.layout;
         let n = a.node(id);
         let e = match n {
-            Node::Const(b) => return Expr::Const(f64::from_bits(b)),
-            Node::Var(v) if self.sh.function_frame => return Expr::Load(v),
-            Node::Var(v) if v >= TANGENT => return Expr::Load(l.tan(v - TANGENT)),
-            Node::Var(v) => return Expr::Load(l.var(v)),
-            Node::Pre(v) => return Expr::Load(l.pre(v)),
-            Node::Time => return Expr::Load(TIME),
-            Node::Initial => return Expr::Load(INITIAL),
-            Node::Terminal => return Expr::Load(TERMINAL),
-            Node::Der(v) => return Expr::Load(l.var(v)),
+            Node::Const(b) => return IrExpr::Const(f64::from_bits(b)),
+            Node::Var(v) if self.sh.function_frame => return IrExpr::Load(v),
+            Node::Var(v) if v >= TANGENT => return IrExpr::Load(l.tan(v - TANGENT)),
+            Node::Var(v) => return IrExpr::Load(l.var(v)),
+            Node::Pre(v) => return IrExpr::Load(l.pre(v)),
+            Node::Time => return IrExpr::Load(TIME),
+            Node::Initial => return IrExpr::Load(INITIAL),
+            Node::Terminal => return IrExpr::Load(TERMINAL),
+            Node::Der(v) => return IrExpr::Load(l.var(v)),
             Node::Sample(..) => {
                 let k = self.sh.sample_index.get(&id).copied().unwrap_or(0);
-                return Expr::Load(l.sample + k);
+                return IrExpr::Load(l.sample + k);
             }
-            Node::Neg(x) => Expr::Un(Op1::Neg, Box::new(self.expr_rec(a, x, uses))),
-            Node::Not(x) => Expr::Un(Op1::Not, Box::new(self.expr_rec(a, x, uses))),
-            Node::Call1(f, x) => Expr::Un(Op1::F(f), Box::new(self.expr_rec(a, x, uses))),
+            Node::Neg(x) => IrExpr::Un(Op1::Neg, Box::new(self.expr_rec(a, x, uses))),
+            Node::Not(x) => IrExpr::Un(Op1::Not, Box::new(self.expr_rec(a, x, uses))),
+            Node::Call1(f, x) => IrExpr::Un(Op1::F(f), Box::new(self.expr_rec(a, x, uses))),
             Node::Add(x, y) => self.bin(a, Op2::Add, x, y, uses),
             Node::Sub(x, y) => self.bin(a, Op2::Sub, x, y, uses),
             Node::Mul(x, y) => self.bin(a, Op2::Mul, x, y, uses),
@@ -707,16 +708,20 @@ impl<'s> Lowerer<'s> {
                         let slot = l.rel + k;
                         let is_event = bin(
                             Op2::And,
-                            bin(Op2::Rel(RelOp::Ne), Expr::Load(MODE), Expr::Const(0.0)),
-                            bin(Op2::Rel(RelOp::Eq), Expr::Load(FREEZE), Expr::Const(0.0)),
+                            bin(Op2::Rel(RelOp::Ne), IrExpr::Load(MODE), IrExpr::Const(0.0)),
+                            bin(
+                                Op2::Rel(RelOp::Eq),
+                                IrExpr::Load(FREEZE),
+                                IrExpr::Const(0.0),
+                            ),
                         );
                         self.stmts.push(Stmt::If(
                             is_event,
-                            vec![Stmt::Set(t, live), Stmt::Store(slot, Expr::Local(t))],
-                            vec![Stmt::Set(t, Expr::Load(slot))],
+                            vec![Stmt::Set(t, live), Stmt::Store(slot, IrExpr::Local(t))],
+                            vec![Stmt::Set(t, IrExpr::Load(slot))],
                         ));
-                        self.memo.insert(id, Expr::Local(t));
-                        return Expr::Local(t);
+                        self.memo.insert(id, IrExpr::Local(t));
+                        return IrExpr::Local(t);
                     }
                     _ => live,
                 }
@@ -737,19 +742,19 @@ impl<'s> Lowerer<'s> {
                         s.stmts.push(Stmt::Set(t, v));
                     });
                     self.stmts.push(Stmt::If(cond, then, els));
-                    self.memo.insert(id, Expr::Local(t));
-                    return Expr::Local(t);
+                    self.memo.insert(id, IrExpr::Local(t));
+                    return IrExpr::Local(t);
                 }
                 let xa = self.expr_rec(a, x, uses);
                 let ya = self.expr_rec(a, y, uses);
-                Expr::Select(Box::new(cond), Box::new(xa), Box::new(ya))
+                IrExpr::Select(Box::new(cond), Box::new(xa), Box::new(ya))
             }
             Node::Call { call, output } => {
                 let outs = match self.calls.get(&call) {
                     Some(o) => o.clone(),
                     None => {
                         let site = a.calls[call as usize].clone();
-                        let args: Vec<Expr> = site
+                        let args: Vec<IrExpr> = site
                             .args
                             .iter()
                             .map(|&x| self.expr_rec(a, x, uses))
@@ -761,9 +766,9 @@ impl<'s> Lowerer<'s> {
                         outs
                     }
                 };
-                return Expr::Local(outs[output as usize]);
+                return IrExpr::Local(outs[output as usize]);
             }
-            Node::Elem { base, len, index } => Expr::LoadElem {
+            Node::Elem { base, len, index } => IrExpr::LoadElem {
                 base,
                 len,
                 index: Box::new(self.expr_rec(a, index, uses)),
@@ -772,8 +777,8 @@ impl<'s> Lowerer<'s> {
         if uses.get(&id).copied().unwrap_or(0) > 1 {
             let t = self.local();
             self.stmts.push(Stmt::Set(t, e));
-            self.memo.insert(id, Expr::Local(t));
-            return Expr::Local(t);
+            self.memo.insert(id, IrExpr::Local(t));
+            return IrExpr::Local(t);
         }
         e
     }
@@ -781,7 +786,7 @@ impl<'s> Lowerer<'s> {
     /// Calls `func`; a derivative function whose tangent arguments are all
     /// zero (a colour's seeds that do not reach the call) is not called
     /// and its outputs are zero, since it is linear in them.
-    fn call_unless_tangents_vanish(&mut self, func: u32, mut args: Vec<Expr>, outs: &[u32]) {
+    fn call_unless_tangents_vanish(&mut self, func: u32, mut args: Vec<IrExpr>, outs: &[u32]) {
         let from = self.sh.tangent_args.get(func as usize).copied().flatten();
         let Some(from) = from.filter(|&k| k < args.len()) else {
             self.stmts.push(Stmt::Call {
@@ -793,27 +798,27 @@ impl<'s> Lowerer<'s> {
         };
         let zeros = |outs: &[u32]| -> Vec<Stmt> {
             outs.iter()
-                .map(|&o| Stmt::Set(o, Expr::Const(0.0)))
+                .map(|&o| Stmt::Set(o, IrExpr::Const(0.0)))
                 .collect()
         };
-        let mut any: Option<Expr> = None;
+        let mut any: Option<IrExpr> = None;
         for arg in &mut args[from..] {
-            if matches!(arg, Expr::Const(x) if *x == 0.0) {
+            if matches!(arg, IrExpr::Const(x) if *x == 0.0) {
                 continue;
             }
-            if !matches!(arg, Expr::Local(_) | Expr::Load(_) | Expr::Const(_)) {
+            if !matches!(arg, IrExpr::Local(_) | IrExpr::Load(_) | IrExpr::Const(_)) {
                 let t = self.local();
                 self.stmts
-                    .push(Stmt::Set(t, std::mem::replace(arg, Expr::Local(t))));
+                    .push(Stmt::Set(t, std::mem::replace(arg, IrExpr::Local(t))));
             }
-            let nonzero = Expr::Bin(
+            let nonzero = IrExpr::Bin(
                 Op2::Rel(RelOp::Ne),
                 Box::new(arg.clone()),
-                Box::new(Expr::Const(0.0)),
+                Box::new(IrExpr::Const(0.0)),
             );
             any = Some(match any {
                 None => nonzero,
-                Some(a) => Expr::Bin(Op2::Or, Box::new(a), Box::new(nonzero)),
+                Some(a) => IrExpr::Bin(Op2::Or, Box::new(a), Box::new(nonzero)),
             });
         }
         let Some(any) = any else {
@@ -839,10 +844,10 @@ impl<'s> Lowerer<'s> {
         x: ExprId,
         y: ExprId,
         uses: &HashMap<ExprId, u32>,
-    ) -> Expr {
+    ) -> IrExpr {
         let xa = self.expr_rec(a, x, uses);
         let ya = self.expr_rec(a, y, uses);
-        Expr::Bin(op, Box::new(xa), Box::new(ya))
+        IrExpr::Bin(op, Box::new(xa), Box::new(ya))
     }
 }
 
@@ -1048,31 +1053,31 @@ fn partials(c: &mut Causal, e: ExprId, vars: &[VarId]) -> Result<Vec<(VarId, Exp
 }
 
 /// Σ coefficient * tangent over the terms whose tangent is not zero.
-fn combine(terms: Vec<(Expr, Expr)>) -> Expr {
-    let mut acc: Option<Expr> = None;
+fn combine(terms: Vec<(IrExpr, IrExpr)>) -> IrExpr {
+    let mut acc: Option<IrExpr> = None;
     for (coef, t) in terms {
-        if t == Expr::Const(0.0) {
+        if t == IrExpr::Const(0.0) {
             continue;
         }
-        let term = if t == Expr::Const(1.0) {
+        let term = if t == IrExpr::Const(1.0) {
             coef
         } else {
-            Expr::Bin(Op2::Mul, Box::new(coef), Box::new(t))
+            IrExpr::Bin(Op2::Mul, Box::new(coef), Box::new(t))
         };
         acc = Some(match acc {
             None => term,
-            Some(a) => Expr::Bin(Op2::Add, Box::new(a), Box::new(term)),
+            Some(a) => IrExpr::Bin(Op2::Add, Box::new(a), Box::new(term)),
         });
     }
-    acc.unwrap_or(Expr::Const(0.0))
+    acc.unwrap_or(IrExpr::Const(0.0))
 }
 
-fn abs(e: Expr) -> Expr {
-    Expr::Un(Op1::F(Fn1::Abs), Box::new(e))
+fn abs(e: IrExpr) -> IrExpr {
+    IrExpr::Un(Op1::F(Fn1::Abs), Box::new(e))
 }
 
-fn bin(op: Op2, a: Expr, b: Expr) -> Expr {
-    Expr::Bin(op, Box::new(a), Box::new(b))
+fn bin(op: Op2, a: IrExpr, b: IrExpr) -> IrExpr {
+    IrExpr::Bin(op, Box::new(a), Box::new(b))
 }
 
 /// Precomputed symbolic pieces of a torn block.
@@ -1106,13 +1111,13 @@ fn torn_parts(
 }
 
 /// Newton's convergence test for one variable: |dx| <= 1e-12 |x| + 1e-15 nominal.
-fn converged(slot: u32, dx: u32, nominal: f64, rel: f64) -> Expr {
+fn converged(slot: u32, dx: u32, nominal: f64, rel: f64) -> IrExpr {
     let tol = bin(
         Op2::Add,
-        bin(Op2::Mul, Expr::Const(rel), abs(Expr::Load(slot))),
-        Expr::Const(rel * 1e-3 * nominal),
+        bin(Op2::Mul, IrExpr::Const(rel), abs(IrExpr::Load(slot))),
+        IrExpr::Const(rel * 1e-3 * nominal),
     );
-    bin(Op2::Rel(RelOp::Le), abs(Expr::Local(dx)), tol)
+    bin(Op2::Rel(RelOp::Le), abs(IrExpr::Local(dx)), tol)
 }
 
 fn nominal_of(c: &Causal, v: VarId) -> f64 {
@@ -1149,7 +1154,7 @@ impl Lowerer<'_> {
         });
         if !before.is_empty() {
             self.stmts.push(Stmt::If(
-                bin(Op2::Rel(RelOp::Ne), Expr::Load(MODE), Expr::Const(0.0)),
+                bin(Op2::Rel(RelOp::Ne), IrExpr::Load(MODE), IrExpr::Const(0.0)),
                 before,
                 vec![],
             ));
@@ -1159,17 +1164,17 @@ impl Lowerer<'_> {
         let saved_stmts = std::mem::take(&mut self.stmts);
         let saved_memo = self.memo.clone();
         let saved_calls = self.calls.clone();
-        self.stmts.push(Stmt::Store(FREEZE, Expr::Load(MODE)));
+        self.stmts.push(Stmt::Store(FREEZE, IrExpr::Load(MODE)));
         let first = self.local();
         self.mixed_first = Some(first);
         self.mixed_relations = rels.iter().map(|r| r.4).collect();
         let solved = self.block_solve(c, b, bi);
         self.mixed_first = None;
         self.mixed_relations.clear();
-        self.stmts.push(Stmt::Store(FREEZE, Expr::Const(0.0)));
-        self.stmts.push(Stmt::Set(first, Expr::Const(0.0)));
+        self.stmts.push(Stmt::Store(FREEZE, IrExpr::Const(0.0)));
+        self.stmts.push(Stmt::Set(first, IrExpr::Const(0.0)));
         let changed = self.local();
-        self.stmts.push(Stmt::Set(changed, Expr::Const(0.0)));
+        self.stmts.push(Stmt::Set(changed, IrExpr::Const(0.0)));
         // Whether each relation flipped already at this evaluation: it does
         // not flip back in it. At a switching point a relation such as
         // `sa > tau0_max` holds by a hair, and the solution of the new mode
@@ -1204,23 +1209,23 @@ impl Lowerer<'_> {
             // and so do relations nested in these operands.
             s.memo.clear();
             s.calls.clear();
-            s.stmts.push(Stmt::Store(FREEZE, Expr::Const(1.0)));
+            s.stmts.push(Stmt::Store(FREEZE, IrExpr::Const(1.0)));
             for (&(slot, op, lhs, rhs, rel), &f) in rels.iter().zip(&flipped) {
                 let live = bin(Op2::Rel(op), s.expr(&c.arena, lhs), s.expr(&c.arena, rhs));
                 let t = s.local();
                 s.stmts.push(Stmt::Set(t, live));
                 let mut store = vec![
-                    Stmt::Store(slot, Expr::Local(t)),
-                    Stmt::Set(f, Expr::Const(1.0)),
+                    Stmt::Store(slot, IrExpr::Local(t)),
+                    Stmt::Set(f, IrExpr::Const(1.0)),
                 ];
                 if direct.contains(&rel) {
-                    store.insert(0, Stmt::Set(changed, Expr::Const(1.0)));
+                    store.insert(0, Stmt::Set(changed, IrExpr::Const(1.0)));
                 }
-                let may_flip = bin(Op2::Rel(RelOp::Eq), Expr::Local(f), Expr::Const(0.0));
+                let may_flip = bin(Op2::Rel(RelOp::Eq), IrExpr::Local(f), IrExpr::Const(0.0));
                 s.stmts.push(Stmt::If(
                     bin(
                         Op2::And,
-                        bin(Op2::Rel(RelOp::Ne), Expr::Local(t), Expr::Load(slot)),
+                        bin(Op2::Rel(RelOp::Ne), IrExpr::Local(t), IrExpr::Load(slot)),
                         may_flip,
                     ),
                     store,
@@ -1240,35 +1245,43 @@ impl Lowerer<'_> {
                 s.stmts.push(Stmt::Set(t, x));
                 if c.vars[u as usize].ty != flat::ScalarType::Real {
                     s.stmts.push(Stmt::If(
-                        bin(Op2::Rel(RelOp::Ne), Expr::Local(t), Expr::Load(l.var(u))),
-                        vec![Stmt::Set(changed, Expr::Const(1.0))],
+                        bin(
+                            Op2::Rel(RelOp::Ne),
+                            IrExpr::Local(t),
+                            IrExpr::Load(l.var(u)),
+                        ),
+                        vec![Stmt::Set(changed, IrExpr::Const(1.0))],
                         vec![],
                     ));
                 }
-                s.stmts.push(Stmt::Store(l.var(u), Expr::Local(t)));
+                s.stmts.push(Stmt::Store(l.var(u), IrExpr::Local(t)));
             }
-            s.stmts.push(Stmt::Store(FREEZE, Expr::Const(0.0)));
+            s.stmts.push(Stmt::Store(FREEZE, IrExpr::Const(0.0)));
         });
         self.stmts.push(Stmt::If(
-            bin(Op2::Rel(RelOp::Ne), Expr::Load(MODE), Expr::Const(0.0)),
+            bin(Op2::Rel(RelOp::Ne), IrExpr::Load(MODE), IrExpr::Const(0.0)),
             update,
             vec![],
         ));
         self.stmts.push(Stmt::If(
-            bin(Op2::Rel(RelOp::Eq), Expr::Local(changed), Expr::Const(0.0)),
+            bin(
+                Op2::Rel(RelOp::Eq),
+                IrExpr::Local(changed),
+                IrExpr::Const(0.0),
+            ),
             vec![Stmt::Break],
             vec![],
         ));
         let solves = self.local();
         self.stmts.push(Stmt::Set(
             solves,
-            bin(Op2::Add, Expr::Local(solves), Expr::Const(1.0)),
+            bin(Op2::Add, IrExpr::Local(solves), IrExpr::Const(1.0)),
         ));
         self.stmts.push(Stmt::If(
             bin(
                 Op2::Rel(RelOp::Ge),
-                Expr::Local(solves),
-                Expr::Const(MAX_MIXED),
+                IrExpr::Local(solves),
+                IrExpr::Const(MAX_MIXED),
             ),
             vec![Stmt::Return(status::encode(status::MIXED, bi))],
             vec![],
@@ -1277,10 +1290,10 @@ impl Lowerer<'_> {
         self.memo = saved_memo;
         self.calls = saved_calls;
         solved?;
-        self.stmts.push(Stmt::Set(solves, Expr::Const(0.0)));
-        self.stmts.push(Stmt::Set(first, Expr::Load(MODE)));
+        self.stmts.push(Stmt::Set(solves, IrExpr::Const(0.0)));
+        self.stmts.push(Stmt::Set(first, IrExpr::Load(MODE)));
         for &f in &flipped {
-            self.stmts.push(Stmt::Set(f, Expr::Const(0.0)));
+            self.stmts.push(Stmt::Set(f, IrExpr::Const(0.0)));
         }
         self.stmts.push(Stmt::Loop(body));
         Ok(())
@@ -1340,15 +1353,15 @@ impl Lowerer<'_> {
 
     /// `x`, or for a discrete unknown of a mixed system in its first solve
     /// at an event, its left limit.
-    fn discrete_start(&self, discrete: bool, u: VarId, x: Expr) -> Expr {
+    fn discrete_start(&self, discrete: bool, u: VarId, x: IrExpr) -> IrExpr {
         match self.mixed_first {
-            Some(first) if discrete => Expr::Select(
+            Some(first) if discrete => IrExpr::Select(
                 Box::new(bin(
                     Op2::Rel(RelOp::Ne),
-                    Expr::Local(first),
-                    Expr::Const(0.0),
+                    IrExpr::Local(first),
+                    IrExpr::Const(0.0),
                 )),
-                Box::new(Expr::Load(self.sh.layout.pre(u))),
+                Box::new(IrExpr::Load(self.sh.layout.pre(u))),
                 Box::new(x),
             ),
             _ => x,
@@ -1368,7 +1381,7 @@ impl Lowerer<'_> {
                 let nominal = nominal_of(c, *var);
                 self.reset_if_not_finite(&[*var], c);
                 let it = self.local();
-                self.stmts.push(Stmt::Set(it, Expr::Const(0.0)));
+                self.stmts.push(Stmt::Set(it, IrExpr::Const(0.0)));
                 let arena = &c.arena;
                 let body = self.scoped(|s| {
                     let r = s.expr(arena, *residual);
@@ -1410,7 +1423,7 @@ impl Lowerer<'_> {
                     self.restart_from_starts(c, tear)
                 };
                 let it = self.local();
-                self.stmts.push(Stmt::Set(it, Expr::Const(0.0)));
+                self.stmts.push(Stmt::Set(it, IrExpr::Const(0.0)));
                 let step = |s: &mut Self| {
                     for (u, e, _) in inner {
                         let x = s.expr(arena, *e);
@@ -1431,7 +1444,7 @@ impl Lowerer<'_> {
                     if m == 1 {
                         s.stmts.push(Stmt::Set(
                             dx[0],
-                            bin(Op2::Div, Expr::Local(r[0]), Expr::Local(a[0])),
+                            bin(Op2::Div, IrExpr::Local(r[0]), IrExpr::Local(a[0])),
                         ));
                         if !*linear {
                             s.unstick(dx[0], noms[0]);
@@ -1452,14 +1465,14 @@ impl Lowerer<'_> {
                     // guess, and a stale value could be NaN from a rejected
                     // step), then the inner assignments at the solution.
                     for &t in tear.iter() {
-                        self.stmts.push(Stmt::Store(l.var(t), Expr::Const(0.0)));
+                        self.stmts.push(Stmt::Store(l.var(t), IrExpr::Const(0.0)));
                     }
                     let body = self.scoped(|s| {
                         let dx = step(s);
                         for (k, &t) in tear.iter().enumerate() {
                             s.stmts.push(Stmt::Store(
                                 l.var(t),
-                                bin(Op2::Sub, Expr::Load(l.var(t)), Expr::Local(dx[k])),
+                                bin(Op2::Sub, IrExpr::Load(l.var(t)), IrExpr::Local(dx[k])),
                             ));
                         }
                     });
@@ -1499,15 +1512,15 @@ impl Lowerer<'_> {
                 .start
                 .and_then(|e| c.arena.as_const(e))
                 .unwrap_or(0.0);
-            let x = Expr::Load(slot);
+            let x = IrExpr::Load(slot);
             let bad = bin(
                 Op2::Or,
                 bin(Op2::Rel(RelOp::Ne), x.clone(), x.clone()),
-                bin(Op2::Rel(RelOp::Gt), abs(x), Expr::Const(1e300)),
+                bin(Op2::Rel(RelOp::Gt), abs(x), IrExpr::Const(1e300)),
             );
             self.stmts.push(Stmt::If(
                 bad,
-                vec![Stmt::Store(slot, Expr::Const(guess))],
+                vec![Stmt::Store(slot, IrExpr::Const(guess))],
                 vec![],
             ));
         }
@@ -1518,15 +1531,15 @@ impl Lowerer<'_> {
     /// the nominal instead, and let the iteration limit catch a root that is
     /// not there.
     fn unstick(&mut self, dx: u32, nominal: f64) {
-        let d = Expr::Local(dx);
+        let d = IrExpr::Local(dx);
         let bad = bin(
             Op2::Or,
             bin(Op2::Rel(RelOp::Ne), d.clone(), d.clone()),
-            bin(Op2::Rel(RelOp::Gt), abs(d), Expr::Const(1e300)),
+            bin(Op2::Rel(RelOp::Gt), abs(d), IrExpr::Const(1e300)),
         );
         self.stmts.push(Stmt::If(
             bad,
-            vec![Stmt::Set(dx, Expr::Const(-1e-3 * nominal))],
+            vec![Stmt::Set(dx, IrExpr::Const(-1e-3 * nominal))],
             vec![],
         ));
     }
@@ -1540,12 +1553,12 @@ impl Lowerer<'_> {
         bi: u32,
         restart: Option<&(u32, Vec<Stmt>)>,
     ) {
-        let mut all_conv: Option<Expr> = None;
-        let mut bad: Option<Expr> = None;
+        let mut all_conv: Option<IrExpr> = None;
+        let mut bad: Option<IrExpr> = None;
         for &(slot, dx, nominal) in vars {
             self.stmts.push(Stmt::Store(
                 slot,
-                bin(Op2::Sub, Expr::Load(slot), Expr::Local(dx)),
+                bin(Op2::Sub, IrExpr::Load(slot), IrExpr::Local(dx)),
             ));
             let conv = converged(slot, dx, nominal, 1e-12);
             all_conv = Some(match all_conv {
@@ -1556,11 +1569,11 @@ impl Lowerer<'_> {
             // convergence test (inf <= inf) and must not.
             let nan = bin(
                 Op2::Or,
-                bin(Op2::Rel(RelOp::Ne), Expr::Load(slot), Expr::Load(slot)),
+                bin(Op2::Rel(RelOp::Ne), IrExpr::Load(slot), IrExpr::Load(slot)),
                 bin(
                     Op2::Rel(RelOp::Gt),
-                    abs(Expr::Load(slot)),
-                    Expr::Const(1e300),
+                    abs(IrExpr::Load(slot)),
+                    IrExpr::Const(1e300),
                 ),
             );
             bad = Some(match bad {
@@ -1573,10 +1586,14 @@ impl Lowerer<'_> {
         let retry_or = |fail: Stmt| match restart {
             Some((attempt, resets)) => {
                 let mut again = resets.clone();
-                again.push(Stmt::Set(*attempt, Expr::Const(1.0)));
-                again.push(Stmt::Set(it, Expr::Const(0.0)));
+                again.push(Stmt::Set(*attempt, IrExpr::Const(1.0)));
+                again.push(Stmt::Set(it, IrExpr::Const(0.0)));
                 Stmt::If(
-                    bin(Op2::Rel(RelOp::Eq), Expr::Local(*attempt), Expr::Const(0.0)),
+                    bin(
+                        Op2::Rel(RelOp::Eq),
+                        IrExpr::Local(*attempt),
+                        IrExpr::Const(0.0),
+                    ),
                     again,
                     vec![fail],
                 )
@@ -1595,11 +1612,11 @@ impl Lowerer<'_> {
         }
         self.stmts.push(Stmt::Set(
             it,
-            bin(Op2::Add, Expr::Local(it), Expr::Const(1.0)),
+            bin(Op2::Add, IrExpr::Local(it), IrExpr::Const(1.0)),
         ));
         // After many iterations accept a looser tolerance (round-off limits the
         // last digits), else fail.
-        let mut loose: Option<Expr> = None;
+        let mut loose: Option<IrExpr> = None;
         for &(slot, dx, nominal) in vars {
             let conv = converged(slot, dx, nominal, 1e-8);
             loose = Some(match loose {
@@ -1609,14 +1626,14 @@ impl Lowerer<'_> {
         }
         let limit = bin(
             Op2::Rel(RelOp::Ge),
-            Expr::Local(it),
-            Expr::Const(MAX_NEWTON),
+            IrExpr::Local(it),
+            IrExpr::Const(MAX_NEWTON),
         );
         let fail = retry_or(Stmt::Return(status::encode(status::NEWTON, bi)));
         self.stmts.push(Stmt::If(
             limit,
             vec![Stmt::If(
-                loose.unwrap_or(Expr::Const(0.0)),
+                loose.unwrap_or(IrExpr::Const(0.0)),
                 vec![Stmt::Break],
                 vec![fail],
             )],
@@ -1660,7 +1677,7 @@ impl Lowerer<'_> {
             }
         });
         let attempt = self.local();
-        self.stmts.push(Stmt::Set(attempt, Expr::Const(0.0)));
+        self.stmts.push(Stmt::Set(attempt, IrExpr::Const(0.0)));
         Some((attempt, resets))
     }
 
@@ -1677,32 +1694,32 @@ impl Lowerer<'_> {
         let m = tear.len();
         let mut jac = vec![0u32; m * m];
         for j in 0..m {
-            let mut tang: HashMap<VarId, Expr> = HashMap::default();
+            let mut tang: HashMap<VarId, IrExpr> = HashMap::default();
             for (k, &t) in tear.iter().enumerate() {
-                tang.insert(t, Expr::Const(if k == j { 1.0 } else { 0.0 }));
+                tang.insert(t, IrExpr::Const(if k == j { 1.0 } else { 0.0 }));
             }
             for (k, (u, _, _)) in inner.iter().enumerate() {
-                let terms: Vec<(Expr, Expr)> = parts.inner_partials[k]
+                let terms: Vec<(IrExpr, IrExpr)> = parts.inner_partials[k]
                     .iter()
                     .map(|&(w, d)| {
                         (
                             self.expr(a, d),
-                            tang.get(&w).cloned().unwrap_or(Expr::Const(0.0)),
+                            tang.get(&w).cloned().unwrap_or(IrExpr::Const(0.0)),
                         )
                     })
                     .collect();
                 let e = combine(terms);
                 let t = self.local();
                 self.stmts.push(Stmt::Set(t, e));
-                tang.insert(*u, Expr::Local(t));
+                tang.insert(*u, IrExpr::Local(t));
             }
             for i in 0..m {
-                let terms: Vec<(Expr, Expr)> = parts.res_partials[i]
+                let terms: Vec<(IrExpr, IrExpr)> = parts.res_partials[i]
                     .iter()
                     .map(|&(w, d)| {
                         (
                             self.expr(a, d),
-                            tang.get(&w).cloned().unwrap_or(Expr::Const(0.0)),
+                            tang.get(&w).cloned().unwrap_or(IrExpr::Const(0.0)),
                         )
                     })
                     .collect();
@@ -1762,40 +1779,40 @@ impl Lowerer<'_> {
                 let a = &c.arena;
                 let m = tear.len();
                 // Tangents with the tearing variables held: the outside's effect.
-                let mut tang: HashMap<VarId, Expr> =
-                    tear.iter().map(|&t| (t, Expr::Const(0.0))).collect();
+                let mut tang: HashMap<VarId, IrExpr> =
+                    tear.iter().map(|&t| (t, IrExpr::Const(0.0))).collect();
                 for (k, (u, _, _)) in inner.iter().enumerate() {
-                    let mut terms: Vec<(Expr, Expr)> = parts.inner_partials[k]
+                    let mut terms: Vec<(IrExpr, IrExpr)> = parts.inner_partials[k]
                         .iter()
                         .map(|&(w, d)| {
                             (
                                 self.expr(a, d),
-                                tang.get(&w).cloned().unwrap_or(Expr::Const(0.0)),
+                                tang.get(&w).cloned().unwrap_or(IrExpr::Const(0.0)),
                             )
                         })
                         .collect();
-                    terms.push((self.expr(a, inner_out[k]), Expr::Const(1.0)));
+                    terms.push((self.expr(a, inner_out[k]), IrExpr::Const(1.0)));
                     let e = combine(terms);
                     let t = self.local();
                     self.stmts.push(Stmt::Set(t, e));
-                    tang.insert(*u, Expr::Local(t));
+                    tang.insert(*u, IrExpr::Local(t));
                 }
                 let r0: Vec<u32> = (0..m)
                     .map(|i| {
-                        let mut terms: Vec<(Expr, Expr)> = parts.res_partials[i]
+                        let mut terms: Vec<(IrExpr, IrExpr)> = parts.res_partials[i]
                             .iter()
                             .map(|&(w, d)| {
                                 (
                                     self.expr(a, d),
-                                    tang.get(&w).cloned().unwrap_or(Expr::Const(0.0)),
+                                    tang.get(&w).cloned().unwrap_or(IrExpr::Const(0.0)),
                                 )
                             })
                             .collect();
-                        terms.push((self.expr(a, res_out[i]), Expr::Const(1.0)));
+                        terms.push((self.expr(a, res_out[i]), IrExpr::Const(1.0)));
                         let e = combine(terms);
                         let t = self.local();
                         self.stmts
-                            .push(Stmt::Set(t, bin(Op2::Sub, Expr::Const(0.0), e)));
+                            .push(Stmt::Set(t, bin(Op2::Sub, IrExpr::Const(0.0), e)));
                         t
                     })
                     .collect();
@@ -1804,7 +1821,7 @@ impl Lowerer<'_> {
                 if m == 1 {
                     self.stmts.push(Stmt::Set(
                         dt[0],
-                        bin(Op2::Div, Expr::Local(r0[0]), Expr::Local(jac[0])),
+                        bin(Op2::Div, IrExpr::Local(r0[0]), IrExpr::Local(jac[0])),
                     ));
                 } else {
                     self.stmts.push(Stmt::Solve {
@@ -1815,27 +1832,27 @@ impl Lowerer<'_> {
                         fail: status::encode(status::SINGULAR, bi),
                     });
                 }
-                let mut tang: HashMap<VarId, Expr> = HashMap::default();
+                let mut tang: HashMap<VarId, IrExpr> = HashMap::default();
                 for (k, &t) in tear.iter().enumerate() {
-                    self.stmts.push(Stmt::Store(l.tan(t), Expr::Local(dt[k])));
-                    tang.insert(t, Expr::Local(dt[k]));
+                    self.stmts.push(Stmt::Store(l.tan(t), IrExpr::Local(dt[k])));
+                    tang.insert(t, IrExpr::Local(dt[k]));
                 }
                 for (k, (u, _, _)) in inner.iter().enumerate() {
-                    let mut terms: Vec<(Expr, Expr)> = parts.inner_partials[k]
+                    let mut terms: Vec<(IrExpr, IrExpr)> = parts.inner_partials[k]
                         .iter()
                         .map(|&(w, d)| {
                             (
                                 self.expr(a, d),
-                                tang.get(&w).cloned().unwrap_or(Expr::Const(0.0)),
+                                tang.get(&w).cloned().unwrap_or(IrExpr::Const(0.0)),
                             )
                         })
                         .collect();
-                    terms.push((self.expr(a, inner_out[k]), Expr::Const(1.0)));
+                    terms.push((self.expr(a, inner_out[k]), IrExpr::Const(1.0)));
                     let e = combine(terms);
                     let t = self.local();
                     self.stmts.push(Stmt::Set(t, e));
-                    self.stmts.push(Stmt::Store(l.tan(*u), Expr::Local(t)));
-                    tang.insert(*u, Expr::Local(t));
+                    self.stmts.push(Stmt::Store(l.tan(*u), IrExpr::Local(t)));
+                    tang.insert(*u, IrExpr::Local(t));
                 }
             }
         }
@@ -1900,7 +1917,7 @@ fn call_reads(a: &ExprArena, call: u32, slots: &[u32]) -> bool {
 impl Lowerer<'_> {
     /// An expression of a function body: slots change between statements,
     /// so nothing is shared across statements.
-    fn statement_expr(&mut self, a: &ExprArena, e: ExprId) -> Expr {
+    fn statement_expr(&mut self, a: &ExprArena, e: ExprId) -> IrExpr {
         self.memo.clear();
         self.calls.clear();
         self.expr(a, e)
@@ -1926,7 +1943,7 @@ impl Lowerer<'_> {
     fn fn_statements(
         &mut self,
         a: &ExprArena,
-        body: &[flat::Statement],
+        body: &[flat::FunctionStatement],
         f: &flat::Function,
     ) -> Vec<Stmt> {
         self.scoped(|s| {
@@ -1936,11 +1953,11 @@ impl Lowerer<'_> {
             // has changed.
             let mut recent: Option<(u32, Vec<u32>)> = None;
             for st in body {
-                if !matches!(st, flat::Statement::Assign { .. }) {
+                if !matches!(st, flat::FunctionStatement::Assign { .. }) {
                     recent = None;
                 }
                 match st {
-                    flat::Statement::Assign { slot, value } => {
+                    flat::FunctionStatement::Assign { slot, value } => {
                         let projection = match a.node(*value) {
                             Node::Call { call, output } => Some((call, output)),
                             _ => None,
@@ -1951,7 +1968,7 @@ impl Lowerer<'_> {
                             {
                                 s.calls
                                     .get(&call)
-                                    .map(|outs| Expr::Local(outs[output as usize]))
+                                    .map(|outs| IrExpr::Local(outs[output as usize]))
                             }
                             _ => None,
                         };
@@ -1967,7 +1984,7 @@ impl Lowerer<'_> {
                         }
                         s.stmts.push(Stmt::Store(*slot, x));
                     }
-                    flat::Statement::AssignElem {
+                    flat::FunctionStatement::AssignElem {
                         base,
                         len,
                         index,
@@ -1982,7 +1999,7 @@ impl Lowerer<'_> {
                             value: v,
                         });
                     }
-                    flat::Statement::If { branches, else_ } => {
+                    flat::FunctionStatement::If { branches, else_ } => {
                         let mut tail = s.fn_statements(a, else_, f);
                         for (c, b) in branches.iter().rev() {
                             let cond = s.statement_expr(a, *c);
@@ -1991,21 +2008,21 @@ impl Lowerer<'_> {
                         }
                         s.stmts.extend(tail);
                     }
-                    flat::Statement::While { cond, body, span } => {
+                    flat::FunctionStatement::While { cond, body, span } => {
                         let check = s.add_check(f, *span, "", "this condition stayed true");
                         let count = s.local();
-                        s.stmts.push(Stmt::Set(count, Expr::Const(0.0)));
+                        s.stmts.push(Stmt::Set(count, IrExpr::Const(0.0)));
                         let inner = s.scoped(|t| {
                             let c = t.statement_expr(a, *cond);
                             t.stmts.push(Stmt::If(c, vec![], vec![Stmt::Break]));
                             t.stmts.push(Stmt::Set(
                                 count,
-                                bin(Op2::Add, Expr::Local(count), Expr::Const(1.0)),
+                                bin(Op2::Add, IrExpr::Local(count), IrExpr::Const(1.0)),
                             ));
                             let runaway = bin(
                                 Op2::Rel(RelOp::Gt),
-                                Expr::Local(count),
-                                Expr::Const(MAX_WHILE_ITERATIONS),
+                                IrExpr::Local(count),
+                                IrExpr::Const(MAX_WHILE_ITERATIONS),
                             );
                             t.stmts.push(Stmt::If(
                                 runaway,
@@ -2017,7 +2034,7 @@ impl Lowerer<'_> {
                         });
                         s.stmts.push(Stmt::Loop(inner));
                     }
-                    flat::Statement::For {
+                    flat::FunctionStatement::For {
                         slot,
                         start,
                         step,
@@ -2036,7 +2053,8 @@ impl Lowerer<'_> {
                             "a for-loop range has step 0 (it would never end)",
                             "in this function",
                         );
-                        let zero = bin(Op2::Rel(RelOp::Eq), Expr::Local(st_l), Expr::Const(0.0));
+                        let zero =
+                            bin(Op2::Rel(RelOp::Eq), IrExpr::Local(st_l), IrExpr::Const(0.0));
                         s.stmts.push(Stmt::If(
                             zero,
                             vec![Stmt::Return(status::encode(status::FN_ASSERT, check))],
@@ -2048,26 +2066,30 @@ impl Lowerer<'_> {
                         let slot = *slot;
                         let inner = s.scoped(|t| {
                             // Stop when past the end in the direction of the step.
-                            let up = bin(Op2::Rel(RelOp::Gt), Expr::Local(st_l), Expr::Const(0.0));
+                            let up =
+                                bin(Op2::Rel(RelOp::Gt), IrExpr::Local(st_l), IrExpr::Const(0.0));
                             let past_up =
-                                bin(Op2::Rel(RelOp::Gt), Expr::Load(slot), Expr::Local(sp_l));
+                                bin(Op2::Rel(RelOp::Gt), IrExpr::Load(slot), IrExpr::Local(sp_l));
                             let past_down =
-                                bin(Op2::Rel(RelOp::Lt), Expr::Load(slot), Expr::Local(sp_l));
-                            let past =
-                                Expr::Select(Box::new(up), Box::new(past_up), Box::new(past_down));
+                                bin(Op2::Rel(RelOp::Lt), IrExpr::Load(slot), IrExpr::Local(sp_l));
+                            let past = IrExpr::Select(
+                                Box::new(up),
+                                Box::new(past_up),
+                                Box::new(past_down),
+                            );
                             t.stmts.push(Stmt::If(past, vec![Stmt::Break], vec![]));
                             let b = t.fn_statements(a, body, f);
                             t.stmts.extend(b);
                             t.stmts.push(Stmt::Store(
                                 slot,
-                                bin(Op2::Add, Expr::Load(slot), Expr::Local(st_l)),
+                                bin(Op2::Add, IrExpr::Load(slot), IrExpr::Local(st_l)),
                             ));
                         });
                         s.stmts.push(Stmt::Loop(inner));
                     }
-                    flat::Statement::Break => s.stmts.push(Stmt::Break),
-                    flat::Statement::Return => s.stmts.push(Stmt::Return(status::OK)),
-                    flat::Statement::Assert {
+                    flat::FunctionStatement::Break => s.stmts.push(Stmt::Break),
+                    flat::FunctionStatement::Return => s.stmts.push(Stmt::Return(status::OK)),
+                    flat::FunctionStatement::Assert {
                         condition,
                         message,
                         span,

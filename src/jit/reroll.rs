@@ -21,7 +21,7 @@
 //! Only `Store` and `Set` statements whose expressions hold no computed
 //! index (`LoadElem`) are rolled, and only at the top level of a body.
 
-use super::ir::{self, Expr, Func, Stmt};
+use super::ir::{self, Func, IrExpr, Stmt};
 
 /// The fewest units a run must have to become a repeat.
 const MIN_UNITS: usize = 4;
@@ -126,13 +126,13 @@ fn reroll_body(body: Vec<Stmt>, n_locals: usize) -> Vec<Stmt> {
 
 /// A statement the pass may roll.
 fn rollable(s: &Stmt) -> bool {
-    fn plain(e: &Expr) -> bool {
+    fn plain(e: &IrExpr) -> bool {
         match e {
-            Expr::Const(_) | Expr::Load(_) | Expr::Local(_) => true,
-            Expr::LoadElem { .. } | Expr::LoadStrided { .. } => false,
-            Expr::Un(_, a) => plain(a),
-            Expr::Bin(_, a, b) => plain(a) && plain(b),
-            Expr::Select(c, a, b) => plain(c) && plain(a) && plain(b),
+            IrExpr::Const(_) | IrExpr::Load(_) | IrExpr::Local(_) => true,
+            IrExpr::LoadElem { .. } | IrExpr::LoadStrided { .. } => false,
+            IrExpr::Un(_, a) => plain(a),
+            IrExpr::Bin(_, a, b) => plain(a) && plain(b),
+            IrExpr::Select(c, a, b) => plain(c) && plain(a) && plain(b),
         }
     }
     match s {
@@ -247,16 +247,16 @@ impl<'a> Match<'a> {
         }
     }
 
-    fn expr(&mut self, e: &Expr, g: &Expr) -> bool {
+    fn expr(&mut self, e: &IrExpr, g: &IrExpr) -> bool {
         match (e, g) {
-            (Expr::Const(x), Expr::Const(y)) => x.to_bits() == y.to_bits(),
-            (Expr::Load(x), Expr::Load(y)) => self.slot(*x, *y),
-            (Expr::Local(x), Expr::Local(y)) => self.local(*x, *y),
-            (Expr::Un(o, a), Expr::Un(p, b)) => o == p && self.expr(a, b),
-            (Expr::Bin(o, a, c), Expr::Bin(p, b, d)) => {
+            (IrExpr::Const(x), IrExpr::Const(y)) => x.to_bits() == y.to_bits(),
+            (IrExpr::Load(x), IrExpr::Load(y)) => self.slot(*x, *y),
+            (IrExpr::Local(x), IrExpr::Local(y)) => self.local(*x, *y),
+            (IrExpr::Un(o, a), IrExpr::Un(p, b)) => o == p && self.expr(a, b),
+            (IrExpr::Bin(o, a, c), IrExpr::Bin(p, b, d)) => {
                 o == p && self.expr(a, b) && self.expr(c, d)
             }
-            (Expr::Select(c, a, x), Expr::Select(d, b, y)) => {
+            (IrExpr::Select(c, a, x), IrExpr::Select(d, b, y)) => {
                 self.expr(c, d) && self.expr(a, b) && self.expr(x, y)
             }
             _ => false,
@@ -268,21 +268,21 @@ impl<'a> Match<'a> {
 /// `strides` (a stride of 0 keeps the plain slot).
 fn strided_stmt(s: Stmt, strides: &mut impl Iterator<Item = i64>) -> Stmt {
     let mut next = || strides.next().unwrap_or(0) as i32;
-    fn expr(e: Expr, next: &mut impl FnMut() -> i32) -> Expr {
+    fn expr(e: IrExpr, next: &mut impl FnMut() -> i32) -> IrExpr {
         match e {
-            Expr::Load(base) => match next() {
-                0 => Expr::Load(base),
-                stride => Expr::LoadStrided { base, stride },
+            IrExpr::Load(base) => match next() {
+                0 => IrExpr::Load(base),
+                stride => IrExpr::LoadStrided { base, stride },
             },
-            Expr::Un(o, a) => Expr::Un(o, Box::new(expr(*a, next))),
-            Expr::Bin(o, a, b) => {
+            IrExpr::Un(o, a) => IrExpr::Un(o, Box::new(expr(*a, next))),
+            IrExpr::Bin(o, a, b) => {
                 let a = expr(*a, next);
-                Expr::Bin(o, Box::new(a), Box::new(expr(*b, next)))
+                IrExpr::Bin(o, Box::new(a), Box::new(expr(*b, next)))
             }
-            Expr::Select(c, a, b) => {
+            IrExpr::Select(c, a, b) => {
                 let c = expr(*c, next);
                 let a = expr(*a, next);
-                Expr::Select(Box::new(c), Box::new(a), Box::new(expr(*b, next)))
+                IrExpr::Select(Box::new(c), Box::new(a), Box::new(expr(*b, next)))
             }
             other => other,
         }
@@ -312,11 +312,11 @@ mod tests {
     use crate::jit::interp;
     use crate::jit::ir::{Op2, status};
 
-    fn load(s: u32) -> Expr {
-        Expr::Load(s)
+    fn load(s: u32) -> IrExpr {
+        IrExpr::Load(s)
     }
-    fn mul(a: Expr, b: Expr) -> Expr {
-        Expr::Bin(Op2::Mul, Box::new(a), Box::new(b))
+    fn mul(a: IrExpr, b: IrExpr) -> IrExpr {
+        IrExpr::Bin(Op2::Mul, Box::new(a), Box::new(b))
     }
 
     /// Rolls `body`, checks that the interpreter computes the same frame
@@ -370,7 +370,7 @@ mod tests {
             .flat_map(|i| {
                 [
                     Stmt::Set(i, mul(load(40 + i), load(40 + i))),
-                    Stmt::Store(10 + i, mul(Expr::Local(i), load(50 + i))),
+                    Stmt::Store(10 + i, mul(IrExpr::Local(i), load(50 + i))),
                 ]
             })
             .collect();
@@ -388,23 +388,23 @@ mod tests {
             .flat_map(|i| {
                 [
                     Stmt::Set(i, load(40 + i)),
-                    Stmt::Store(10 + i, Expr::Local(i)),
+                    Stmt::Store(10 + i, IrExpr::Local(i)),
                 ]
             })
             .collect();
-        body.push(Stmt::Store(20, Expr::Local(3)));
+        body.push(Stmt::Store(20, IrExpr::Local(3)));
         assert!(!check(body, 4).contains("repeat"));
         // Unit 0 writes %0 and %1; the others write one local twice.
         let mut body = vec![
             Stmt::Set(0, load(40)),
             Stmt::Set(1, load(41)),
-            Stmt::Store(10, Expr::Local(0)),
+            Stmt::Store(10, IrExpr::Local(0)),
         ];
         for i in 1..4u32 {
             body.extend([
                 Stmt::Set(1 + i, load(40 + 2 * i)),
                 Stmt::Set(1 + i, load(41 + 2 * i)),
-                Stmt::Store(10 + i, Expr::Local(1 + i)),
+                Stmt::Store(10 + i, IrExpr::Local(1 + i)),
             ]);
         }
         assert!(!check(body, 5).contains("repeat"));

@@ -217,7 +217,7 @@ impl Drop for MatStream {
 
 /// One matrix of a MAT v4 file: its name, shape and values (as f64,
 /// column-major; text as its byte values).
-struct Matrix {
+struct MatVariable {
     name: String,
     rows: usize,
     cols: usize,
@@ -225,7 +225,7 @@ struct Matrix {
     text: bool,
 }
 
-impl Matrix {
+impl MatVariable {
     fn at(&self, r: usize, c: usize) -> f64 {
         self.data[c * self.rows + r]
     }
@@ -263,7 +263,7 @@ fn bad(what: impl Into<String>) -> std::io::Error {
 }
 
 /// The matrices of a little-endian MAT v4 file.
-fn matrices(bytes: &[u8]) -> std::io::Result<Vec<Matrix>> {
+fn matrices(bytes: &[u8]) -> std::io::Result<Vec<MatVariable>> {
     let mut out = Vec::new();
     let mut at = 0usize;
     let take = |at: &mut usize, n: usize| -> std::io::Result<&[u8]> {
@@ -326,7 +326,7 @@ fn matrices(bytes: &[u8]) -> std::io::Result<Vec<Matrix>> {
                 _ => c[0] as f64,
             })
             .collect();
-        out.push(Matrix {
+        out.push(MatVariable {
             name,
             rows: rows as usize,
             cols: cols as usize,

@@ -127,7 +127,7 @@ fn register_font() {
 
 /// A result to draw from, and how the legend names its curves when there
 /// are several results (`--also`).
-pub struct Source<'a> {
+pub struct PlotSource<'a> {
     pub label: String,
     pub table: &'a super::ResultTable,
 }
@@ -144,7 +144,7 @@ struct Series {
 /// the patterns are looked up in each) into `out`, SVG or PNG by its
 /// extension. Errors are messages for the user (a missing column, an
 /// empty time window, an unwritable file).
-pub fn plot(sources: &[Source], req: &PlotRequest, out: &Path) -> Result<(), String> {
+pub fn plot(sources: &[PlotSource], req: &PlotRequest, out: &Path) -> Result<(), String> {
     let several = sources.len() > 1;
     let of = |k: usize| {
         if several {
@@ -346,7 +346,7 @@ struct Panel {
 /// What `draw` draws: each panel's curves over the rows of their sources
 /// in the time window, in the horizontal range `xr`.
 struct Lines<'a> {
-    sources: &'a [Source<'a>],
+    sources: &'a [PlotSource<'a>],
     rows: &'a [Vec<&'a Vec<f64>>],
     panels: &'a [Panel],
     xr: (f64, f64),

@@ -114,7 +114,7 @@ impl BatchProgress {
 
     /// One point has ended.
     pub fn point_done(&self, o: &crate::sweep::Outcome) {
-        if matches!(o.status, crate::sweep::Status::Failed(_)) {
+        if matches!(o.status, crate::sweep::PointStatus::Failed(_)) {
             let n = self.failed.fetch_add(1, Ordering::Relaxed) + 1;
             if let Some(b) = &self.bar {
                 b.set_message(format!("({n} failed)"));

@@ -29,7 +29,7 @@
 use super::jacobian::{JacobianPattern, StateDeps, colour_columns};
 use crate::flat::{ExprArena, ExprId, Function, Node, VarId};
 use crate::structure::{Block, Causal};
-use crate::symbolic::{self, eval::Env};
+use crate::symbolic::{self, eval::LeafValues};
 use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -215,7 +215,7 @@ impl DenseRowSplit {
         if self.disabled.load(Ordering::Relaxed) {
             return false;
         }
-        let env = Env {
+        let env = LeafValues {
             values,
             pre: Some(pre),
             time,

@@ -202,7 +202,7 @@ pub(super) fn check_parameter_ranges(
         return Ok(());
     }
     let values: Vec<f64> = (0..c.vars.len() as u32).map(|v| run.frame.var(v)).collect();
-    let env = crate::symbolic::eval::Env {
+    let env = crate::symbolic::eval::LeafValues {
         values: &values,
         pre: None,
         time: 0.0,

@@ -67,26 +67,26 @@ pub struct TridiagonalOrder {
 
 /// The states a variable depends on.
 #[derive(Clone, Debug)]
-enum Deps {
+enum StatesOf {
     Some(Vec<u32>),
     All,
 }
 
-impl Deps {
-    fn union(sets: &[&Deps]) -> Deps {
+impl StatesOf {
+    fn union(sets: &[&StatesOf]) -> StatesOf {
         let mut out: Vec<u32> = Vec::new();
         for s in sets {
             match s {
-                Deps::All => return Deps::All,
-                Deps::Some(v) => out.extend_from_slice(v),
+                StatesOf::All => return StatesOf::All,
+                StatesOf::Some(v) => out.extend_from_slice(v),
             }
         }
         out.sort_unstable();
         out.dedup();
         if out.len() > MAX_TRACKED {
-            Deps::All
+            StatesOf::All
         } else {
-            Deps::Some(out)
+            StatesOf::Some(out)
         }
     }
 }
@@ -94,7 +94,7 @@ impl Deps {
 /// Which states each variable of the causal model depends on, propagated
 /// once through the BLT blocks in evaluation order.
 pub(super) struct StateDeps {
-    deps: Vec<Deps>,
+    deps: Vec<StatesOf>,
     /// Each alias's source and sign (-1 if negated).
     alias_of: rustc_hash::FxHashMap<u32, (u32, f64)>,
 }
@@ -112,7 +112,7 @@ impl StateDeps {
         // Variables no block computes (parameters, discrete ones) depend on
         // no state.
         let mut sd = StateDeps {
-            deps: vec![Deps::Some(Vec::new()); nv],
+            deps: vec![StatesOf::Some(Vec::new()); nv],
             alias_of: c
                 .aliases
                 .iter()
@@ -120,7 +120,7 @@ impl StateDeps {
                 .collect(),
         };
         for (k, &s) in c.states.iter().chain(sources).enumerate() {
-            sd.deps[s as usize] = Deps::Some(vec![k as u32]);
+            sd.deps[s as usize] = StatesOf::Some(vec![k as u32]);
         }
         for b in &c.blocks {
             let set = match b {
@@ -158,28 +158,28 @@ impl StateDeps {
     /// The states (indices into `Causal::states`) that `exprs` read, `None`
     /// for "all of them". (The causal model's expressions hold no `der`
     /// nodes: structure replaced them by the derivative variables.)
-    fn read(&self, c: &Causal, exprs: &[crate::flat::ExprId]) -> Deps {
-        let sets: Vec<&Deps> = exprs
+    fn read(&self, c: &Causal, exprs: &[crate::flat::ExprId]) -> StatesOf {
+        let sets: Vec<&StatesOf> = exprs
             .iter()
             .flat_map(|&e| c.arena.vars_of(e))
             .map(|v| &self.deps[self.target(v) as usize])
             .collect();
-        Deps::union(&sets)
+        StatesOf::union(&sets)
     }
 
     /// The states that `exprs` read; `None` for all of them.
     pub(super) fn of_exprs(&self, c: &Causal, exprs: &[crate::flat::ExprId]) -> Option<Vec<u32>> {
         match self.read(c, exprs) {
-            Deps::All => None,
-            Deps::Some(v) => Some(v),
+            StatesOf::All => None,
+            StatesOf::Some(v) => Some(v),
         }
     }
 
     /// The states variable `v` depends on; `None` for all of them.
     pub(super) fn of_var(&self, v: u32) -> Option<&[u32]> {
         match &self.deps[self.target(v) as usize] {
-            Deps::All => None,
-            Deps::Some(s) => Some(s),
+            StatesOf::All => None,
+            StatesOf::Some(s) => Some(s),
         }
     }
 }

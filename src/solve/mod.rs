@@ -104,7 +104,7 @@ pub enum Solver {
 
 /// Where an output column's value comes from.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Source {
+pub enum ColumnSource {
     Slot(u32),
     Negated(u32),
 }
@@ -231,7 +231,7 @@ pub fn chosen_columns(
 
 /// The columns of the result: every variable of the model except
 /// parameters and internal ones, aliases included.
-pub fn output_columns(c: &Causal, l: &Layout) -> Vec<(String, Source, usize)> {
+pub fn output_columns(c: &Causal, l: &Layout) -> Vec<(String, ColumnSource, usize)> {
     let mut out = Vec::new();
     // Looked up per variable: maps, not scans (models have 1e5 variables).
     let alias_of: rustc_hash::FxHashMap<u32, &crate::structure::Alias> =
@@ -251,7 +251,7 @@ pub fn output_columns(c: &Causal, l: &Layout) -> Vec<(String, Source, usize)> {
         match c.roles[v] {
             // A contact force is a slot the Moreau stepper writes: a result.
             Role::Parameter if contact_forces.contains(&(v as u32)) => {
-                out.push((var.name.clone(), Source::Slot(l.var(v as u32)), v));
+                out.push((var.name.clone(), ColumnSource::Slot(l.var(v as u32)), v));
             }
             Role::Parameter | Role::Constant => {}
             Role::Alias => {
@@ -260,9 +260,9 @@ pub fn output_columns(c: &Causal, l: &Layout) -> Vec<(String, Source, usize)> {
                     out.push((
                         var.name.clone(),
                         if a.negated {
-                            Source::Negated(s)
+                            ColumnSource::Negated(s)
                         } else {
-                            Source::Slot(s)
+                            ColumnSource::Slot(s)
                         },
                         v,
                     ));
@@ -273,7 +273,7 @@ pub fn output_columns(c: &Causal, l: &Layout) -> Vec<(String, Source, usize)> {
                 if var.name.starts_with("der(") && !state_ders.contains(&(v as u32)) {
                     continue;
                 }
-                out.push((var.name.clone(), Source::Slot(l.var(v as u32)), v));
+                out.push((var.name.clone(), ColumnSource::Slot(l.var(v as u32)), v));
             }
         }
     }
@@ -286,7 +286,7 @@ struct Run<'a> {
     p: &'a Program,
     backend: &'a dyn Backend,
     frame: Frame,
-    columns: Vec<(String, Source, usize)>,
+    columns: Vec<(String, ColumnSource, usize)>,
     results: Results,
     cond_pre: Vec<bool>,
     /// Variables whose `pre` follows them during event iteration.
@@ -314,7 +314,7 @@ struct Run<'a> {
 /// A copy (an FMU's saved state) has no row sink error of its own.
 struct Parked {
     frame: Frame,
-    columns: Vec<(String, Source, usize)>,
+    columns: Vec<(String, ColumnSource, usize)>,
     results: Results,
     cond_pre: Vec<bool>,
     discrete: Vec<u32>,
@@ -478,8 +478,8 @@ impl<'a> Run<'a> {
             .columns
             .iter()
             .map(|(_, s, _)| match s {
-                Source::Slot(k) => values[*k as usize],
-                Source::Negated(k) => -values[*k as usize],
+                ColumnSource::Slot(k) => values[*k as usize],
+                ColumnSource::Negated(k) => -values[*k as usize],
             })
             .collect();
         // Two rows at one time (an event's left and right limits) are kept;

@@ -13,7 +13,7 @@
 
 use super::integrator::{self, Integrator};
 use super::model::{Backend, Entry};
-use super::{Options, Parked, Run, Source, hybrid, prepare, start, terminal};
+use super::{ColumnSource, Options, Parked, Run, hybrid, prepare, start, terminal};
 use crate::diag::{Diagnostic, DiagnosticKind};
 use crate::jit::lower::Program;
 use crate::structure::Causal;
@@ -129,11 +129,11 @@ impl Session {
     }
 
     /// The value behind an output column's source.
-    pub fn value(&self, s: Source) -> f64 {
+    pub fn value(&self, s: ColumnSource) -> f64 {
         let values = self.parked().frame.slots();
         match s {
-            Source::Slot(k) => values[k as usize],
-            Source::Negated(k) => -values[k as usize],
+            ColumnSource::Slot(k) => values[k as usize],
+            ColumnSource::Negated(k) => -values[k as usize],
         }
     }
 

@@ -349,20 +349,20 @@ mod tests {
     use super::*;
 
     /// A matrix given by its columns' (row, value) lists, as CSC arrays.
-    struct Matrix {
+    struct CscMatrix {
         n: usize,
         col_ptr: Vec<usize>,
         row_idx: Vec<usize>,
         values: Vec<f64>,
     }
 
-    impl Matrix {
-        fn new(n: usize, entries: &[(usize, usize, f64)]) -> Matrix {
+    impl CscMatrix {
+        fn new(n: usize, entries: &[(usize, usize, f64)]) -> CscMatrix {
             let mut cols: Vec<Vec<(usize, f64)>> = vec![Vec::new(); n];
             for &(i, j, v) in entries {
                 cols[j].push((i, v));
             }
-            let mut m = Matrix {
+            let mut m = CscMatrix {
                 n,
                 col_ptr: vec![0],
                 row_idx: Vec::new(),
@@ -410,7 +410,7 @@ mod tests {
     /// The Newton matrix of an n x n grid of cells joined to their four
     /// neighbours, with unequal values across each link (a nonlinear
     /// conductance's Jacobian), scaled by `c`.
-    fn grid(n: usize, c: f64) -> Matrix {
+    fn grid(n: usize, c: f64) -> CscMatrix {
         let mut entries = Vec::new();
         let mut diagonal = vec![1.0; n * n];
         for i in 0..n {
@@ -429,7 +429,7 @@ mod tests {
             }
         }
         entries.extend(diagonal.iter().enumerate().map(|(k, &d)| (k, k, d)));
-        Matrix::new(n * n, &entries)
+        CscMatrix::new(n * n, &entries)
     }
 
     /// The grid's Newton matrix is factored once with pivoting and then
@@ -458,7 +458,7 @@ mod tests {
     fn a_pivot_that_becomes_small_is_chosen_again() {
         // Rows 0 and 1 swapped against a diagonal matrix, plus a coupling.
         let swapped = |d: f64| {
-            Matrix::new(
+            CscMatrix::new(
                 4,
                 &[
                     (1, 0, 2.0),
@@ -513,7 +513,7 @@ mod tests {
                 e
             })
             .collect();
-        let m = Matrix::new(16, &entries);
+        let m = CscMatrix::new(16, &entries);
         let order = m.order();
         assert!(lu.factor(&order, &m.csc()));
         assert!(m.residual(&mut lu, &order) < 1e-13);

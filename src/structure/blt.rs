@@ -275,7 +275,7 @@ impl StartValues {
             self.used_point = true;
             s.start()
         };
-        let env = symbolic::eval::Env {
+        let env = symbolic::eval::LeafValues {
             calls: Some(&self.calls),
             ..start_env(values, &s.functions.functions)
         };
@@ -324,8 +324,8 @@ fn reads_only(arena: &ExprArena, x: ExprId, known: &[bool]) -> bool {
 fn start_env<'a>(
     start: &'a [f64],
     functions: &'a [crate::flat::Function],
-) -> symbolic::eval::Env<'a> {
-    symbolic::eval::Env {
+) -> symbolic::eval::LeafValues<'a> {
+    symbolic::eval::LeafValues {
         values: start,
         pre: None,
         time: 0.0,
@@ -358,7 +358,7 @@ fn linear_coefficient(
     arena: &ExprArena,
     e: ExprId,
     v: VarId,
-    env: &symbolic::eval::Env,
+    env: &symbolic::eval::LeafValues,
 ) -> Option<Coefficient> {
     let mut value = |x: ExprId| symbolic::eval::eval(arena, x, env).ok();
     linear_walk(arena, e, v, &mut value, &mut LINEAR_WALK_BUDGET.clone())

@@ -44,7 +44,7 @@ pub enum Role {
 
 /// One equation of the index-reduced system, `residual = 0`.
 #[derive(Clone, Debug)]
-pub struct Equation {
+pub struct ReducedEquation {
     pub lhs: ExprId,
     pub rhs: ExprId,
     pub span: Span,
@@ -53,7 +53,7 @@ pub struct Equation {
     pub diff_of: Option<usize>,
 }
 
-impl Equation {
+impl ReducedEquation {
     pub fn residual(&self, arena: &mut ExprArena) -> ExprId {
         arena.sub(self.lhs, self.rhs)
     }
@@ -81,10 +81,10 @@ pub struct Causal {
     pub der: Vec<Option<VarId>>,
     pub states: Vec<VarId>,
     pub state_ders: Vec<VarId>,
-    pub equations: Vec<Equation>,
+    pub equations: Vec<ReducedEquation>,
     pub blocks: Vec<Block>,
     pub aliases: Vec<Alias>,
-    pub initial_equations: Vec<flat::Equation>,
+    pub initial_equations: Vec<flat::FlatEquation>,
     pub whens: Vec<flat::WhenClause>,
     pub asserts: Vec<flat::Assert>,
     /// Unilateral contacts (their variables keep their flat ids).
@@ -172,8 +172,8 @@ pub struct Analysis {
     pub unknown: Vec<bool>,
     pub der: Vec<Option<VarId>>,
     pub integral: Vec<Option<VarId>>,
-    pub equations: Vec<Equation>,
-    pub initial_equations: Vec<flat::Equation>,
+    pub equations: Vec<ReducedEquation>,
+    pub initial_equations: Vec<flat::FlatEquation>,
     pub whens: Vec<flat::WhenClause>,
     pub asserts: Vec<flat::Assert>,
     pub contacts: Vec<flat::UnilateralContact>,
@@ -223,7 +223,7 @@ impl Analysis {
         let equations = flat
             .equations
             .iter()
-            .map(|e| Equation {
+            .map(|e| ReducedEquation {
                 lhs: e.lhs,
                 rhs: e.rhs,
                 span: e.span,
@@ -477,7 +477,7 @@ impl Analysis {
             }
             let lhs = apply(&mut self.arena, eq.lhs);
             let rhs = apply(&mut self.arena, eq.rhs);
-            kept.push(Equation { lhs, rhs, ..eq });
+            kept.push(ReducedEquation { lhs, rhs, ..eq });
         }
         self.equations = kept;
         for eq in &mut self.initial_equations {

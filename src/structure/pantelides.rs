@@ -202,7 +202,7 @@ impl<'b> Pantelides<'b> {
         };
         let zero = self.s.arena.zero();
         let idx = self.s.equations.len();
-        self.s.equations.push(super::Equation {
+        self.s.equations.push(super::ReducedEquation {
             lhs: d,
             rhs: zero,
             span: eq.span,
@@ -464,7 +464,7 @@ impl<'b> Pantelides<'b> {
                 )
             },
         )?;
-        let env = symbolic::eval::Env {
+        let env = symbolic::eval::LeafValues {
             values: start,
             pre: None,
             time: self.s.experiment.start_time.unwrap_or(0.0),
@@ -757,7 +757,7 @@ pub fn start_point(s: &Analysis) -> Vec<f64> {
             for &dep in s.arena.vars_of_memo(e, vars).iter() {
                 value_of(s, dep as usize, values, done, (calls, vars), depth + 1);
             }
-            let env = symbolic::eval::Env {
+            let env = symbolic::eval::LeafValues {
                 values,
                 pre: None,
                 time: 0.0,
@@ -786,7 +786,7 @@ pub fn start_point(s: &Analysis) -> Vec<f64> {
                 (_, Node::Var(v)) if free[v as usize] => (v, eq.lhs),
                 _ => continue,
             };
-            let env = symbolic::eval::Env {
+            let env = symbolic::eval::LeafValues {
                 values: &values,
                 pre: None,
                 time: 0.0,

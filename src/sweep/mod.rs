@@ -57,7 +57,7 @@ pub struct SaveResults {
 
 /// How one point ended.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Status {
+pub enum PointStatus {
     Ok,
     /// The run failed: its diagnostic on one line.
     Failed(String),
@@ -67,13 +67,13 @@ pub enum Status {
     NotRun,
 }
 
-impl Status {
+impl PointStatus {
     pub fn word(&self) -> &'static str {
         match self {
-            Status::Ok => "ok",
-            Status::Failed(_) => "failed",
-            Status::Interrupted => "interrupted",
-            Status::NotRun => "not run",
+            PointStatus::Ok => "ok",
+            PointStatus::Failed(_) => "failed",
+            PointStatus::Interrupted => "interrupted",
+            PointStatus::NotRun => "not run",
         }
     }
 }
@@ -81,7 +81,7 @@ impl Status {
 /// One point's row of the table.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Outcome {
-    pub status: Status,
+    pub status: PointStatus,
     /// The statistics, column by column ([`Table::columns`]); empty unless
     /// the run ended.
     pub values: Vec<f64>,
@@ -104,7 +104,7 @@ impl Table {
     pub fn failed(&self) -> usize {
         self.outcomes
             .iter()
-            .filter(|o| matches!(o.status, Status::Failed(_)))
+            .filter(|o| matches!(o.status, PointStatus::Failed(_)))
             .count()
     }
 
@@ -136,7 +136,7 @@ impl Table {
                     }
                 }
                 let message = match &o.status {
-                    Status::Failed(m) => m.clone(),
+                    PointStatus::Failed(m) => m.clone(),
                     _ => o.warnings.join("; "),
                 };
                 if message.is_empty() {
@@ -196,7 +196,7 @@ pub fn run(
     let one = |k: usize| -> Outcome {
         if stop.0.load(std::sync::atomic::Ordering::Relaxed) {
             return Outcome {
-                status: Status::NotRun,
+                status: PointStatus::NotRun,
                 values: Vec::new(),
                 warnings: Vec::new(),
                 result_file: None,
@@ -284,7 +284,7 @@ fn run_point(
     stop: &Arc<StopFlag>,
 ) -> Outcome {
     let failed = |d: &Diagnostic| Outcome {
-        status: Status::Failed(crate::diag::one_line(sources, d)),
+        status: PointStatus::Failed(crate::diag::one_line(sources, d)),
         values: Vec::new(),
         warnings: Vec::new(),
         result_file: None,
@@ -332,7 +332,7 @@ fn run_point(
     };
     if results.interrupted.is_some() {
         return Outcome {
-            status: Status::Interrupted,
+            status: PointStatus::Interrupted,
             values: Vec::new(),
             warnings: Vec::new(),
             result_file: None,
@@ -356,7 +356,7 @@ fn run_point(
         .values(&settings.statistics)
         .unwrap_or_else(|| vec![f64::NAN; positions.len() * settings.statistics.len()]);
     Outcome {
-        status: Status::Ok,
+        status: PointStatus::Ok,
         values,
         warnings: results
             .warnings

@@ -4,10 +4,10 @@
 //! start values, and the Jacobian entries that guide dummy-derivative state
 //! selection. (The simulator evaluates the JIT-compiled code instead.)
 
-use crate::flat::{ExprArena, ExprId, Function, Node, Statement};
+use crate::flat::{ExprArena, ExprId, Function, FunctionStatement, Node};
 
 /// Values for the leaves of an expression.
-pub struct Env<'a> {
+pub struct LeafValues<'a> {
     /// Indexed by `VarId` (in a function arena: by slot).
     pub values: &'a [f64],
     /// `pre(v)` values; `values` when absent.
@@ -44,14 +44,14 @@ impl CallMemo {
 }
 
 /// Evaluates `e`; relations and conditions take their mathematical values.
-pub fn eval(arena: &ExprArena, e: ExprId, env: &Env) -> Result<f64, String> {
+pub fn eval(arena: &ExprArena, e: ExprId, env: &LeafValues) -> Result<f64, String> {
     // `reachable` is sorted by id and children come before parents, so one
     // pass fills the values and a child's value is found by binary search.
     eval_in_order(arena, &arena.reachable(&[e]), env)
 }
 
 /// Evaluates the last of `ids`, an expression's `reachable` nodes.
-fn eval_in_order(arena: &ExprArena, ids: &[ExprId], env: &Env) -> Result<f64, String> {
+fn eval_in_order(arena: &ExprArena, ids: &[ExprId], env: &LeafValues) -> Result<f64, String> {
     let mut values = Vec::with_capacity(ids.len());
     for &id in ids {
         let v = eval_node(
@@ -70,7 +70,7 @@ fn eval_in_order(arena: &ExprArena, ids: &[ExprId], env: &Env) -> Result<f64, St
 
 /// Evaluation with only variable values (tests, constant folding).
 pub fn eval_simple(arena: &ExprArena, e: ExprId, values: &[f64]) -> f64 {
-    let env = Env {
+    let env = LeafValues {
         values,
         pre: None,
         time: 0.0,
@@ -100,7 +100,7 @@ fn b(x: bool) -> f64 {
     if x { 1.0 } else { 0.0 }
 }
 
-fn eval_node(arena: &ExprArena, id: ExprId, env: &Env, m: &Memo) -> Result<f64, String> {
+fn eval_node(arena: &ExprArena, id: ExprId, env: &LeafValues, m: &Memo) -> Result<f64, String> {
     let g = |x: ExprId| m.get(x);
     let value = |v: u32| env.values.get(v as usize).copied().unwrap_or(0.0);
     Ok(match arena.node(id) {
@@ -149,7 +149,9 @@ fn eval_node(arena: &ExprArena, id: ExprId, env: &Env, m: &Memo) -> Result<f64, 
     })
 }
 
-enum Flow {
+/// How a function statement ended: the next one runs, or a loop or the
+/// function is left.
+enum StatementCompletion {
     Normal,
     Break,
     Return,
@@ -158,7 +160,7 @@ enum Flow {
 /// Output `output` of call site `call` (function `f`) on `args`, from the
 /// site's last call in `env`'s memo when the arguments are the same.
 fn call_outputs(
-    env: &Env,
+    env: &LeafValues,
     call: u32,
     f: u32,
     args: Vec<f64>,
@@ -199,7 +201,7 @@ pub fn call_function(functions: &[Function], f: u32, args: &[f64]) -> Result<Vec
     }
     // The same limit as compiled code (`flat::MAX_WHILE_ITERATIONS`), counted
     // over all loops of one call: a loop that runs longer is almost surely runaway.
-    let mut frame = Frame {
+    let mut frame = CallState {
         budget: crate::flat::MAX_WHILE_ITERATIONS as u64,
     };
     for &(s, e) in &func.init {
@@ -215,7 +217,7 @@ pub fn call_function(functions: &[Function], f: u32, args: &[f64]) -> Result<Vec
 }
 
 /// The state of one function call beside its slots.
-struct Frame {
+struct CallState {
     /// Loop iterations left.
     budget: u64,
 }
@@ -226,7 +228,7 @@ fn eval_in(
     e: ExprId,
     slots: &[f64],
 ) -> Result<f64, String> {
-    let env = Env {
+    let env = LeafValues {
         values: slots,
         pre: None,
         time: 0.0,
@@ -240,16 +242,16 @@ fn eval_in(
 fn exec(
     func: &Function,
     fns: &[Function],
-    body: &[Statement],
+    body: &[FunctionStatement],
     slots: &mut Vec<f64>,
-    frame: &mut Frame,
-) -> Result<Flow, String> {
+    frame: &mut CallState,
+) -> Result<StatementCompletion, String> {
     for s in body {
         match s {
-            Statement::Assign { slot, value } => {
+            FunctionStatement::Assign { slot, value } => {
                 slots[*slot as usize] = eval_in(func, fns, *value, slots)?;
             }
-            Statement::AssignElem {
+            FunctionStatement::AssignElem {
                 base,
                 len,
                 index,
@@ -265,7 +267,7 @@ fn exec(
                 let v = eval_in(func, fns, *value, slots)?;
                 slots[(*base + i as u32 - 1) as usize] = v;
             }
-            Statement::If { branches, else_ } => {
+            FunctionStatement::If { branches, else_ } => {
                 let mut taken = None;
                 for (c, b) in branches {
                     if eval_in(func, fns, *c, slots)? != 0.0 {
@@ -280,11 +282,11 @@ fn exec(
                     slots,
                     frame,
                 )? {
-                    Flow::Normal => {}
+                    StatementCompletion::Normal => {}
                     other => return Ok(other),
                 }
             }
-            Statement::While { cond, body, .. } => {
+            FunctionStatement::While { cond, body, .. } => {
                 while eval_in(func, fns, *cond, slots)? != 0.0 {
                     frame.budget = frame.budget.checked_sub(1).ok_or_else(|| {
                         format!(
@@ -294,13 +296,13 @@ fn exec(
                         )
                     })?;
                     match exec(func, fns, body, slots, frame)? {
-                        Flow::Normal => {}
-                        Flow::Break => break,
-                        Flow::Return => return Ok(Flow::Return),
+                        StatementCompletion::Normal => {}
+                        StatementCompletion::Break => break,
+                        StatementCompletion::Return => return Ok(StatementCompletion::Return),
                     }
                 }
             }
-            Statement::For {
+            FunctionStatement::For {
                 slot,
                 start,
                 step,
@@ -321,16 +323,16 @@ fn exec(
                         .ok_or_else(|| format!("`{}`: for loop too long", func.name))?;
                     slots[*slot as usize] = i;
                     match exec(func, fns, body, slots, frame)? {
-                        Flow::Normal => {}
-                        Flow::Break => break,
-                        Flow::Return => return Ok(Flow::Return),
+                        StatementCompletion::Normal => {}
+                        StatementCompletion::Break => break,
+                        StatementCompletion::Return => return Ok(StatementCompletion::Return),
                     }
                     i += st;
                 }
             }
-            Statement::Break => return Ok(Flow::Break),
-            Statement::Return => return Ok(Flow::Return),
-            Statement::Assert {
+            FunctionStatement::Break => return Ok(StatementCompletion::Break),
+            FunctionStatement::Return => return Ok(StatementCompletion::Return),
+            FunctionStatement::Assert {
                 condition, message, ..
             } => {
                 if eval_in(func, fns, *condition, slots)? == 0.0 {
@@ -339,5 +341,5 @@ fn exec(
             }
         }
     }
-    Ok(Flow::Normal)
+    Ok(StatementCompletion::Normal)
 }

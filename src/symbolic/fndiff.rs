@@ -10,7 +10,7 @@
 //! Jacobians include them exactly.
 
 use super::{DiffRules, differentiate};
-use crate::flat::{CallSite, ExprArena, ExprId, Function, Node, Statement};
+use crate::flat::{CallSite, ExprArena, ExprId, Function, FunctionStatement, Node};
 use std::collections::HashMap;
 
 /// The model's functions and the derivative functions made so far.
@@ -140,30 +140,30 @@ impl Derivatives {
     /// The tangent program of `body`; the tangent of slot `s` is slot `s + n`.
     fn tangent_body(
         &mut self,
-        body: &[Statement],
+        body: &[FunctionStatement],
         n: u32,
         arena: &mut ExprArena,
         tangent: &mut dyn FnMut(&mut Derivatives, &mut ExprArena, ExprId) -> Result<ExprId, String>,
-    ) -> Result<Vec<Statement>, String> {
+    ) -> Result<Vec<FunctionStatement>, String> {
         let mut out = Vec::new();
         for s in body {
             match s {
-                Statement::Assign { slot, value } => {
+                FunctionStatement::Assign { slot, value } => {
                     let d = tangent(self, arena, *value)?;
-                    out.push(Statement::Assign {
+                    out.push(FunctionStatement::Assign {
                         slot: *slot + n,
                         value: d,
                     });
                     out.push(s.clone());
                 }
-                Statement::AssignElem {
+                FunctionStatement::AssignElem {
                     base,
                     len,
                     index,
                     value,
                 } => {
                     let d = tangent(self, arena, *value)?;
-                    out.push(Statement::AssignElem {
+                    out.push(FunctionStatement::AssignElem {
                         base: *base + n,
                         len: *len,
                         index: *index,
@@ -171,26 +171,26 @@ impl Derivatives {
                     });
                     out.push(s.clone());
                 }
-                Statement::If { branches, else_ } => {
+                FunctionStatement::If { branches, else_ } => {
                     let mut nb = Vec::new();
                     for (c, b) in branches {
                         nb.push((*c, self.tangent_body(b, n, arena, tangent)?));
                     }
                     let ne = self.tangent_body(else_, n, arena, tangent)?;
-                    out.push(Statement::If {
+                    out.push(FunctionStatement::If {
                         branches: nb,
                         else_: ne,
                     });
                 }
-                Statement::While { cond, body, span } => {
+                FunctionStatement::While { cond, body, span } => {
                     let nb = self.tangent_body(body, n, arena, tangent)?;
-                    out.push(Statement::While {
+                    out.push(FunctionStatement::While {
                         cond: *cond,
                         body: nb,
                         span: *span,
                     });
                 }
-                Statement::For {
+                FunctionStatement::For {
                     slot,
                     start,
                     step,
@@ -198,7 +198,7 @@ impl Derivatives {
                     body,
                 } => {
                     let nb = self.tangent_body(body, n, arena, tangent)?;
-                    out.push(Statement::For {
+                    out.push(FunctionStatement::For {
                         slot: *slot,
                         start: *start,
                         step: *step,
@@ -206,9 +206,9 @@ impl Derivatives {
                         body: nb,
                     });
                 }
-                Statement::Break | Statement::Return | Statement::Assert { .. } => {
-                    out.push(s.clone())
-                }
+                FunctionStatement::Break
+                | FunctionStatement::Return
+                | FunctionStatement::Assert { .. } => out.push(s.clone()),
             }
         }
         Ok(out)

@@ -85,7 +85,7 @@ pub enum ClassBody {
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ShortClass {
-    pub causality: Causality,
+    pub causality: CausalityPrefix,
     pub base: Name,
     pub dims: Vec<Subscript>,
     pub modification: Option<ClassMod>,
@@ -194,7 +194,7 @@ pub enum VariabilityPrefix {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub enum Causality {
+pub enum CausalityPrefix {
     #[default]
     None,
     Input,
@@ -206,7 +206,7 @@ pub struct TypePrefix {
     pub flow: bool,
     pub stream: bool,
     pub variability: VariabilityPrefix,
-    pub causality: Causality,
+    pub causality: CausalityPrefix,
 }
 
 /// One declared component: `parameter Real k[3](each start = 1) = {1, 2, 3} "gains";`

@@ -643,7 +643,7 @@ impl Flattener<'_> {
                 ));
                 let lhs = self.arena.var(v);
                 let scope = self.inst_path(ctx.scope.inst);
-                self.equations.push(crate::flat::Equation {
+                self.equations.push(crate::flat::FlatEquation {
                     lhs,
                     rhs: x,
                     span,

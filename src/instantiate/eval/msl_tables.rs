@@ -404,7 +404,7 @@ impl Flattener<'_> {
         Ok(match def.as_deref().map(|d| &d.body) {
             Some(ast::ClassBody::Long(comp)) => comp.elements.iter().any(|e| {
                 matches!(e, ast::Element::Component(c)
-                    if c.name.name == name && c.prefix.causality == ast::Causality::Output)
+                    if c.name.name == name && c.prefix.causality == ast::CausalityPrefix::Output)
             }),
             _ => false,
         })
@@ -440,7 +440,9 @@ impl Flattener<'_> {
                 .elements
                 .iter()
                 .filter_map(|e| match e {
-                    ast::Element::Component(c) if c.prefix.causality == ast::Causality::Input => {
+                    ast::Element::Component(c)
+                        if c.prefix.causality == ast::CausalityPrefix::Input =>
+                    {
                         Some((
                             c.name.name.clone(),
                             c.modification.as_ref().and_then(|m| m.binding.clone()),

@@ -220,7 +220,7 @@ impl TreeBuilder {
     pub(super) fn short_class_specifier(&self, p: P) -> (Ident, ShortClass, Option<String>) {
         let mut it = p.into_inner();
         let name = self.ident(it.next().expect("short class name"));
-        let mut causality = Causality::None;
+        let mut causality = CausalityPrefix::None;
         let mut base = None;
         let mut dims = Vec::new();
         let mut modification = None;
@@ -229,9 +229,9 @@ impl TreeBuilder {
             match c.as_rule() {
                 Rule::base_prefix => {
                     causality = match c.as_str().trim() {
-                        "input" => Causality::Input,
-                        "output" => Causality::Output,
-                        _ => Causality::None,
+                        "input" => CausalityPrefix::Input,
+                        "output" => CausalityPrefix::Output,
+                        _ => CausalityPrefix::None,
                     }
                 }
                 Rule::type_specifier => base = Some(self.type_specifier(c)),
@@ -513,8 +513,8 @@ impl TreeBuilder {
                 Rule::K_DISCRETE => t.variability = VariabilityPrefix::Discrete,
                 Rule::K_PARAMETER => t.variability = VariabilityPrefix::Parameter,
                 Rule::K_CONSTANT => t.variability = VariabilityPrefix::Constant,
-                Rule::K_INPUT => t.causality = Causality::Input,
-                Rule::K_OUTPUT => t.causality = Causality::Output,
+                Rule::K_INPUT => t.causality = CausalityPrefix::Input,
+                Rule::K_OUTPUT => t.causality = CausalityPrefix::Output,
                 _ => {}
             }
         }
