@@ -10,6 +10,7 @@
 
 pub mod eval;
 pub mod fndiff;
+pub mod tangent;
 
 use crate::flat::{ExprArena, ExprId, Fn1, Fn2, Node, RelOp, VarId};
 use rustc_hash::FxHashMap as HashMap;
