@@ -443,7 +443,7 @@ impl NativeModel {
         for o in &table.outcomes {
             status.append(o.status.word())?;
             message.append(match &o.status {
-                rmoc::sweep::Status::Failed(m) => m.clone(),
+                rmoc::sweep::PointStatus::Failed(m) => m.clone(),
                 _ => o.warnings.join("; "),
             })?;
         }
