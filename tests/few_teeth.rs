@@ -226,15 +226,28 @@ fn a_pinion_in_a_ring_holds_a_torque_at_the_penalty_penetration() {
 #[test]
 fn the_series_mesh_stiffness_is_the_teeth_and_hertz_in_series() {
     let r = holding(true);
-    let rb0 = M * 20.0 / 2.0 * ALPHA.cos();
-    let force = 5.0 / rb0;
-    let (fn_, g, k) = (
-        last(&r, "mesh.fn"),
-        last(&r, "mesh.g"),
-        last(&r, "mesh.kmesh"),
-    );
-    assert!((fn_ - force).abs() < 1e-6 * force, "force {fn_} vs {force}");
+    let (force, g, k) = held(&r);
     let radius = (last(&r, "mesh.pc[1]") - M * 10.0).hypot(last(&r, "mesh.pc[2]"));
+    let c = pinion_tooth_compliance(radius);
+    let want = 1.0 / (c + 1.0 / 2e9);
+    // Linear interpolation over 64 radii of the flank.
+    assert!((k - want).abs() < 1e-4 * want, "kmesh {k} vs {want}");
+    let depth = (force / k).powf(0.9);
+    assert!((g + depth).abs() < 1e-6 * depth, "gap {g} vs {}", -depth);
+}
+
+/// The held pinion's contact force (checked to be the 5 N m torque over
+/// its base radius), gap and mesh stiffness at rest.
+fn held(r: &rmoc::solve::Results) -> (f64, f64, f64) {
+    let force = 5.0 / (M * 20.0 / 2.0 * ALPHA.cos());
+    let fn_ = last(r, "mesh.fn");
+    assert!((fn_ - force).abs() < 1e-6 * force, "force {fn_} vs {force}");
+    (fn_, last(r, "mesh.g"), last(r, "mesh.kmesh"))
+}
+
+/// `Gears.toothCompliance` of the held pinion's tooth (20 teeth, module
+/// 2 mm, 20 degrees, 10 mm wide) at `radius`.
+fn pinion_tooth_compliance(radius: f64) -> f64 {
     let src = format!(
         r#"
 model Tooth
@@ -243,27 +256,26 @@ model Tooth
 end Tooth;
 "#
     );
-    let c = last(
-        &common::simulate(
-            &src,
-            Some("Tooth"),
-            &Run {
-                stop: Some(0.0),
-                ..Run::default()
-            },
-        ),
-        "c",
-    );
-    let want = 1.0 / (c + 1.0 / 2e9);
-    // Linear interpolation over 64 radii of the flank.
-    assert!((k - want).abs() < 1e-4 * want, "kmesh {k} vs {want}");
-    let depth = (force / k).powf(0.9);
-    assert!((g + depth).abs() < 1e-6 * depth, "gap {g} vs {}", -depth);
+    last(&at_start(&src, "Tooth"), "c")
+}
+
+/// The values of `model` (of `src`) at its start.
+fn at_start(src: &str, model: &str) -> rmoc::solve::Results {
+    let run = Run {
+        stop: Some(0.0),
+        ..Run::default()
+    };
+    common::simulate(src, Some(model), &run)
 }
 
 /// A pinion on a fixed centre in a fixed ring, turned by 5 N m against a
 /// viscous loss, run to rest (0.1 s).
 fn holding(series: bool) -> rmoc::solve::Results {
+    holding_with(series, false)
+}
+
+/// As [`holding`], with `hertzFromLoad` (eq. 8 at the contact's load).
+fn holding_with(series: bool, hertz_from_load: bool) -> rmoc::solve::Results {
     let src = r#"
 model Holding
   constant Real pi = 3.141592653589793;
@@ -273,8 +285,9 @@ model Holding
   Mechanics.Planar.Revolute bearing;
   Mechanics.Planar.Body pinion(m = 0.1, J = 1e-4, phi(start = 0, fixed = true), w(start = 0, fixed = true));
   parameter Boolean series = false;
+  parameter Boolean fromLoad = false;
   Contact.FewTeeth mesh(z0 = 20, z1 = 40, m = m, internal1 = true, k = 2e9, dc = 50,
-    series = series, width = 0.01, kHertz = 2e9);
+    series = series, width = 0.01, kHertz = 2e9, hertzFromLoad = fromLoad);
   Mechanics.Rotational.ConstantTorque drive(tau_constant = 5);
   Mechanics.Rotational.LinearSpeedDependentTorque loss(d = 0.05);
   Real theta = bearing.phi;
@@ -293,7 +306,10 @@ end Holding;
         Some("Holding"),
         &Run {
             experiment_solver: true,
-            params: vec![("series", if series { 1.0 } else { 0.0 })],
+            params: vec![
+                ("series", if series { 1.0 } else { 0.0 }),
+                ("fromLoad", if hertz_from_load { 1.0 } else { 0.0 }),
+            ],
             ..Run::default()
         },
     )
@@ -313,14 +329,7 @@ model Compliance
   Real c3 = Gears.toothCompliance(0.07799113515031282, 50, 3e-3, 20*pi/180, 0.020);
 end Compliance;
 "#;
-    let r = common::simulate(
-        src,
-        Some("Compliance"),
-        &Run {
-            stop: Some(0.0),
-            ..Run::default()
-        },
-    );
+    let r = at_start(src, "Compliance");
     for (name, want) in [
         ("c1", 1.3963862750677563e-09),
         ("c2", 1.5936060688980626e-09),
@@ -431,4 +440,83 @@ fn the_few_teeth_example_loop_has_the_closed_form_backlash() {
     );
     let (kp, kn) = (ind.stiffness_positive, ind.stiffness_negative);
     assert!((kp - kn).abs() < 1e-3 * kp, "branches {kp} and {kn}");
+}
+
+/// Eq. 8 of seed 000, written here from the paper: the approach of two
+/// steel cylinders in line contact under force `f` over `width`, with
+/// equivalent radius `rho`.
+fn hertz_approach(f: f64, rho: f64, width: f64) -> f64 {
+    let e_star = 206e9 / (2.0 * (1.0 - 0.3f64 * 0.3));
+    let p = f / width;
+    let b = (4.0 * p * rho / (PI * e_star)).sqrt();
+    2.0 * p / (PI * e_star) * ((2.0 * rho / b).ln() + 0.407)
+}
+
+/// `Gears.hertzLineApproach` is eq. 8, and `Gears.loadedMeshStiffness`
+/// solves eq. 22 with it at the load it carries: k = 1/(cs + delta_H(f)/f)
+/// with f = k pen^(10/9), to rounding; zero when apart; and it stiffens
+/// with the load (the Hertzian secant stiffness grows as the contact widens).
+#[test]
+fn the_hertzian_stiffness_follows_the_load() {
+    let src = r#"
+model Hertz
+  Real d1 = Gears.hertzLineApproach(500, 0.004, 0.01);
+  Real d2 = Gears.hertzLineApproach(20000, 0.03, 0.02);
+  Real k1 = Gears.loadedMeshStiffness(2e-6, 1.5e-9, 0.004, 0.01);
+  Real k2 = Gears.loadedMeshStiffness(8e-6, 1.5e-9, 0.004, 0.01);
+  Real k0 = Gears.loadedMeshStiffness(-1e-6, 1.5e-9, 0.004, 0.01);
+end Hertz;
+"#;
+    let r = at_start(src, "Hertz");
+    for (name, want) in [
+        ("d1", hertz_approach(500.0, 0.004, 0.01)),
+        ("d2", hertz_approach(20000.0, 0.03, 0.02)),
+    ] {
+        let got = last(&r, name);
+        assert!((got - want).abs() < 1e-12 * want, "{name}: {got} vs {want}");
+    }
+    assert_eq!(last(&r, "k0"), 0.0);
+    for (name, pen) in [("k1", 2e-6f64), ("k2", 8e-6)] {
+        let k = last(&r, name);
+        let f = k * pen.powf(10.0 / 9.0);
+        let want = 1.0 / (1.5e-9 + hertz_approach(f, 0.004, 0.01) / f);
+        assert!(
+            (k - want).abs() < 1e-12 * want,
+            "{name}: {k} vs {want} at {f} N"
+        );
+    }
+    assert!(last(&r, "k2") > last(&r, "k1"), "stiffer under more load");
+}
+
+/// With `hertzFromLoad` the pinion held in its ring carries the torque at
+/// the penetration where eq. 22 with eq. 8 at that load balances it: the
+/// pinion tooth's compliance at the contact's radius, the flanks' curvature
+/// there (a 20-tooth pinion in a 40-tooth ring, the ring's flank concave),
+/// and the Hertzian approach under the contact's force, all recomputed here.
+#[test]
+fn a_mesh_with_the_hertzian_stiffness_from_the_load_holds_its_torque() {
+    let r = holding_with(true, true);
+    let (force, g, k) = held(&r);
+    let rb0 = M * 20.0 / 2.0 * ALPHA.cos();
+    let rb1 = M * 40.0 / 2.0 * ALPHA.cos();
+    let fn_ = force;
+    let (px, py) = (last(&r, "mesh.pc[1]"), last(&r, "mesh.pc[2]"));
+    // The pinion's centre is at (m (40 - 20)/2, 0), the ring's at the origin.
+    let r0 = (px - M * 10.0).hypot(py);
+    let r1 = px.hypot(py);
+    let (rho0, rho1) = ((r0 * r0 - rb0 * rb0).sqrt(), (r1 * r1 - rb1 * rb1).sqrt());
+    let rho = rho0 * rho1 / (rho1 - rho0);
+    assert!(
+        (last(&r, "mesh.rho") - rho).abs() < 1e-9 * rho,
+        "rho {} vs {rho}",
+        last(&r, "mesh.rho")
+    );
+    let c = pinion_tooth_compliance(r0);
+    // The compliance comes from a table over 64 radii of the flank.
+    let want = 1.0 / (c + hertz_approach(fn_, rho, 0.01) / fn_);
+    assert!((k - want).abs() < 1e-4 * want, "kmesh {k} vs {want}");
+    let depth = (force / k).powf(0.9);
+    assert!((g + depth).abs() < 1e-6 * depth, "gap {g} vs {}", -depth);
+    // Softer than the constant kHertz = 2e9 of the other test at this load.
+    assert!(k < 1.0 / (c + 1.0 / 2e9), "kmesh {k}");
 }
