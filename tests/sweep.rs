@@ -265,7 +265,7 @@ fn a_failing_point_is_a_row_with_its_diagnostic_and_the_others_run() {
     assert_eq!(t.get(1, "x"), "");
     let message = t.get(1, "message");
     assert!(
-        message.contains("oscillator.rmo:11:3:")
+        message.contains("oscillator.rmo:11:3: error[assertion]:")
             && message.contains("the spring stiffness k must be positive"),
         "{message}"
     );

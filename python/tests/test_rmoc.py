@@ -172,6 +172,7 @@ def test_sweeps_take_points_in_three_forms_and_report_failures(oscillator):
     assert list(as_dict.columns) == ["point", "k", "n", "status", "x", "max(x)", "message"]
     assert list(as_dict["status"]) == ["ok", "failed", "ok"]
     assert "k must be positive" in as_dict["message"][1]
+    assert "error[assertion]" in as_dict["message"][1]
     assert np.isnan(as_dict["x"][1])
     assert as_dict["n"].dtype == np.int64
     # Each point equals its own run.

@@ -5,13 +5,18 @@ use super::{Diagnostic, Severity, SourceMap, Span};
 use std::fmt::Write as _;
 
 /// A diagnostic on one line, for a table cell or a log:
-/// `path:line:col: message (hint: ...)`.
+/// `path:line:col: error[kind]: message (hint: ...)`, as rustc's short
+/// format (a sweep's failed points can be sorted by kind).
 pub fn one_line(map: &SourceMap, d: &Diagnostic) -> String {
+    let heading = match d.severity {
+        Severity::Error => format!("error[{}]", d.kind.code()),
+        Severity::Warning => format!("warning[{}]", d.kind.code()),
+    };
     let mut out = match d.span {
         Some(span) if (span.file as usize) < map.files.len() => {
-            format!("{}: {}", map.location(span), d.message)
+            format!("{}: {heading}: {}", map.location(span), d.message)
         }
-        _ => d.message.clone(),
+        _ => format!("{heading}: {}", d.message),
     };
     if let Some(h) = &d.hint {
         out.push_str(&format!(" (hint: {h})"));
