@@ -500,7 +500,7 @@ fn read_result(result: &std::path::Path) -> Result<rmoc::output::ResultTable, Ex
     });
     if !known {
         return Err(fail_nospan(
-            DiagnosticKind::Io,
+            DiagnosticKind::Setting,
             format!("`{}` is not a CSV or MAT result", result.display()),
             "give a result file: write one with `rmoc simulate MODEL -o res.csv` (or res.mat)",
         ));

@@ -4,8 +4,9 @@
 //! tests) render them. A diagnostic has a [`DiagnosticKind`] (what sort of
 //! mistake, stable across rewordings), a primary span (file, byte range), a
 //! message, optional secondary labels, and a hint. Rendering gives
-//! `error[kind]: message`, `file:line:col`, the source snippet with the span
-//! underlined, and the hint, in the manner of rustc and the Gleam compiler.
+//! `Error[kind]: message` (`error[kind]:` for one without a place),
+//! `file:line:col`, the source snippet with the span underlined, and the
+//! hint, in the manner of rustc and the Gleam compiler.
 //!
 //! The spans ([`Span`]) and the texts they index ([`SourceMap`]) live here
 //! too: every stage from the parser on uses them, and only diagnostics read

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 /// A diagnostic on one line, for a table cell or a log:
 /// `path:line:col: error[kind]: message (hint: ...)`, as rustc's short
-/// format (a sweep's failed points can be sorted by kind).
+/// format (a sweep's failed points can be filtered by kind).
 pub fn one_line(map: &SourceMap, d: &Diagnostic) -> String {
     let heading = match d.severity {
         Severity::Error => format!("error[{}]", d.kind.code()),

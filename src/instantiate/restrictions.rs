@@ -648,7 +648,7 @@ impl Flattener<'_> {
             return Ok(());
         }
         let lib = &self.lib;
-        Err(Diagnostic::error(DiagnosticKind::Restriction,
+        Err(Diagnostic::error(DiagnosticKind::UnresolvedName,
             span,
             format!(
                 "`{name}` is declared in `{}`, which extends `{}`: the base class cannot see it",

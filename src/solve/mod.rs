@@ -209,7 +209,7 @@ pub fn chosen_columns(
     for p in patterns {
         if !names.iter().any(|n| crate::output::plot::glob(p, n)) {
             let d = Diagnostic::error_nospan(
-                DiagnosticKind::Setting,
+                DiagnosticKind::UnresolvedName,
                 format!("`--outputs {p}` matches no result column"),
             );
             let near = crate::diag::closest(p, names.iter().map(String::as_str));
@@ -1061,16 +1061,16 @@ pub fn status_diagnostic(c: &Causal, p: &Program, code: i32, e: Entry, t: f64) -
                     "a while loop in function `{function}` did not end after {:e} iterations (at t = {t})",
                     lower::MAX_WHILE_ITERATIONS
                 )
+            } else if let Some(k) = check.filter(|k| k.kind != DiagnosticKind::Assertion) {
+                // A guard rmoc added (a zero for step), not the function's assert.
+                format!("in function `{function}` at t = {t}: {}", k.message)
             } else {
                 let message = check.map(|k| k.message.as_str()).unwrap_or("");
                 format!("assertion in function `{function}` failed at t = {t}: {message}")
             };
-            // A while loop stopped by rmoc's guard is a limit, not the model's assert.
-            let what = if kind == status::LOOP {
-                DiagnosticKind::Limit
-            } else {
-                DiagnosticKind::Assertion
-            };
+            // The function's own assert, or a guard rmoc added (a runaway
+            // while loop, a zero for step).
+            let what = check.map_or(DiagnosticKind::Assertion, |k| k.kind);
             let d = match check {
                 Some(k) => Diagnostic::error(what, k.span, msg).with_label(k.label),
                 None => Diagnostic::error_nospan(what, msg),

@@ -208,7 +208,7 @@ pub fn check(flat: &FlatModel) -> Vec<Diagnostic> {
     } else {
         let first = over_eqs.first().copied().unwrap_or(0);
         let over_vars: Vec<VarId> = dm.over_cols.iter().map(|&c| unknowns[c]).collect();
-        let mut d = Diagnostic::error(DiagnosticKind::Balance,
+        let mut d = Diagnostic::error(DiagnosticKind::Singular,
             flat.equations[first].span,
             format!(
                 "the model is structurally singular: {} {} for {} but no equation is left to determine {}",

@@ -228,7 +228,7 @@ pub fn run(
             .build()
             .map_err(|e| {
                 Diagnostic::error_nospan(
-                    DiagnosticKind::Io,
+                    DiagnosticKind::Limit,
                     format!("cannot start {jobs} worker threads: {e}"),
                 )
                 .with_hint("use fewer with -j")

@@ -1,6 +1,7 @@
-//! Symbolic manipulation of flat expressions: differentiation (time and
-//! partial), solving an equation that is linear in one variable, substitution
-//! and numeric evaluation.
+//! Symbolic manipulation of flat expressions: differentiation (time,
+//! partial and directional: `tangent.rs` forms the Jacobians' pieces),
+//! solving an equation that is linear in one variable, substitution and
+//! numeric evaluation.
 //!
 //! Differentiation is forward mode over the hash-consed arena, memoized per
 //! node, so the derivative of an expression with shared subexpressions costs

@@ -124,7 +124,7 @@ impl Flattener<'_> {
         let full = self.lib.entry(class).full_name.clone();
         let ExprKind::Call { args, .. } = &binding.kind else {
             return Err(Diagnostic::error(
-                DiagnosticKind::Call,
+                DiagnosticKind::Modifier,
                 binding.span,
                 format!(
                     "an external object of `{full}` must be bound to a call of its constructor"

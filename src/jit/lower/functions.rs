@@ -74,12 +74,14 @@ impl Lowerer<'_> {
         span: crate::diag::Span,
         message: &str,
         label: &'static str,
+        kind: crate::diag::DiagnosticKind,
     ) -> u32 {
         self.checks.push(FunctionCheck {
             function: f.name.clone(),
             span,
             message: message.to_string(),
             label,
+            kind,
         });
         self.check_base + self.checks.len() as u32 - 1
     }
@@ -153,7 +155,13 @@ impl Lowerer<'_> {
                         s.stmts.extend(tail);
                     }
                     flat::FunctionStatement::While { cond, body, span } => {
-                        let check = s.add_check(f, *span, "", "this condition stayed true");
+                        let check = s.add_check(
+                            f,
+                            *span,
+                            "",
+                            "this condition stayed true",
+                            crate::diag::DiagnosticKind::Limit,
+                        );
                         let count = s.local();
                         s.stmts.push(Stmt::Set(count, IrExpr::Const(0.0)));
                         let inner = s.scoped(|t| {
@@ -196,6 +204,7 @@ impl Lowerer<'_> {
                             f.span,
                             "a for-loop range has step 0 (it would never end)",
                             "in this function",
+                            crate::diag::DiagnosticKind::Evaluation,
                         );
                         let zero =
                             bin(Op2::Rel(RelOp::Eq), IrExpr::Local(st_l), IrExpr::Const(0.0));
@@ -238,7 +247,13 @@ impl Lowerer<'_> {
                         message,
                         span,
                     } => {
-                        let check = s.add_check(f, *span, message, "this assert");
+                        let check = s.add_check(
+                            f,
+                            *span,
+                            message,
+                            "this assert",
+                            crate::diag::DiagnosticKind::Assertion,
+                        );
                         let c = s.statement_expr(a, *condition);
                         s.stmts.push(Stmt::If(
                             c,

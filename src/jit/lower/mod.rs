@@ -94,6 +94,9 @@ pub struct FunctionCheck {
     pub message: String,
     /// The text under `span` in the diagnostic.
     pub label: &'static str,
+    /// What a failure reports: the function's own `assert`, or a guard
+    /// rmoc adds (a zero `for` step: `Evaluation`; a runaway `while`: `Limit`).
+    pub kind: crate::diag::DiagnosticKind,
 }
 
 pub use crate::flat::MAX_WHILE_ITERATIONS;
