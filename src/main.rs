@@ -9,7 +9,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use clap::{Parser, Subcommand};
 use rmoc::diag::{self, Diagnostic, DiagnosticKind};
-use rmoc::output::plot::glob;
+use rmoc::solve::columns::glob;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -688,7 +688,7 @@ fn plot(
                 req.ys.iter().any(|p| {
                     !t.names
                         .iter()
-                        .any(|n| n != "time" && rmoc::output::plot::glob(p, n))
+                        .any(|n| n != "time" && rmoc::solve::columns::glob(p, n))
                 }) || req.x.is_some_and(|x| !t.names.iter().any(|n| n == x))
             });
             let names = &missing.unwrap_or(&tables[0]).1.names;
@@ -1133,7 +1133,7 @@ fn sweep(a: &SweepArgs) -> ExitCode {
         &base,
         &plan,
         &settings,
-        &|o| bar.point_done(o),
+        &|o| bar.point_done(matches!(o.status, rmoc::sweep::PointStatus::Failed(_))),
         &stop,
     );
     bar.finish();

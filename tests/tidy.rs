@@ -227,3 +227,84 @@ fn no_two_types_share_a_name() {
         shared.join("\n")
     );
 }
+
+/// The layering docs/architecture.md states holds: every `crate::X`
+/// reference from a folder (or file) of `src/` to another is in the
+/// table of what each module may use (`| module | may use |`), and the
+/// table names every module of `src/`.
+#[test]
+fn the_modules_use_only_what_the_layering_allows() {
+    let doc = architecture();
+    let table = doc
+        .split("| module | may use |")
+        .nth(1)
+        .expect("docs/architecture.md has the table `| module | may use |`");
+    let mut allowed: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for row in table.lines().skip(2) {
+        let Some(row) = row.strip_prefix("| `") else {
+            break;
+        };
+        let mut cells = row.split('|');
+        let module = cells.next().unwrap_or("").trim().trim_end_matches('`');
+        let uses = cells
+            .next()
+            .unwrap_or("")
+            .split(',')
+            .map(|u| u.trim().trim_matches('`').to_string())
+            .filter(|u| !u.is_empty())
+            .collect();
+        allowed.insert(module.to_string(), uses);
+    }
+    let src = common::project("src");
+    let mut modules = Vec::new();
+    for entry in std::fs::read_dir(&src).expect("src") {
+        let path = entry.expect("entry").path();
+        let name = path
+            .file_stem()
+            .expect("name")
+            .to_string_lossy()
+            .to_string();
+        if !matches!(name.as_str(), "lib" | "main") {
+            modules.push((name, path));
+        }
+    }
+    let names: Vec<String> = modules.iter().map(|(n, _)| n.clone()).collect();
+    let mut problems = Vec::new();
+    for (module, path) in &modules {
+        let Some(may) = allowed.get(module) else {
+            problems.push(format!("`{module}` has no row in the table"));
+            continue;
+        };
+        let mut files = Vec::new();
+        if path.is_dir() {
+            rust_files(path, &mut files);
+        } else {
+            files.push(path.clone());
+        }
+        for f in &files {
+            let text = std::fs::read_to_string(f).expect("source");
+            for (i, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                for used in code.split("crate::").skip(1) {
+                    let target: String = used
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    if target != *module && names.contains(&target) && !may.contains(&target) {
+                        problems.push(format!(
+                            "{}:{}: `{module}` uses `{target}`",
+                            f.display(),
+                            i + 1
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(modules.len() >= 10, "only {} modules found", modules.len());
+    assert!(
+        problems.is_empty(),
+        "references the layering table does not allow:\n{}",
+        problems.join("\n")
+    );
+}

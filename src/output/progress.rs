@@ -112,9 +112,9 @@ impl BatchProgress {
         }
     }
 
-    /// One point has ended.
-    pub fn point_done(&self, o: &crate::sweep::Outcome) {
-        if matches!(o.status, crate::sweep::PointStatus::Failed(_)) {
+    /// One point has ended (`failed`: its run failed).
+    pub fn point_done(&self, failed: bool) {
+        if failed {
             let n = self.failed.fetch_add(1, Ordering::Relaxed) + 1;
             if let Some(b) = &self.bar {
                 b.set_message(format!("({n} failed)"));

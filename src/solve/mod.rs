@@ -10,6 +10,7 @@
 //! variables reach a fixed point (MLS 8.6); the BDF history restarts after.
 
 pub mod bdf;
+pub mod columns;
 pub mod dense_rows;
 pub mod event_driven;
 pub mod generalized_alpha;
@@ -207,7 +208,7 @@ pub fn chosen_columns(
         return Ok(names.iter().cloned().enumerate().collect());
     }
     for p in patterns {
-        if !names.iter().any(|n| crate::output::plot::glob(p, n)) {
+        if !names.iter().any(|n| columns::glob(p, n)) {
             let d = Diagnostic::error_nospan(
                 DiagnosticKind::UnresolvedName,
                 format!("`--outputs {p}` matches no result column"),
@@ -224,7 +225,7 @@ pub fn chosen_columns(
     Ok(names
         .iter()
         .enumerate()
-        .filter(|(_, n)| patterns.iter().any(|p| crate::output::plot::glob(p, n)))
+        .filter(|(_, n)| patterns.iter().any(|p| columns::glob(p, n)))
         .map(|(k, n)| (k, n.clone()))
         .collect())
 }

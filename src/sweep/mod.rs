@@ -26,7 +26,7 @@ use summary::{Statistic, SummarySink};
 pub struct SweepSettings {
     /// The statistics of every chosen column.
     pub statistics: Vec<Statistic>,
-    /// Patterns of the result columns to summarize (`output::plot::glob`:
+    /// Patterns of the result columns to summarize (`solve::columns::glob`:
     /// `*` and `?` within one dotted component, `**` across); empty: every
     /// column.
     pub outputs: Vec<String>,
