@@ -390,7 +390,7 @@ pub fn check_model(
         // are found at the start values, with the interpreter (no JIT needed).
         let program = jit::lower::lower_for_check(&mut causal).map_err(|m| {
             vec![Diagnostic::error_nospan(
-                DiagnosticKind::Unsupported,
+                DiagnosticKind::Internal,
                 format!("code generation failed: {m}"),
             )]
         })?;
@@ -462,9 +462,11 @@ pub fn compile(lib: &mut Library, model: ClassId) -> Result<Compiled, Vec<Diagno
             peak_memory()
         );
     }
+    // Lowering fails only on an inconsistency of rmoc's own (a derivative
+    // function not found): the model's mistakes were reported before it.
     let mut program = jit::lower::lower(&mut causal).map_err(|m| {
         vec![Diagnostic::error_nospan(
-            DiagnosticKind::Unsupported,
+            DiagnosticKind::Internal,
             format!("code generation failed: {m}"),
         )]
     })?;
