@@ -30,6 +30,16 @@ use syntax::ast;
 /// Reads and parses `path` and nothing else (`rmoc check --parse-only`):
 /// no name is looked up, not even its `within`. The parsed file, or its
 /// syntax errors; the source map renders either.
+/// Lowering or JIT compilation failed. Both fail only on an inconsistency
+/// of rmoc's own (a derivative function not found, code cranelift refuses):
+/// the model's mistakes were reported by the stages before them.
+fn codegen_failed(why: impl std::fmt::Display) -> Diagnostic {
+    Diagnostic::error_nospan(
+        DiagnosticKind::Internal,
+        format!("code generation failed: {why}"),
+    )
+}
+
 pub fn parse_file(path: &Path) -> (SourceMap, Result<ast::StoredDefinition, Vec<Diagnostic>>) {
     let (sources, parsed) = read_and_parse(path);
     let parsed = parsed.and_then(|p| {
@@ -388,12 +398,8 @@ pub fn check_model(
         let mut causal = structure::analyze(flat)?;
         // Initialization is part of checking: inconsistent initial conditions
         // are found at the start values, with the interpreter (no JIT needed).
-        let program = jit::lower::lower_for_check(&mut causal).map_err(|m| {
-            vec![Diagnostic::error_nospan(
-                DiagnosticKind::Internal,
-                format!("code generation failed: {m}"),
-            )]
-        })?;
+        let program =
+            jit::lower::lower_for_check(&mut causal).map_err(|m| vec![codegen_failed(m)])?;
         let interp = solve::model::Interpreter { program: &program };
         let mut warnings = std::mem::take(&mut causal.warnings);
         warnings.extend(
@@ -462,14 +468,7 @@ pub fn compile(lib: &mut Library, model: ClassId) -> Result<Compiled, Vec<Diagno
             peak_memory()
         );
     }
-    // Lowering fails only on an inconsistency of rmoc's own (a derivative
-    // function not found): the model's mistakes were reported before it.
-    let mut program = jit::lower::lower(&mut causal).map_err(|m| {
-        vec![Diagnostic::error_nospan(
-            DiagnosticKind::Internal,
-            format!("code generation failed: {m}"),
-        )]
-    })?;
+    let mut program = jit::lower::lower(&mut causal).map_err(|m| vec![codegen_failed(m)])?;
     let t3 = std::time::Instant::now();
     jit::reroll::reroll_program(&mut program);
     if timing {
@@ -518,11 +517,7 @@ impl Simulator {
         } else {
             Some(
                 solve::model::Hybrid::compile(&compiled.program).map_err(|e| {
-                    Diagnostic::error_nospan(
-                        DiagnosticKind::Internal,
-                        format!("code generation failed: {e}"),
-                    )
-                    .with_hint("--no-jit runs the model with the interpreter")
+                    codegen_failed(e).with_hint("--no-jit runs the model with the interpreter")
                 })?,
             )
         };

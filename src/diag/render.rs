@@ -8,10 +8,7 @@ use std::fmt::Write as _;
 /// `path:line:col: error[kind]: message (hint: ...)`, as rustc's short
 /// format (a sweep's failed points can be filtered by kind).
 pub fn one_line(map: &SourceMap, d: &Diagnostic) -> String {
-    let heading = match d.severity {
-        Severity::Error => format!("error[{}]", d.kind.code()),
-        Severity::Warning => format!("warning[{}]", d.kind.code()),
-    };
+    let heading = heading(d);
     let mut out = match d.span {
         Some(span) if (span.file as usize) < map.files.len() => {
             format!("{}: {heading}: {}", map.location(span), d.message)
@@ -22,6 +19,16 @@ pub fn one_line(map: &SourceMap, d: &Diagnostic) -> String {
         out.push_str(&format!(" (hint: {h})"));
     }
     out.replace(['\n', '\r'], " ")
+}
+
+/// `error[kind]` or `warning[kind]`: how a diagnostic begins without a
+/// report around it.
+fn heading(d: &Diagnostic) -> String {
+    let word = match d.severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+    };
+    format!("{word}[{}]", d.kind.code())
 }
 
 /// Renders diagnostics for a terminal (`color`) or for logs and snapshots.
@@ -40,15 +47,10 @@ fn render_one(map: &SourceMap, d: &Diagnostic, color: bool) -> String {
         Severity::Error => ("Error", Color::Red),
         Severity::Warning => ("Warning", Color::Yellow),
     };
-    let heading = format!("{word}[{}]", d.kind.code());
-    let kind = ReportKind::Custom(&heading, tint);
+    let title = format!("{word}[{}]", d.kind.code());
+    let kind = ReportKind::Custom(&title, tint);
     let Some(span) = d.span else {
-        let mut s = format!(
-            "{}[{}]: {}\n",
-            word.to_lowercase(),
-            d.kind.code(),
-            d.message
-        );
+        let mut s = format!("{}: {}\n", heading(d), d.message);
         if let Some(h) = &d.hint {
             let _ = writeln!(s, "  help: {h}");
         }

@@ -84,6 +84,30 @@ pub(super) fn torn_parts(
 }
 
 impl Lowerer<'_> {
+    /// The tangent of a torn block's equation by the chain rule: its
+    /// partials with respect to the block's variables times their tangents
+    /// in `tang` (0 when absent), plus `own`, its directional derivative
+    /// with those variables held.
+    pub(super) fn chain_sum(
+        &mut self,
+        a: &ExprArena,
+        partials: &[(VarId, ExprId)],
+        tang: &HashMap<VarId, IrExpr>,
+        own: ExprId,
+    ) -> IrExpr {
+        let mut terms: Vec<(IrExpr, IrExpr)> = partials
+            .iter()
+            .map(|&(w, d)| {
+                (
+                    self.expr(a, d),
+                    tang.get(&w).cloned().unwrap_or(IrExpr::Const(0.0)),
+                )
+            })
+            .collect();
+        terms.push((self.expr(a, own), IrExpr::Const(1.0)));
+        combine(terms)
+    }
+
     /// The total derivative of the residuals with respect to the tearing
     /// variables, through the inner assignments (forward mode, one tearing
     /// variable at a time). Returns the m x m matrix, row-major, in locals.
@@ -185,34 +209,14 @@ impl Lowerer<'_> {
                 let mut tang: HashMap<VarId, IrExpr> =
                     tear.iter().map(|&t| (t, IrExpr::Const(0.0))).collect();
                 for (k, (u, _, _)) in inner.iter().enumerate() {
-                    let mut terms: Vec<(IrExpr, IrExpr)> = parts.inner_partials[k]
-                        .iter()
-                        .map(|&(w, d)| {
-                            (
-                                self.expr(a, d),
-                                tang.get(&w).cloned().unwrap_or(IrExpr::Const(0.0)),
-                            )
-                        })
-                        .collect();
-                    terms.push((self.expr(a, inner_out[k]), IrExpr::Const(1.0)));
-                    let e = combine(terms);
+                    let e = self.chain_sum(a, &parts.inner_partials[k], &tang, inner_out[k]);
                     let t = self.local();
                     self.stmts.push(Stmt::Set(t, e));
                     tang.insert(*u, IrExpr::Local(t));
                 }
                 let r0: Vec<u32> = (0..m)
                     .map(|i| {
-                        let mut terms: Vec<(IrExpr, IrExpr)> = parts.res_partials[i]
-                            .iter()
-                            .map(|&(w, d)| {
-                                (
-                                    self.expr(a, d),
-                                    tang.get(&w).cloned().unwrap_or(IrExpr::Const(0.0)),
-                                )
-                            })
-                            .collect();
-                        terms.push((self.expr(a, res_out[i]), IrExpr::Const(1.0)));
-                        let e = combine(terms);
+                        let e = self.chain_sum(a, &parts.res_partials[i], &tang, res_out[i]);
                         let t = self.local();
                         self.stmts
                             .push(Stmt::Set(t, bin(Op2::Sub, IrExpr::Const(0.0), e)));
@@ -241,17 +245,7 @@ impl Lowerer<'_> {
                     tang.insert(t, IrExpr::Local(dt[k]));
                 }
                 for (k, (u, _, _)) in inner.iter().enumerate() {
-                    let mut terms: Vec<(IrExpr, IrExpr)> = parts.inner_partials[k]
-                        .iter()
-                        .map(|&(w, d)| {
-                            (
-                                self.expr(a, d),
-                                tang.get(&w).cloned().unwrap_or(IrExpr::Const(0.0)),
-                            )
-                        })
-                        .collect();
-                    terms.push((self.expr(a, inner_out[k]), IrExpr::Const(1.0)));
-                    let e = combine(terms);
+                    let e = self.chain_sum(a, &parts.inner_partials[k], &tang, inner_out[k]);
                     let t = self.local();
                     self.stmts.push(Stmt::Set(t, e));
                     self.stmts.push(Stmt::Store(l.tan(*u), IrExpr::Local(t)));
