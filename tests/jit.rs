@@ -717,3 +717,112 @@ end Chain;
         }
     }
 }
+
+/// A table lookup whose interval search starts where the last call from
+/// the same call site ended (`__rmoc_warmStart`), and reports how many
+/// intervals it looked at.
+const WARM_LOOKUP: &str = r#"
+function lookup "y(x) by linear interpolation in a sorted table"
+  input Real xs[:];
+  input Real ys[size(xs, 1)];
+  input Real x;
+  output Real y;
+  output Real probes "intervals looked at";
+protected
+  Integer hint;
+  Integer i;
+algorithm
+  i := if hint >= 1 and hint < size(xs, 1) then hint else 1;
+  probes := 1;
+  while i > 1 and x < xs[i] loop
+    i := i - 1;
+    probes := probes + 1;
+  end while;
+  while i < size(xs, 1) - 1 and x > xs[i + 1] loop
+    i := i + 1;
+    probes := probes + 1;
+  end while;
+  y := ys[i] + (ys[i + 1] - ys[i])*(x - xs[i])/(xs[i + 1] - xs[i]);
+  hint := i;
+  annotation(__rmoc_warmStart = {"hint"});
+end lookup;
+
+function lookupInside "calls lookup from a function body: no warm start there"
+  input Real xs[:];
+  input Real ys[size(xs, 1)];
+  input Real x;
+  output Real y;
+  output Real probes;
+algorithm
+  (y, probes) := lookup(xs, ys, x);
+end lookupInside;
+
+model Warm
+  parameter Integer n = 1001;
+  parameter Real xs[n] = {(k - 1)/(n - 1) for k in 1:n};
+  parameter Real ys[n] = {sin(xs[k]) for k in 1:n};
+  Real up;
+  Real upProbes;
+  Real down;
+  Real downProbes;
+  Real inside;
+  Real insideProbes;
+equation
+  (up, upProbes) = lookup(xs, ys, time);
+  (down, downProbes) = lookup(xs, ys, 1 - time);
+  (inside, insideProbes) = lookupInside(xs, ys, time);
+  annotation(experiment(StopTime = 1, Interval = 0.01));
+end Warm;
+"#;
+
+#[test]
+fn a_warm_start_variable_is_kept_by_each_call_site_of_the_model() {
+    let c = common::compile(WARM_LOOKUP, Some("Warm"));
+    let opts = common::options(&c, &common::Run::default());
+    let jit = rmoc::jit::codegen::compile(&c.program).expect("jit");
+    let interp = Interpreter {
+        program: &c.program,
+    };
+    let backends: [(&str, &dyn Backend); 2] = [("compiled", &jit), ("interpreted", &interp)];
+    for (which, b) in backends {
+        let r = rmoc::solve::simulate(&c.causal, &c.program, b, &opts).expect("simulates");
+        for (k, &t) in r.times.iter().enumerate() {
+            let col = |n: &str| r.rows[k][r.column(n).expect("column")];
+            // The same table values with or without a warm start.
+            let exact = |x: f64| {
+                let i = ((x * 1000.0).floor() as usize).min(999);
+                let (x0, x1) = (i as f64 / 1000.0, (i + 1) as f64 / 1000.0);
+                x0.sin() + (x1.sin() - x0.sin()) * (x - x0) / (x1 - x0)
+            };
+            for (name, x) in [("up", t), ("down", 1.0 - t), ("inside", t)] {
+                assert!(
+                    (col(name) - exact(x)).abs() < 1e-12,
+                    "{which}: {name} at t = {t}"
+                );
+            }
+            // Each site starts from its own last interval: the rows are
+            // 0.01 apart, ten intervals of the table (the first row
+            // searches from the start; the two sites run opposite ways,
+            // so a shared hint would cost about a thousand probes).
+            if k > 0 {
+                assert!(
+                    col("upProbes") <= 12.0,
+                    "{which}: t = {t}: {}",
+                    col("upProbes")
+                );
+                assert!(
+                    col("downProbes") <= 12.0,
+                    "{which}: t = {t}: {}",
+                    col("downProbes")
+                );
+            }
+            // A call from a function body starts at zero every time.
+            let from_start = ((t * 1000.0).floor()).clamp(0.0, 999.0) + 1.0;
+            assert!(
+                (col("insideProbes") - from_start).abs() <= 1.0,
+                "{which}: t = {t}: {} probes from the start",
+                col("insideProbes")
+            );
+        }
+    }
+}

@@ -68,6 +68,32 @@ def test_steady_is_per_time_when_events_repeat_rows(tmp_path):
     assert r["unloaded_intervals_per_cycle"] == [1], r
 
 
+def test_troughs_counts_the_unloaded_intervals_of_each_mesh_cycle(tmp_path):
+    # A mesh force of 2000 N with a second harmonic of 3000 N (two troughs
+    # a cycle, at z = 1/4 and 3/4, of -1000 N before the clipping at zero)
+    # and a first harmonic b sin(2 pi z) that deepens one and lifts the
+    # other by b: with b = 500 both stay below zero (two unloaded intervals
+    # a cycle), with b = 2500 the one at z = 1/4 rises above 1000 N (one).
+    fm, dt = 1300.0, 2e-6
+    t = np.arange(0, 0.02, dt)
+    z = fm * t
+    for b, intervals in ((500.0, 2), (2500.0, 1)):
+        f = 2000 + 3000 * np.cos(4 * math.pi * z) + b * np.sin(2 * math.pi * z)
+        path = str(tmp_path / f"f{int(b)}.csv")
+        write_csv(path, {"time": t, "fm": np.full_like(t, fm), "phiNominal": 2 * math.pi * z / 50,
+                         "pair.Fmesh": np.maximum(f, 0.0)})
+        out = subprocess.run([sys.executable, os.path.join(HERE, "whine.py"), "troughs", path],
+                             check=True, capture_output=True, text=True).stdout
+        rows = [json.loads(line) for line in out.splitlines()]
+        assert len(rows) == 1 and rows[0]["fm_hz"] == 1300 and rows[0]["cycles"] >= 20, rows
+        assert rows[0]["intervals_per_cycle"] == intervals, rows
+        assert rows[0]["deepest_n"] == 0.0, rows
+        if intervals == 2:
+            assert rows[0]["second_trough_n"] == 0.0, rows
+        else:
+            assert rows[0]["second_trough_min_n"] > 1000, rows
+
+
 def test_sweep_finds_the_band_where_the_down_sweep_is_twice_the_up(tmp_path):
     # A shortened pair of sweeps over 2000-2900 Hz: the same resonance curve
     # peaking at 2600 Hz, and the down sweep at three times it from 2300 to

@@ -18,6 +18,16 @@
       pair over time, and the DTE's spectrum (Hann window) against multiples
       of the mesh frequency (the paper's Figs. 10-13), and the fraction of
       each mesh cycle with every pair unloaded, as JSON.
+  whine.py troughs RESULT [--bin HZ] [--teeth Z]
+      The two troughs of the mesh force in each mesh cycle (issue 17,
+      acceptance 3: at fn/2 the paper's upper branch loses contact twice a
+      cycle), from a densely written result with `time`, `fm`, `phiNominal`
+      and `pair.Fmesh` (`--model BranchRun ... --outputs pair.Fmesh fm
+      phiNominal --interval 5e-6`): per bin of --bin Hz of the mesh
+      frequency, the share of each cycle with the mesh unloaded, the
+      deepest trough, the second (the least force at least a quarter of a
+      cycle from the deepest) and the number of separate unloaded intervals
+      a cycle, as JSON lines.
 
 Results are rmoc's CSV or MAT files. Needs NumPy and matplotlib (SciPy for
 MAT files).
@@ -266,6 +276,47 @@ def steady(args):
             fig.savefig(f"{args.out}.{ext}", dpi=150)
 
 
+def troughs(args):
+    r = load(args.result)
+    t, fm, force = r["time"], r["fm"], r["pair.Fmesh"]
+    cycle = np.floor(r["phiNominal"] * args.teeth / (2 * math.pi)).astype(int)
+    bins = {}
+    # Whole cycles only: the first and the last are cut.
+    for c in np.unique(cycle)[1:-1]:
+        m = cycle == c
+        f = force[m]
+        n = len(f)
+        if n < 16:
+            continue
+        off = f <= 0
+        # Starts of unloaded runs, cyclically.
+        starts = np.flatnonzero(off & ~np.roll(off, 1))
+        intervals = len(starts)
+        # The deepest trough: the longest unloaded run, else the least
+        # force; the second, the least force a quarter of a cycle or more
+        # from it.
+        first, length = int(np.argmin(f)), 1
+        for s0 in starts:
+            run = int(np.argmin(np.roll(off, -s0))) if not off.all() else n
+            if run > length:
+                first, length = int(s0), run
+        u = (np.arange(n) - first) % n
+        apart = np.where(u < length, 0, np.minimum(u - (length - 1), n - u)) / n
+        key = round(float(fm[m].mean()) / args.bin) * args.bin
+        bins.setdefault(key, []).append((off.mean(), f[first], f[apart >= 0.25].min(), intervals))
+    for key in sorted(bins):
+        a = np.array(bins[key])
+        print(json.dumps({
+            "fm_hz": key,
+            "cycles": len(a),
+            "unloaded_share": round(float(a[:, 0].mean()), 4),
+            "deepest_n": round(float(a[:, 1].mean()), 1),
+            "second_trough_n": round(float(a[:, 2].mean()), 1),
+            "second_trough_min_n": round(float(a[:, 2].min()), 1),
+            "intervals_per_cycle": round(float(a[:, 3].mean()), 2),
+        }))
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="what", required=True)
@@ -280,6 +331,11 @@ def main():
     d.add_argument("--out")
     d.add_argument("--from", dest="start", type=float, default=0.0)
     d.set_defaults(run=steady)
+    tr = sub.add_parser("troughs")
+    tr.add_argument("result")
+    tr.add_argument("--bin", type=float, default=10.0)
+    tr.add_argument("--teeth", type=int, default=50)
+    tr.set_defaults(run=troughs)
     args = p.parse_args()
     args.run(args)
 

@@ -272,6 +272,14 @@ pub struct Function {
     /// MLS 12.7.1), used by index reduction and Jacobians instead of
     /// differentiating the body.
     pub derivative: Option<DeclaredDerivative>,
+    /// Slot ranges of the warm-start variables
+    /// (`annotation(__rmoc_warmStart = {"hint"})`): protected variables that
+    /// each call site of the model's equations keeps from one call to the
+    /// next (zero at its first call), for a search to start where the last
+    /// one ended. Calls from other functions and at translation start them
+    /// at zero. A function's results must not depend on them.
+    #[serde(default)]
+    pub warm_start: Vec<std::ops::Range<u32>>,
     /// Evaluation orders of the arena's expressions, filled by the
     /// interpreter ([`crate::symbolic::eval`]) as it meets them.
     #[serde(skip)]

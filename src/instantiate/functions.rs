@@ -107,6 +107,84 @@ impl<'l> Flattener<'l> {
         Ok((id, outs))
     }
 
+    /// The slots of the variables `class` names in its
+    /// `annotation(__rmoc_warmStart = {"a", "b"})` (or one name as a
+    /// string): protected variables without a binding, which each call site
+    /// of the model keeps between calls ([`flat::Function::warm_start`]).
+    fn warm_start_variables(
+        &mut self,
+        class: ClassId,
+        b: &FnBuilder,
+        init: &[(u32, ExprId)],
+        outputs: &[std::ops::Range<u32>],
+    ) -> Result<Vec<std::ops::Range<u32>>, Diagnostic> {
+        let Some(def) = self.lib.def(class)? else {
+            return Ok(Vec::new());
+        };
+        let ast::ClassBody::Long(comp) = &def.body else {
+            return Ok(Vec::new());
+        };
+        let mut ranges = Vec::new();
+        for (path, md) in annotation_entries(comp) {
+            if path != "__rmoc_warmStart" {
+                continue;
+            }
+            let names: Vec<&ast::Expr> = match md.binding.as_ref().map(|e| (e, &e.kind)) {
+                Some((_, ast::ExprKind::Array(items))) => items.iter().collect(),
+                Some((e, ast::ExprKind::String(_))) => vec![e],
+                _ => {
+                    return Err(Diagnostic::error(
+                        DiagnosticKind::Modifier,
+                        md.span,
+                        "`__rmoc_warmStart` names the function's warm-start variables",
+                    )
+                    .with_hint("write `annotation(__rmoc_warmStart = {\"hint\"})`"));
+                }
+            };
+            for e in names {
+                let ast::ExprKind::String(name) = &e.kind else {
+                    return Err(Diagnostic::error(
+                        DiagnosticKind::Modifier,
+                        e.span,
+                        "`__rmoc_warmStart` takes the variables' names as strings",
+                    )
+                    .with_hint("write `annotation(__rmoc_warmStart = {\"hint\"})`"));
+                };
+                let Some(local) = b.locals.get(name.as_str()) else {
+                    return Err(Diagnostic::error(
+                        DiagnosticKind::UnresolvedName,
+                        e.span,
+                        format!(
+                            "`__rmoc_warmStart` names `{name}`, which the function does not declare"
+                        ),
+                    )
+                    .with_hint("declare it in the function's protected section"));
+                };
+                let n: usize = local.dims.iter().product();
+                let range = local.base..local.base + n as u32;
+                let is_output = outputs.iter().any(|o| o.contains(&range.start));
+                if local.input || is_output {
+                    return Err(Diagnostic::error(
+                        DiagnosticKind::Restriction,
+                        e.span,
+                        format!("`{name}` is an input or an output; a warm-start variable is protected"),
+                    )
+                    .with_hint("declare a protected variable for the warm start and copy it where it is needed"));
+                }
+                if init.iter().any(|&(slot, _)| range.contains(&slot)) {
+                    return Err(Diagnostic::error(
+                        DiagnosticKind::Modifier,
+                        e.span,
+                        format!("the warm-start variable `{name}` has a binding; it starts at zero at a call site's first call and then keeps what the last call left"),
+                    )
+                    .with_hint("remove the binding (treat zero as \"no warm start yet\")"));
+                }
+                ranges.push(range);
+            }
+        }
+        Ok(ranges)
+    }
+
     /// The derivative function `class` declares (`annotation(derivative(
     /// noDerivative = x, zeroDerivative = k) = f_der)`, MLS 12.7.1),
     /// compiled for the shapes it is called with. Only first derivatives
@@ -133,15 +211,7 @@ impl<'l> Flattener<'l> {
         // its target, the inputs without a derivative argument, and those
         // whose derivative it assumes zero.
         let mut found = None;
-        for a in comp.annotations.iter().flat_map(|m| &m.args) {
-            let ast::ModArg::Modify {
-                path,
-                modification: Some(md),
-                ..
-            } = a
-            else {
-                continue;
-            };
+        for (path, md) in annotation_entries(comp) {
             let Some(ast::Expr {
                 kind: ast::ExprKind::Ref(target),
                 ..
@@ -149,7 +219,7 @@ impl<'l> Flattener<'l> {
             else {
                 continue;
             };
-            if path.dotted() != "derivative" {
+            if path != "derivative" {
                 continue;
             }
             let (mut no, mut zero, mut order) = (Vec::new(), Vec::new(), 1);
@@ -453,6 +523,7 @@ impl<'l> Flattener<'l> {
             init.push((slot, self.arena.constant(1.0)));
         }
         let def_span = self.lib.def(class)?.map(|d| d.span).unwrap_or(span);
+        let warm_start = self.warm_start_variables(class, &b, &init, &outputs)?;
         Ok((
             flat::Function {
                 name: full.to_string(),
@@ -464,6 +535,7 @@ impl<'l> Flattener<'l> {
                 body,
                 span: def_span,
                 derivative: None,
+                warm_start,
                 eval_orders: Default::default(),
             },
             out_types,
@@ -867,4 +939,22 @@ struct Target {
 enum TargetSlot {
     Slot(u32),
     Elem { base: u32, len: u32, index: ExprId },
+}
+
+/// The entries `name = value` (or `name(...) = value`) of a class's
+/// annotations, by their dotted names.
+fn annotation_entries(
+    comp: &ast::Composition,
+) -> impl Iterator<Item = (String, &ast::Modification)> {
+    comp.annotations
+        .iter()
+        .flat_map(|m| &m.args)
+        .filter_map(|a| match a {
+            ast::ModArg::Modify {
+                path,
+                modification: Some(md),
+                ..
+            } => Some((path.dotted(), md)),
+            _ => None,
+        })
 }

@@ -8,7 +8,9 @@
 //! frozen truth value at `rel + k` and its zero-crossing function at
 //! `zc + k`; when-branch `b`'s condition at `cond + b` and its "fires now"
 //! flag at `active + b`; sample `k`'s "due now" flag at `sample + k` and its
-//! start and interval at `sample_param + 2k` and `+ 2k + 1`. Truth values
+//! start and interval at `sample_param + 2k` and `+ 2k + 1`; the
+//! warm-start values of the function call sites that keep them from `warm`
+//! (`n_warm` in all, a site's in one run, zero at the start). Truth values
 //! are 0 or 1. No solver computes an offset: they go through [`Frame`].
 
 use super::ir::Func;
@@ -52,6 +54,10 @@ pub struct Layout {
     pub n_init_res: u32,
     pub assert: u32,
     pub n_asserts: u32,
+    /// The warm-start values of each call site of a function that declares
+    /// them (`__rmoc_warmStart`): written by the call, read by the next.
+    pub warm: u32,
+    pub n_warm: u32,
     pub len: u32,
 }
 

@@ -130,6 +130,7 @@ impl Derivatives {
             body,
             span: func.span,
             derivative: None,
+            warm_start: Vec::new(),
             eval_orders: Default::default(),
         });
         self.derived.insert(f, id);

@@ -178,14 +178,48 @@ impl<'s> Lowerer<'s> {
                     Some(o) => o.clone(),
                     None => {
                         let site = a.calls[call as usize].clone();
-                        let args: Vec<IrExpr> = site
+                        let mut args: Vec<IrExpr> = site
                             .args
                             .iter()
                             .map(|&x| self.expr_rec(a, x, uses))
                             .collect();
                         let nout = self.sh_function_outputs(site.func);
                         let outs: Vec<u32> = (0..nout).map(|_| self.local()).collect();
-                        self.call_unless_tangents_vanish(site.func, args, &outs);
+                        let warm = self
+                            .sh
+                            .fn_warm
+                            .get(site.func as usize)
+                            .copied()
+                            .unwrap_or(0);
+                        if warm == 0 {
+                            self.call_unless_tangents_vanish(site.func, args, &outs);
+                        } else {
+                            // The site's warm-start values in, and back
+                            // out to its slots (zero in and dropped in a
+                            // function body).
+                            let slots = self
+                                .sh
+                                .warm_sites
+                                .get(&call)
+                                .copied()
+                                .filter(|_| !self.sh.function_frame);
+                            args.extend((0..warm).map(|i| match slots {
+                                Some(s) => IrExpr::Load(s + i),
+                                None => IrExpr::Const(0.0),
+                            }));
+                            let mut all = outs.clone();
+                            all.extend((0..warm).map(|_| self.local()));
+                            self.stmts.push(Stmt::Call {
+                                func: site.func,
+                                args,
+                                outs: all.clone(),
+                            });
+                            if let Some(s) = slots {
+                                for (i, &o) in all[outs.len()..].iter().enumerate() {
+                                    self.stmts.push(Stmt::Store(s + i as u32, IrExpr::Local(o)));
+                                }
+                            }
+                        }
                         self.calls.insert(call, outs.clone());
                         outs
                     }

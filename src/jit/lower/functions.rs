@@ -12,6 +12,7 @@ pub(super) fn lower_functions(
     let fs = &derivatives.functions;
     let outs = fn_outputs(fs);
     let tangent_args = derivatives.tangent_args();
+    let warm = fn_warm_counts(fs);
     let mut checks = Vec::new();
     let funcs = fs
         .iter()
@@ -22,6 +23,8 @@ pub(super) fn lower_functions(
                 sample_index: HashMap::default(),
                 fn_outputs: outs.clone(),
                 tangent_args: tangent_args.clone(),
+                fn_warm: warm.clone(),
+                warm_sites: HashMap::default(),
                 function_frame: true,
             };
             let mut lw = Lowerer::new(&sh, &f.name);
@@ -38,13 +41,24 @@ pub(super) fn lower_functions(
                 name: f.name.clone(),
                 frame_size: f.slots.len() as u32,
                 n_locals: lw.n_locals,
-                inputs: f.inputs.iter().flat_map(|r| r.clone()).collect(),
-                outputs: f.outputs.iter().flat_map(|r| r.clone()).collect(),
+                // The warm-start variables come in after the inputs and go
+                // out after the outputs: the caller keeps them.
+                inputs: with_warm_start(&f.inputs, f),
+                outputs: with_warm_start(&f.outputs, f),
                 body: lw.stmts,
             }
         })
         .collect();
     (funcs, checks)
+}
+
+/// The slots of `ranges` and then of `f`'s warm-start variables.
+fn with_warm_start(ranges: &[std::ops::Range<u32>], f: &flat::Function) -> Vec<u32> {
+    ranges
+        .iter()
+        .chain(&f.warm_start)
+        .flat_map(|r| r.clone())
+        .collect()
 }
 
 /// Whether call `call`'s arguments read any of `slots`.

@@ -224,7 +224,19 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
     l.n_init_res = c.initial_equations.len() as u32;
     l.assert = l.init_res + l.n_init_res;
     l.n_asserts = c.asserts.len() as u32;
-    l.len = l.assert + l.n_asserts;
+    // Each call site of the model's code to a function with warm-start
+    // variables keeps them in slots of its own.
+    let fn_warm = fn_warm_counts(&c.functions.functions);
+    l.warm = l.assert + l.n_asserts;
+    let mut warm_sites = HashMap::default();
+    for (k, site) in c.arena.calls.iter().enumerate() {
+        let w = fn_warm.get(site.func as usize).copied().unwrap_or(0);
+        if w > 0 {
+            warm_sites.insert(k as u32, l.warm + l.n_warm);
+            l.n_warm += w;
+        }
+    }
+    l.len = l.warm + l.n_warm;
 
     // The derivatives of the blocks (Newton Jacobians, tangent code) may need
     // derivative functions; make them all first, so that every function the
@@ -239,6 +251,8 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
         sample_index,
         fn_outputs: fn_outputs(&c.functions.functions),
         tangent_args: c.functions.tangent_args(),
+        fn_warm,
+        warm_sites,
         function_frame: false,
     };
 
@@ -566,8 +580,22 @@ struct Shared {
     /// Where the tangent arguments of a derivative function start
     /// ([`crate::symbolic::fndiff::Derivatives::tangent_args`]).
     tangent_args: Vec<Option<usize>>,
+    /// Scalar warm-start variables of each user function: extra inputs
+    /// and outputs after its own ([`flat::Function::warm_start`]).
+    fn_warm: Vec<u32>,
+    /// The model slots of each call site's warm-start values, by the call's
+    /// index in the model's arena (none in a function body: its calls
+    /// start them at zero).
+    warm_sites: HashMap<u32, u32>,
     /// In a user function, `Var(i)` is frame slot `i` (no model layout).
     function_frame: bool,
+}
+
+/// The number of scalar warm-start variables of each function.
+fn fn_warm_counts(fs: &[flat::Function]) -> Vec<u32> {
+    fs.iter()
+        .map(|f| f.warm_start.iter().map(|r| r.end - r.start).sum())
+        .collect()
 }
 
 /// Builds one IR function from arena expressions, sharing subexpressions.
