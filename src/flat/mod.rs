@@ -278,7 +278,6 @@ pub struct Function {
     /// next (zero at its first call), for a search to start where the last
     /// one ended. Calls from other functions and at translation start them
     /// at zero. A function's results must not depend on them.
-    #[serde(default)]
     pub warm_start: Vec<std::ops::Range<u32>>,
     /// Evaluation orders of the arena's expressions, filled by the
     /// interpreter ([`crate::symbolic::eval`]) as it meets them.

@@ -155,13 +155,16 @@ impl<'l> Flattener<'l> {
                         DiagnosticKind::UnresolvedName,
                         e.span,
                         format!(
-                            "`__rmoc_warmStart` names `{name}`, which the function does not declare"
+                            "`__rmoc_warmStart` names `{name}`, which is not a variable of the function"
                         ),
                     )
-                    .with_hint("declare it in the function's protected section"));
+                    .with_hint("declare it in the function's protected section, as a variable (not a constant or parameter)"));
                 };
                 let n: usize = local.dims.iter().product();
                 let range = local.base..local.base + n as u32;
+                if ranges.contains(&range) {
+                    continue;
+                }
                 let is_output = outputs.iter().any(|o| o.contains(&range.start));
                 if local.input || is_output {
                     return Err(Diagnostic::error(
