@@ -87,13 +87,14 @@ impl Lowerer<'_> {
     /// The tangent of a torn block's equation by the chain rule: its
     /// partials with respect to the block's variables times their tangents
     /// in `tang` (0 when absent), plus `own`, its directional derivative
-    /// with those variables held.
+    /// with those variables held (none in the block's Jacobian, whose
+    /// seeds are the tearing variables alone).
     pub(super) fn chain_sum(
         &mut self,
         a: &ExprArena,
         partials: &[(VarId, ExprId)],
         tang: &HashMap<VarId, IrExpr>,
-        own: ExprId,
+        own: Option<ExprId>,
     ) -> IrExpr {
         let mut terms: Vec<(IrExpr, IrExpr)> = partials
             .iter()
@@ -104,7 +105,9 @@ impl Lowerer<'_> {
                 )
             })
             .collect();
-        terms.push((self.expr(a, own), IrExpr::Const(1.0)));
+        if let Some(own) = own {
+            terms.push((self.expr(a, own), IrExpr::Const(1.0)));
+        }
         combine(terms)
     }
 
@@ -126,31 +129,13 @@ impl Lowerer<'_> {
                 tang.insert(t, IrExpr::Const(if k == j { 1.0 } else { 0.0 }));
             }
             for (k, (u, _, _)) in inner.iter().enumerate() {
-                let terms: Vec<(IrExpr, IrExpr)> = parts.inner_partials[k]
-                    .iter()
-                    .map(|&(w, d)| {
-                        (
-                            self.expr(a, d),
-                            tang.get(&w).cloned().unwrap_or(IrExpr::Const(0.0)),
-                        )
-                    })
-                    .collect();
-                let e = combine(terms);
+                let e = self.chain_sum(a, &parts.inner_partials[k], &tang, None);
                 let t = self.local();
                 self.stmts.push(Stmt::Set(t, e));
                 tang.insert(*u, IrExpr::Local(t));
             }
             for i in 0..m {
-                let terms: Vec<(IrExpr, IrExpr)> = parts.res_partials[i]
-                    .iter()
-                    .map(|&(w, d)| {
-                        (
-                            self.expr(a, d),
-                            tang.get(&w).cloned().unwrap_or(IrExpr::Const(0.0)),
-                        )
-                    })
-                    .collect();
-                let e = combine(terms);
+                let e = self.chain_sum(a, &parts.res_partials[i], &tang, None);
                 let t = self.local();
                 self.stmts.push(Stmt::Set(t, e));
                 jac[i * m + j] = t;
@@ -209,14 +194,14 @@ impl Lowerer<'_> {
                 let mut tang: HashMap<VarId, IrExpr> =
                     tear.iter().map(|&t| (t, IrExpr::Const(0.0))).collect();
                 for (k, (u, _, _)) in inner.iter().enumerate() {
-                    let e = self.chain_sum(a, &parts.inner_partials[k], &tang, inner_out[k]);
+                    let e = self.chain_sum(a, &parts.inner_partials[k], &tang, Some(inner_out[k]));
                     let t = self.local();
                     self.stmts.push(Stmt::Set(t, e));
                     tang.insert(*u, IrExpr::Local(t));
                 }
                 let r0: Vec<u32> = (0..m)
                     .map(|i| {
-                        let e = self.chain_sum(a, &parts.res_partials[i], &tang, res_out[i]);
+                        let e = self.chain_sum(a, &parts.res_partials[i], &tang, Some(res_out[i]));
                         let t = self.local();
                         self.stmts
                             .push(Stmt::Set(t, bin(Op2::Sub, IrExpr::Const(0.0), e)));
@@ -245,7 +230,7 @@ impl Lowerer<'_> {
                     tang.insert(t, IrExpr::Local(dt[k]));
                 }
                 for (k, (u, _, _)) in inner.iter().enumerate() {
-                    let e = self.chain_sum(a, &parts.inner_partials[k], &tang, inner_out[k]);
+                    let e = self.chain_sum(a, &parts.inner_partials[k], &tang, Some(inner_out[k]));
                     let t = self.local();
                     self.stmts.push(Stmt::Set(t, e));
                     self.stmts.push(Stmt::Store(l.tan(*u), IrExpr::Local(t)));
