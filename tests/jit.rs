@@ -114,7 +114,14 @@ fn entries_compiled_in_parts_agree_with_the_interpreter() {
 
 fn differential(compile: impl Fn(&Program) -> Result<rmoc::jit::codegen::Jit, String>) {
     for (path, model) in models() {
-        let c = common::compile_file(&path, model);
+        let mut c = common::compile_file(&path, model);
+        rmoc::jit::lower::lower_residuals(&mut c.causal, &mut c.program);
+        assert_eq!(
+            c.causal.equations.is_empty(),
+            c.program.residuals.body.is_empty(),
+            "{}: the residuals entry is filled",
+            path.display()
+        );
         let jit = compile(&c.program).expect("jit");
         let interp = Interpreter {
             program: &c.program,

@@ -32,12 +32,19 @@ fn row_line(
     t: f64,
     row: &[f64],
 ) -> std::io::Result<()> {
-    w.write_all(number(text, t).as_bytes())?;
+    let mut line = Vec::with_capacity(24 * (row.len() + 1));
+    row_text(&mut line, text, t, row);
+    w.write_all(&line)
+}
+
+/// Appends the CSV line of the row at `t` to `out`.
+fn row_text(out: &mut Vec<u8>, text: &mut ryu::Buffer, t: f64, row: &[f64]) {
+    out.extend_from_slice(number(text, t).as_bytes());
     for v in row {
-        w.write_all(b",")?;
-        w.write_all(number(text, *v).as_bytes())?;
+        out.push(b',');
+        out.extend_from_slice(number(text, *v).as_bytes());
     }
-    w.write_all(b"\n")
+    out.push(b'\n');
 }
 
 /// A CSV result written while the run goes (`solve::Options::rows`): into
@@ -46,21 +53,31 @@ fn row_line(
 /// file is removed, so a file that looks complete never appears.
 ///
 /// Formatting numbers is most of the cost of writing (a 2 500-cell grid's
-/// 12 500 columns: 25 ms of a 200 ms run), so it runs on a thread of its
-/// own, beside the integrator: rows go to it in batches of about
-/// [`BATCH_VALUES`] values (a per-row message would cost more than a
-/// small model's row).
+/// 10 000 columns: about 45 ms of a 190 ms run), so it runs on a writer
+/// thread of its own, beside the integrator: rows go to it in batches of
+/// about [`BATCH_VALUES`] values (a per-row message would cost more than a
+/// small model's row). Rows come fastest at the end of a run, when the
+/// steps are long, and the batches left then are formatted by the writer
+/// and by the run's own thread together ([`CsvStream::finish`]); the
+/// writer writes the texts in order.
 pub struct CsvStream {
     /// The rows not yet handed to the writer, and their times.
     batch: Batch,
-    /// To the writer; `None` once closed.
-    to_writer: Option<std::sync::mpsc::SyncSender<Message>>,
+    /// The queue shared with the writer.
+    shared: std::sync::Arc<WriterQueue>,
+    /// The sequence number of the next text (the header is 0).
+    next: u64,
     writer: Option<std::thread::JoinHandle<std::io::Result<()>>>,
     tmp: std::path::PathBuf,
 }
 
 /// Values a batch of rows holds before it goes to the writer.
 pub const BATCH_VALUES: usize = 1 << 16;
+
+/// Batches queued or formatted but not yet written, at most: memory stays
+/// bounded when the integrator outruns the disk (about 16 x 0.5 MB of
+/// values and their text).
+const IN_FLIGHT: usize = 16;
 
 /// Bytes written between two requests to the kernel to start writing the
 /// file to disk (`start_writeback`).
@@ -91,74 +108,215 @@ struct Batch {
     values: Vec<f64>,
 }
 
-enum Message {
-    Header(Vec<String>),
-    Rows(Batch),
+impl Batch {
+    /// The batch's rows as CSV lines.
+    fn text(&self, text: &mut ryu::Buffer) -> Vec<u8> {
+        let width = self.values.len() / self.times.len().max(1);
+        debug_assert_eq!(width * self.times.len(), self.values.len());
+        let mut out = Vec::with_capacity(24 * (self.values.len() + self.times.len()));
+        for (k, &t) in self.times.iter().enumerate() {
+            row_text(&mut out, text, t, &self.values[k * width..(k + 1) * width]);
+        }
+        out
+    }
 }
 
-/// Appends the rows of `b` as CSV lines.
-fn batch_lines(w: &mut impl Write, text: &mut ryu::Buffer, b: &Batch) -> std::io::Result<()> {
-    let width = b.values.len() / b.times.len().max(1);
-    debug_assert_eq!(width * b.times.len(), b.values.len());
-    for (k, &t) in b.times.iter().enumerate() {
-        row_line(w, text, t, &b.values[k * width..(k + 1) * width])?;
+/// The writer's queue, shared with the run's thread.
+#[derive(Default)]
+struct WriterQueue {
+    queue: std::sync::Mutex<QueuedTexts>,
+    /// Signalled on every change of the queue.
+    changed: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct QueuedTexts {
+    /// Batches not yet formatted, by sequence number.
+    waiting: std::collections::VecDeque<(u64, Batch)>,
+    /// Texts not yet written, by sequence number.
+    formatted: std::collections::BTreeMap<u64, Vec<u8>>,
+    /// Batches taken from `waiting` and being formatted.
+    formatting: usize,
+    /// The number of texts in all, once the run has sent its last batch.
+    total: Option<u64>,
+    /// The writer stopped (a write error, which its thread returns).
+    stopped: bool,
+}
+
+impl QueuedTexts {
+    fn in_flight(&self) -> usize {
+        self.waiting.len() + self.formatted.len() + self.formatting
     }
-    Ok(())
+}
+
+impl WriterQueue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, QueuedTexts> {
+        // A thread that panicked holding the lock left the queue as it
+        // was between two whole changes: it is still consistent.
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn wait<'a>(
+        &self,
+        q: std::sync::MutexGuard<'a, QueuedTexts>,
+    ) -> std::sync::MutexGuard<'a, QueuedTexts> {
+        self.changed.wait(q).unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Formats one waiting batch, if there is one; whether there was.
+    fn format_one(&self, text: &mut ryu::Buffer) -> bool {
+        let (seq, batch) = {
+            let mut q = self.lock();
+            match q.waiting.pop_front() {
+                Some(x) => {
+                    q.formatting += 1;
+                    x
+                }
+                None => return false,
+            }
+        };
+        let bytes = batch.text(text);
+        drop(batch);
+        let mut q = self.lock();
+        q.formatting -= 1;
+        q.formatted.insert(seq, bytes);
+        self.changed.notify_all();
+        true
+    }
+
+    /// The writer's loop: the texts in order into `w`, formatting waiting
+    /// batches while the next text is not ready.
+    fn write_all(&self, w: &mut std::fs::File) -> std::io::Result<()> {
+        enum Next {
+            Write(Vec<u8>),
+            Format,
+            Done,
+        }
+        let mut text = ryu::Buffer::new();
+        let (mut next, mut written, mut written_back) = (0u64, 0u64, 0u64);
+        loop {
+            let todo = {
+                let mut q = self.lock();
+                loop {
+                    if let Some(bytes) = q.formatted.remove(&next) {
+                        break Next::Write(bytes);
+                    }
+                    if q.total == Some(next) {
+                        break Next::Done;
+                    }
+                    if !q.waiting.is_empty() {
+                        break Next::Format;
+                    }
+                    q = self.wait(q);
+                }
+            };
+            match todo {
+                Next::Done => return Ok(()),
+                Next::Format => {
+                    self.format_one(&mut text);
+                }
+                Next::Write(bytes) => {
+                    // Room in the queue for the run.
+                    self.changed.notify_all();
+                    w.write_all(&bytes)?;
+                    next += 1;
+                    written += bytes.len() as u64;
+                    if written - written_back >= START_WRITEBACK {
+                        start_writeback(w);
+                        written_back = written;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Removes `target` if it is a regular file that begins as a CSV result
+/// does (`"time"`): the result of an earlier run, which the new one will
+/// replace. Done by the writer while the run starts (replacing a large
+/// file at the end cost 7 ms of a 190 ms run, the file system freeing its
+/// blocks); anything else at the path is left to the rename.
+fn remove_earlier_result(target: &Path) {
+    use std::io::Read;
+    let is_file = std::fs::symlink_metadata(target).is_ok_and(|m| m.is_file());
+    if !is_file {
+        return;
+    }
+    let mut start = [0u8; 6];
+    let looks_like_ours = std::fs::File::open(target)
+        .and_then(|mut f| f.read_exact(&mut start))
+        .is_ok()
+        && &start == b"\"time\"";
+    if looks_like_ours {
+        let _ = std::fs::remove_file(target);
+    }
 }
 
 impl CsvStream {
     /// Opens the temporary file beside `target` (a regular file or a new
     /// one) and starts its writer; the run writes the header when it knows
-    /// its columns.
+    /// its columns. An earlier result at `target` is removed.
     pub fn create(target: &Path) -> std::io::Result<CsvStream> {
         let tmp = super::temp_path(target);
-        let mut w = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-        let remove_tmp = |e: std::io::Error| {
-            let _ = std::fs::remove_file(&tmp);
-            e
-        };
-        // A few batches in flight at most: memory stays bounded when the
-        // integrator outruns the disk.
-        let (to_writer, messages) = std::sync::mpsc::sync_channel::<Message>(4);
+        let mut file = std::fs::File::create(&tmp)?;
+        let shared = std::sync::Arc::new(WriterQueue::default());
+        let queue = shared.clone();
+        let earlier = target.to_path_buf();
         let writer = std::thread::Builder::new()
             .name("csv writer".into())
             .spawn(move || {
-                let mut text = ryu::Buffer::new();
-                let mut written_back = 0u64;
-                for m in messages {
-                    match m {
-                        Message::Header(names) => header(&mut w, &names)?,
-                        Message::Rows(b) => batch_lines(&mut w, &mut text, &b)?,
-                    }
-                    let written = std::io::Seek::stream_position(&mut w)?;
-                    if written - written_back >= START_WRITEBACK {
-                        w.flush()?;
-                        start_writeback(w.get_ref());
-                        written_back = written;
-                    }
+                remove_earlier_result(&earlier);
+                let written = queue.write_all(&mut file).and_then(|()| {
+                    // On disk before the file is renamed into place: after
+                    // a crash the target is whole or absent, never cut
+                    // short.
+                    file.sync_all()
+                });
+                if written.is_err() {
+                    queue.lock().stopped = true;
+                    queue.changed.notify_all();
                 }
-                // On disk before the file is renamed into place: after a
-                // crash the target is whole or absent, never cut short.
-                w.flush()?;
-                w.get_ref().sync_all()
-            })
-            .map_err(remove_tmp)?;
+                written
+            });
+        let writer = match writer {
+            Ok(w) => w,
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e);
+            }
+        };
         Ok(CsvStream {
             batch: Batch::default(),
-            to_writer: Some(to_writer),
+            shared,
+            next: 0,
             writer: Some(writer),
             tmp,
         })
     }
 
-    /// Hands the batch to the writer. An error means the writer stopped:
-    /// its own error comes from [`Self::close`].
-    fn send(&mut self, m: Message) -> std::io::Result<()> {
-        let sent = match &self.to_writer {
-            Some(tx) => tx.send(m).is_ok(),
-            None => false,
+    /// Hands a text or a batch to the writer, waiting while the queue is
+    /// full. An error means the writer stopped: its own error comes from
+    /// [`Self::close`].
+    fn send(&mut self, item: Result<Vec<u8>, Batch>) -> std::io::Result<()> {
+        let stopped = {
+            let mut q = self.shared.lock();
+            while !q.stopped && self.writer.is_some() && q.in_flight() >= IN_FLIGHT {
+                q = self.shared.wait(q);
+            }
+            let stopped = q.stopped || self.writer.is_none() || q.total.is_some();
+            if !stopped {
+                match item {
+                    Ok(bytes) => {
+                        q.formatted.insert(self.next, bytes);
+                    }
+                    Err(batch) => q.waiting.push_back((self.next, batch)),
+                }
+                self.next += 1;
+                self.shared.changed.notify_all();
+            }
+            stopped
         };
-        if sent {
+        if !stopped {
             return Ok(());
         }
         match self.close() {
@@ -172,23 +330,31 @@ impl CsvStream {
             return Ok(());
         }
         let b = std::mem::take(&mut self.batch);
-        self.send(Message::Rows(b))
+        self.send(Err(b))
     }
 
-    /// Ends the writer: the file is flushed and closed. Its error, if any.
+    /// Ends the writer: the batches still waiting are formatted here and
+    /// by the writer together, and the file is written and closed. Its
+    /// error, if any.
     fn close(&mut self) -> std::io::Result<()> {
-        self.to_writer = None;
-        match self.writer.take() {
-            Some(w) => w
-                .join()
-                .unwrap_or_else(|_| Err(std::io::Error::other("the result writer failed"))),
-            None => Ok(()),
+        let Some(writer) = self.writer.take() else {
+            return Ok(());
+        };
+        {
+            let mut q = self.shared.lock();
+            q.total.get_or_insert(self.next);
+            self.shared.changed.notify_all();
         }
+        let mut text = ryu::Buffer::new();
+        while self.shared.format_one(&mut text) {}
+        writer
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the result writer failed")))
     }
 
     /// Writes the rows `r` still holds and renames the file to `target`.
     pub fn finish(&mut self, r: &Results, target: &Path) -> std::io::Result<()> {
-        if self.to_writer.is_none() {
+        if self.writer.is_none() {
             return Err(std::io::Error::other(
                 "the result stream was already closed",
             ));
@@ -204,11 +370,13 @@ impl CsvStream {
 
 impl crate::solve::RowSink for CsvStream {
     fn begin(&mut self, names: &[String]) -> std::io::Result<()> {
-        self.send(Message::Header(names.to_vec()))
+        let mut text = Vec::new();
+        header(&mut text, names)?;
+        self.send(Ok(text))
     }
 
     fn row(&mut self, t: f64, values: &[f64]) -> std::io::Result<()> {
-        if self.to_writer.is_none() {
+        if self.writer.is_none() {
             return Err(std::io::Error::other("the result stream is closed"));
         }
         self.batch.times.push(t);
@@ -289,4 +457,98 @@ fn split_csv(line: &str) -> Vec<String> {
     }
     out.push(cur);
     out
+}
+
+#[cfg(test)]
+mod stream_tests {
+    use super::{CsvStream, IN_FLIGHT, write};
+    use crate::solve::{Results, RowSink};
+
+    fn dir(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("rmoc-csv-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("dir");
+        d
+    }
+
+    /// Rows of `width` values that no two share, the last held back as a
+    /// run holds it (for `--print`).
+    fn rows(n: usize, width: usize) -> (Results, Vec<(f64, Vec<f64>)>) {
+        let all: Vec<(f64, Vec<f64>)> = (0..n)
+            .map(|i| {
+                let t = i as f64 / 7.0;
+                let row = (0..width)
+                    .map(|j| (t + 1.0).sin() * (j as f64 + 0.5).ln() / 3.0)
+                    .collect();
+                (t, row)
+            })
+            .collect();
+        let r = Results {
+            names: (0..width).map(|j| format!("x[{j}]")).collect(),
+            times: all.iter().map(|(t, _)| *t).collect(),
+            rows: all.iter().map(|(_, r)| r.clone()).collect(),
+            ..Results::default()
+        };
+        (r, all)
+    }
+
+    /// More batches than the queue holds, formatted by the writer and, at
+    /// the end, by the caller's thread: the file `write` gives, byte for
+    /// byte.
+    #[test]
+    fn a_stream_of_many_batches_writes_what_write_does() {
+        let d = dir("many");
+        let (whole, streamed) = (d.join("whole.csv"), d.join("streamed.csv"));
+        let width = 2000;
+        let n = (IN_FLIGHT + 4) * super::BATCH_VALUES / width;
+        let (all, rows) = rows(n, width);
+        write(&all, &whole).expect("write");
+        let mut s = CsvStream::create(&streamed).expect("stream");
+        s.begin(&all.names).expect("header");
+        for (t, row) in &rows[..n - 1] {
+            s.row(*t, row).expect("row");
+        }
+        let last = Results {
+            names: all.names.clone(),
+            times: vec![rows[n - 1].0],
+            rows: vec![rows[n - 1].1.clone()],
+            ..Results::default()
+        };
+        assert!(!streamed.exists(), "the file appears only when finished");
+        s.finish(&last, &streamed).expect("finish");
+        let (a, b) = (
+            std::fs::read(&whole).expect("whole"),
+            std::fs::read(&streamed).expect("streamed"),
+        );
+        assert_eq!(a.len(), b.len());
+        assert!(a == b, "the streamed CSV differs from the written one");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// The result of an earlier run at the target is removed when the
+    /// stream starts (a run that then fails leaves no file there, not the
+    /// last run's); any other file is left to the rename at the end.
+    #[test]
+    fn a_stream_removes_an_earlier_result_and_nothing_else() {
+        let d = dir("earlier");
+        let (old, other) = (d.join("old.csv"), d.join("notes.csv"));
+        std::fs::write(&old, "\"time\",\"x\"\n0,1\n").expect("old");
+        std::fs::write(&other, "my notes\n").expect("other");
+        for target in [&old, &other] {
+            let mut s = CsvStream::create(target).expect("stream");
+            s.begin(&["x".to_string()]).expect("header");
+            s.row(0.0, &[2.0]).expect("row");
+            // The run fails: the stream is dropped unfinished.
+            drop(s);
+        }
+        assert!(!old.exists(), "the earlier result is gone");
+        assert_eq!(
+            std::fs::read_to_string(&other).expect("other"),
+            "my notes\n",
+            "a file that is not a result is kept"
+        );
+        let left: Vec<_> = std::fs::read_dir(&d).expect("dir").collect();
+        assert_eq!(left.len(), 1, "no temporary file is left");
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }

@@ -12,7 +12,10 @@
 //! - `zero_crossings`: `lhs - rhs` of every event relation;
 //! - `conditions` and `actions`: when-clause conditions, and the statements
 //!   of the active branches;
-//! - `initial_residuals`, `asserts`, `residuals`.
+//! - `initial_residuals`, `asserts`;
+//! - `residuals`: `lhs - rhs` of every equation, which no solver runs (tests
+//!   check consistent points with it): empty unless [`lower_residuals`]
+//!   fills it, which would cost a twentieth of compiling a large model.
 //!
 //! Event relations are frozen between events: in the normal mode they read
 //! their stored truth value; in event mode (`MODE = 1`) they are evaluated and
@@ -76,6 +79,7 @@ pub struct Program {
     pub actions: Func,
     pub initial_residuals: Func,
     pub asserts: Func,
+    /// Empty (no statements) unless [`lower_residuals`] has filled it.
     pub residuals: Func,
     pub user: Vec<Func>,
     pub relations: Vec<Relation>,
@@ -145,9 +149,16 @@ pub fn lower_for_check(c: &mut Causal) -> Result<Program, String> {
     lower_entries(c, false)
 }
 
-fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> {
-    let n_vars = c.vars.len() as u32;
-    // Event relations, in a stable order.
+/// The model's event relations and samples, in a stable order, and their
+/// indices by expression.
+struct EventExprs {
+    relations: Vec<Relation>,
+    rel_index: HashMap<ExprId, u32>,
+    samples: Vec<ExprId>,
+    sample_index: HashMap<ExprId, u32>,
+}
+
+fn event_exprs(c: &Causal) -> EventExprs {
     let mut relations: Vec<Relation> = Vec::new();
     let mut rel_index: HashMap<ExprId, u32> = HashMap::default();
     let mut samples: Vec<ExprId> = Vec::new();
@@ -177,6 +188,80 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
             _ => {}
         }
     }
+    EventExprs {
+        relations,
+        rel_index,
+        samples,
+        sample_index,
+    }
+}
+
+/// The buffer slot of the warm-start variables of each call site (by arena
+/// call id) whose function has some, from `l.warm` on, and each function's
+/// count; `l.n_warm` is set to their total.
+fn warm_start_slots(c: &Causal, l: &mut Layout) -> (Vec<u32>, HashMap<u32, u32>) {
+    let fn_warm = fn_warm_counts(&c.functions.functions);
+    let mut warm_sites = HashMap::default();
+    l.n_warm = 0;
+    for (k, site) in c.arena.calls.iter().enumerate() {
+        let w = fn_warm.get(site.func as usize).copied().unwrap_or(0);
+        if w > 0 {
+            warm_sites.insert(k as u32, l.warm + l.n_warm);
+            l.n_warm += w;
+        }
+    }
+    (fn_warm, warm_sites)
+}
+
+/// Fills `p.residuals` (left empty by [`lower`]): `lhs - rhs` of every
+/// equation of `c`, the model `p` was lowered from, into the `residual`
+/// slots.
+pub fn lower_residuals(c: &mut Causal, p: &mut Program) {
+    let ev = event_exprs(c);
+    let l = p.layout.clone();
+    let ctx = lowering_context(c, &l, ev.rel_index, ev.sample_index);
+    let mut rs = Lowerer::new(&ctx, "residuals");
+    for k in 0..c.equations.len() {
+        let eq = c.equations[k].clone();
+        let r = eq.residual(&mut c.arena);
+        let x = rs.expr(&c.arena, r);
+        rs.stmts.push(Stmt::Store(l.residual + k as u32, x));
+    }
+    p.residuals = rs.finish(&l);
+}
+
+/// What the lowering of the model's entries shares: `l`, the model's
+/// layout (its warm-start slots as [`warm_start_slots`] assigns them), the
+/// event relations' and samples' indices, the functions' outputs.
+fn lowering_context(
+    c: &Causal,
+    l: &Layout,
+    rel_index: HashMap<ExprId, u32>,
+    sample_index: HashMap<ExprId, u32>,
+) -> Shared {
+    let mut warm = l.clone();
+    let (fn_warm, warm_sites) = warm_start_slots(c, &mut warm);
+    debug_assert_eq!(&warm, l, "the layout of another model");
+    Shared {
+        layout: l.clone(),
+        rel_index,
+        sample_index,
+        fn_outputs: fn_outputs(&c.functions.functions),
+        tangent_args: c.functions.tangent_args(),
+        fn_warm,
+        warm_sites,
+        function_frame: false,
+    }
+}
+
+fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> {
+    let n_vars = c.vars.len() as u32;
+    let EventExprs {
+        relations,
+        rel_index,
+        samples,
+        sample_index,
+    } = event_exprs(c);
     let branches: Vec<WhenBranch> = c
         .whens
         .iter()
@@ -226,16 +311,8 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
     l.n_asserts = c.asserts.len() as u32;
     // Each call site of the model's code to a function with warm-start
     // variables keeps them in slots of its own.
-    let fn_warm = fn_warm_counts(&c.functions.functions);
     l.warm = l.assert + l.n_asserts;
-    let mut warm_sites = HashMap::default();
-    for (k, site) in c.arena.calls.iter().enumerate() {
-        let w = fn_warm.get(site.func as usize).copied().unwrap_or(0);
-        if w > 0 {
-            warm_sites.insert(k as u32, l.warm + l.n_warm);
-            l.n_warm += w;
-        }
-    }
+    warm_start_slots(c, &mut l);
     l.len = l.warm + l.n_warm;
 
     // The derivatives of the blocks (Newton Jacobians, tangent code) may need
@@ -245,16 +322,7 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
     for (bi, b) in c.blocks.clone().iter().enumerate() {
         prepare_derivatives(c, b, bi as u32, with_tangent.then_some(&mut tangents))?;
     }
-    let ctx = Shared {
-        layout: l.clone(),
-        rel_index,
-        sample_index,
-        fn_outputs: fn_outputs(&c.functions.functions),
-        tangent_args: c.functions.tangent_args(),
-        fn_warm,
-        warm_sites,
-        function_frame: false,
-    };
+    let ctx = lowering_context(c, &l, rel_index, sample_index);
 
     // parameters
     let mut p = Lowerer::with_live_relations(&ctx, "parameters");
@@ -446,14 +514,7 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
         }
     }
     let asserts = asr.finish(&l);
-    let mut rs = Lowerer::new(&ctx, "residuals");
-    for k in 0..c.equations.len() {
-        let eq = c.equations[k].clone();
-        let r = eq.residual(&mut c.arena);
-        let x = rs.expr(&c.arena, r);
-        rs.stmts.push(Stmt::Store(l.residual + k as u32, x));
-    }
-    let residuals = rs.finish(&l);
+    let residuals = Lowerer::new(&ctx, "residuals").finish(&l);
 
     Ok(Program {
         layout: l,
