@@ -10,18 +10,24 @@
 //! later factorization recomputes only the values on those patterns, left
 //! looking, column by column: the refactorization of KLU (Davis &
 //! Palamadai Natarajan, "Algorithm 907: KLU", ACM TOMS 37, 2010), without
-//! a depth-first search per column. A kept pivot that has become small
+//! a depth-first search per column. Columns of L that form a supernode
+//! (rows k + 1..e of a dense triangle, then rows shared by all of them)
+//! are applied as a block where U's column reaches a run of them: the
+//! triangle's updates are contiguous, and the shared rows are summed in a
+//! dense accumulator and subtracted once (the forward substitution does
+//! the same). A kept pivot that has become small
 //! against its column (below [`PIVOT_THRESHOLD`] of the largest candidate
 //! under it) sends the matrix back to the pivoting factorization.
 //!
 //! Against faer's supernodal LU in COLAMD order (what the sparse path used
 //! before), on the Newton matrix of a 50 x 50 heat-conduction grid
-//! (`cargo bench --bench sparse_lu`): a refactorization takes 0.85 ms
-//! instead of 1.5 ms and a solve 56 µs instead of 112 µs (the minimum
+//! (`cargo bench --bench sparse_lu`): a refactorization takes 0.58 ms
+//! instead of 1.5 ms and a solve 47 µs instead of 114 µs (the minimum
 //! degree order of A + Aᵀ suits the symmetric patterns that networks of
-//! components have; a pivoting LU must plan for the fill of AᵀA). At
-//! 100 x 100 the factorizations are even (9.6 ms) and the solve still
-//! faster; for larger fronts faer's supernodal LU would win.
+//! components have; a pivoting LU must plan for the fill of AᵀA); at
+//! 100 x 100, 4.5 ms against 9.1 ms and 0.25 against 0.54 ms. The block
+//! updates of supernodes took the refactorization from 0.70 to 0.58 ms
+//! at 50 x 50 and from 7.2 to 4.5 ms at 100 x 100.
 
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::perm::PermRef;
@@ -36,6 +42,10 @@ use faer::sparse::linalg::lu::simplicial::{
 /// entry below it in its column (threshold partial pivoting, as UMFPACK's
 /// default); growth of the factors stays bounded by 1 / threshold a step.
 const PIVOT_THRESHOLD: f64 = 0.1;
+
+/// The fewest columns of a supernode applied as a block (fewer cost more
+/// as a block than one by one: the P2 chain's pairs took 10% longer).
+const MIN_BLOCK: usize = 4;
 
 /// A fill-reducing order of a pattern's columns (and, with diagonal
 /// pivots, of its rows): approximate minimum degree on A + Aᵀ.
@@ -93,6 +103,13 @@ pub struct PivotedLu {
     /// and `scatter` is below its length (checked by `plan`): the kernels
     /// below index it unchecked.
     x: Vec<f64>,
+    /// `sn_end[k]`: the end (exclusive) of column k's supernode, the
+    /// columns k..e of L whose patterns are those of a dense lower
+    /// triangle over rows k..e above a common set of rows below e: column
+    /// k holds rows k + 1..e first, contiguous, then the common rows.
+    sn_end: Vec<u32>,
+    /// A dense accumulator as long as the longest common row set.
+    t: Vec<f64>,
     /// faer's pivoting factorization and its workspace.
     pivoting: Option<Box<Pivoting>>,
     /// Pivoting factorizations so far (the first one included).
@@ -216,8 +233,77 @@ impl PivotedLu {
         self.pivot_row.clone_from(&p.row_perm);
         self.x.clear();
         self.x.resize(n, 0.0);
+        self.find_supernodes();
         self.planned = Some((n, a.row_idx.len()));
         true
+    }
+
+    /// Groups the columns of L into supernodes (`sn_end`): column k - 1
+    /// joins column k's when its rows are k and then column k's rows.
+    fn find_supernodes(&mut self) {
+        let n = self.l_ptr.len() - 1;
+        self.sn_end.clear();
+        self.sn_end.resize(n, 0);
+        let mut longest = 0;
+        let mut end = n;
+        for k in (0..n).rev() {
+            let joins = k + 1 < n && {
+                let (a, b) = (
+                    &self.l_idx[self.l_ptr[k]..self.l_ptr[k + 1]],
+                    &self.l_idx[self.l_ptr[k + 1]..self.l_ptr[k + 2]],
+                );
+                a.first() == Some(&((k + 1) as u32)) && &a[1..] == b
+            };
+            if !joins {
+                end = k + 1;
+                longest = longest.max(self.l_ptr[k + 1] - self.l_ptr[k]);
+            }
+            self.sn_end[k] = end as u32;
+        }
+        self.t.clear();
+        self.t.resize(longest, 0.0);
+    }
+
+    /// Columns k..m of the supernode of L that ends at e (`sn_end`)
+    /// applied to the dense column `x`: for each column c in turn, `x[c]`
+    /// is taken out (passed to `take`) and `x` less `L(:, c) x[c]`: below
+    /// the diagonal inside the supernode a contiguous update, below it the
+    /// common rows summed in `t` and subtracted once. Shared by the
+    /// refactorization (U's entries) and the forward substitution.
+    #[allow(clippy::too_many_arguments)]
+    fn supernode_update(
+        l_ptr: &[usize],
+        l_idx: &[u32],
+        l_val: &[f64],
+        t: &mut [f64],
+        x: &mut [f64],
+        (k, m, e): (usize, usize, usize),
+        mut take: impl FnMut(usize, f64),
+    ) {
+        let (rs, re) = (l_ptr[e - 1], l_ptr[e]);
+        let rows = &l_idx[rs..re];
+        let t = &mut t[..rows.len()];
+        t.iter_mut().for_each(|v| *v = 0.0);
+        for c in k..m {
+            let xc = x[c];
+            take(c, xc);
+            if xc == 0.0 {
+                continue;
+            }
+            let ls = l_ptr[c];
+            let inside = e - 1 - c;
+            let (tri, below) = l_val[ls..ls + inside + rows.len()].split_at(inside);
+            for (xi, &l) in x[c + 1..e].iter_mut().zip(tri) {
+                *xi -= l * xc;
+            }
+            for (ti, &l) in t.iter_mut().zip(below) {
+                *ti += l * xc;
+            }
+        }
+        for (&r, &ti) in rows.iter().zip(t.iter()) {
+            // SAFETY: `l_idx` is below `x.len()` (`plan`).
+            unsafe { *x.get_unchecked_mut(r as usize) -= ti };
+        }
     }
 
     /// The values of L and U on the kept pivots and patterns, left
@@ -234,6 +320,8 @@ impl PivotedLu {
             u_val,
             scatter,
             x,
+            sn_end,
+            t,
             ..
         } = self;
         let x = &mut x[..a.n];
@@ -245,8 +333,25 @@ impl PivotedLu {
                 unsafe { *x.get_unchecked_mut(r as usize) = v };
             }
             let (us, ue) = (u_ptr[j], u_ptr[j + 1]);
-            for p in us..ue - 1 {
+            let mut p = us;
+            while p < ue - 1 {
                 let k = u_idx[p] as usize;
+                // U's column reaches columns k..m of k's supernode (rows
+                // k..m in a row): one block update.
+                let e = sn_end[k] as usize;
+                let mut m = k + 1;
+                while m < e && p + (m - k) < ue - 1 && u_idx[p + (m - k)] as usize == m {
+                    m += 1;
+                }
+                if m - k >= MIN_BLOCK {
+                    let u = &mut u_val[p..p + (m - k)];
+                    Self::supernode_update(l_ptr, l_idx, l_val, t, x, (k, m, e), |c, v| {
+                        u[c - k] = v;
+                    });
+                    x[k..m].iter_mut().for_each(|v| *v = 0.0);
+                    p += m - k;
+                    continue;
+                }
                 let xk = x[k];
                 u_val[p] = xk;
                 x[k] = 0.0;
@@ -257,6 +362,7 @@ impl PivotedLu {
                         unsafe { *x.get_unchecked_mut(r as usize) -= l * xk };
                     }
                 }
+                p += 1;
             }
             let pivot = x[j];
             x[j] = 0.0;
@@ -303,6 +409,7 @@ impl PivotedLu {
         }
         self.l_val.clear();
         self.u_val.clear();
+        self.sn_end.clear();
     }
 
     /// Entries of L and U (L's unit diagonal not counted).
@@ -318,7 +425,14 @@ impl PivotedLu {
             *yk = b[r];
         }
         let (l_ptr, l_idx, l_val) = (&self.l_ptr, &self.l_idx, &self.l_val);
-        for j in 0..n {
+        let mut j = 0;
+        while j < n {
+            let e = self.sn_end[j] as usize;
+            if e - j >= MIN_BLOCK {
+                Self::supernode_update(l_ptr, l_idx, l_val, &mut self.t, y, (j, e, e), |_, _| {});
+                j = e;
+                continue;
+            }
             let yj = y[j];
             if yj != 0.0 {
                 let (ls, le) = (l_ptr[j], l_ptr[j + 1]);
@@ -327,6 +441,7 @@ impl PivotedLu {
                     unsafe { *y.get_unchecked_mut(r as usize) -= l * yj };
                 }
             }
+            j += 1;
         }
         let (u_ptr, u_idx, u_val) = (&self.u_ptr, &self.u_idx, &self.u_val);
         for j in (0..n).rev() {
@@ -434,21 +549,34 @@ mod tests {
 
     /// The grid's Newton matrix is factored once with pivoting and then
     /// refactored on the kept pivots for other step sizes, each solve
-    /// exact to rounding.
+    /// exact to rounding; most of its columns are in supernodes (the
+    /// block updates of the refactorization and of the solve are used).
     #[test]
     fn a_grid_is_refactored_on_its_first_pivots() {
-        let mut lu = PivotedLu::default();
-        let first = grid(12, 0.5);
-        let order = first.order();
-        assert!(lu.factor(&order, &first.csc()));
-        assert!(first.residual(&mut lu, &order) < 1e-12);
-        for c in [0.1, 2.0, 30.0] {
-            let m = grid(12, c);
-            assert!(lu.factor(&order, &m.csc()));
-            let r = m.residual(&mut lu, &order);
-            assert!(r < 1e-11, "c = {c}: residual {r:e}");
+        for side in [12, 30] {
+            let mut lu = PivotedLu::default();
+            let first = grid(side, 0.5);
+            let order = first.order();
+            assert!(lu.factor(&order, &first.csc()));
+            assert!(first.residual(&mut lu, &order) < 1e-12);
+            for c in [0.1, 2.0, 30.0] {
+                let m = grid(side, c);
+                assert!(lu.factor(&order, &m.csc()));
+                let r = m.residual(&mut lu, &order);
+                assert!(r < 1e-11, "{side} x {side}, c = {c}: residual {r:e}");
+            }
+            assert_eq!(lu.pivotings, 1);
+            // Columns with at least MIN_BLOCK - 1 more of their supernode
+            // after them: where a block update can start.
+            let n = side * side;
+            let starts = (0..n)
+                .filter(|&k| lu.sn_end[k] as usize - k >= MIN_BLOCK)
+                .count();
+            assert!(
+                starts > n / 20,
+                "{side} x {side}: {starts} of {n} columns can start a block"
+            );
         }
-        assert_eq!(lu.pivotings, 1);
     }
 
     /// A zero diagonal needs off-diagonal pivots; when the values change
