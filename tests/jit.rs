@@ -782,17 +782,27 @@ equation
 end Warm;
 "#;
 
-#[test]
-fn a_warm_start_variable_is_kept_by_each_call_site_of_the_model() {
-    let c = common::compile(WARM_LOOKUP, Some("Warm"));
-    let opts = common::options(&c, &common::Run::default());
+/// The model's default run, compiled and interpreted.
+fn run_both_ways(c: &rmoc::Compiled) -> Vec<(&'static str, rmoc::solve::Results)> {
+    let opts = common::options(c, &common::Run::default());
     let jit = rmoc::jit::codegen::compile(&c.program).expect("jit");
     let interp = Interpreter {
         program: &c.program,
     };
     let backends: [(&str, &dyn Backend); 2] = [("compiled", &jit), ("interpreted", &interp)];
-    for (which, b) in backends {
-        let r = rmoc::solve::simulate(&c.causal, &c.program, b, &opts).expect("simulates");
+    backends
+        .into_iter()
+        .map(|(which, b)| {
+            let r = rmoc::solve::simulate(&c.causal, &c.program, b, &opts).expect("simulates");
+            (which, r)
+        })
+        .collect()
+}
+
+#[test]
+fn a_warm_start_variable_is_kept_by_each_call_site_of_the_model() {
+    let c = common::compile(WARM_LOOKUP, Some("Warm"));
+    for (which, r) in run_both_ways(&c) {
         for (k, &t) in r.times.iter().enumerate() {
             let col = |n: &str| r.rows[k][r.column(n).expect("column")];
             // The same table values with or without a warm start.
@@ -831,5 +841,57 @@ fn a_warm_start_variable_is_kept_by_each_call_site_of_the_model() {
                 col("insideProbes")
             );
         }
+    }
+}
+
+/// A derivative function with warm-start variables: the tangent code's
+/// calls to it, which lowering adds after the layout is made, have no
+/// slots of their own (they start at zero, as the docs say), and every
+/// slot given lies inside the layout's warm area; the run is the closed
+/// form, compiled and interpreted.
+#[test]
+fn calls_added_by_lowering_get_no_warm_start_slots() {
+    let src = r#"
+function sq
+  input Real x;
+  output Real y;
+algorithm
+  y := x*x;
+  annotation(derivative = sqDer);
+end sq;
+
+function sqDer
+  input Real x;
+  input Real dx;
+  output Real dy;
+protected
+  Real calls;
+algorithm
+  calls := calls + 1;
+  dy := 2*x*dx;
+  annotation(__rmoc_warmStart = {"calls"});
+end sqDer;
+
+model Decay
+  Real x(start = 2, fixed = true);
+equation
+  der(x) = -sq(x);
+  annotation(experiment(StopTime = 1, Tolerance = 1e-8));
+end Decay;
+"#;
+    let c = common::compile(src, Some("Decay"));
+    let l = &c.program.layout;
+    for &slot in c.program.warm_sites.values() {
+        assert!(
+            slot >= l.warm && slot < l.warm + l.n_warm && l.warm + l.n_warm <= l.len,
+            "slot {slot} outside the warm area {}..{}",
+            l.warm,
+            l.warm + l.n_warm
+        );
+    }
+    for (which, r) in run_both_ways(&c) {
+        // x' = -x^2, x(0) = 2: x = 2 / (1 + 2 t).
+        let x = common::last(&r, "x");
+        assert!((x - 2.0 / 3.0).abs() < 1e-6, "{which}: x(1) = {x}");
     }
 }

@@ -167,6 +167,9 @@ impl WriterQueue {
     fn format_one(&self, text: &mut ryu::Buffer) -> bool {
         let (seq, batch) = {
             let mut q = self.lock();
+            if q.stopped {
+                return false;
+            }
             match q.waiting.pop_front() {
                 Some(x) => {
                     q.formatting += 1;
@@ -198,6 +201,9 @@ impl WriterQueue {
             let todo = {
                 let mut q = self.lock();
                 loop {
+                    if q.stopped {
+                        break Next::Done;
+                    }
                     if let Some(bytes) = q.formatted.remove(&next) {
                         break Next::Write(bytes);
                     }
@@ -265,18 +271,23 @@ impl CsvStream {
         let writer = std::thread::Builder::new()
             .name("csv writer".into())
             .spawn(move || {
+                // However the writer ends (an error, a panic), the run's
+                // thread must not wait for it any more.
+                struct StopOnExit(std::sync::Arc<WriterQueue>);
+                impl Drop for StopOnExit {
+                    fn drop(&mut self) {
+                        self.0.lock().stopped = true;
+                        self.0.changed.notify_all();
+                    }
+                }
+                let _stop = StopOnExit(queue.clone());
                 remove_earlier_result(&earlier);
-                let written = queue.write_all(&mut file).and_then(|()| {
+                queue.write_all(&mut file).and_then(|()| {
                     // On disk before the file is renamed into place: after
                     // a crash the target is whole or absent, never cut
                     // short.
                     file.sync_all()
-                });
-                if written.is_err() {
-                    queue.lock().stopped = true;
-                    queue.changed.notify_all();
-                }
-                written
+                })
             });
         let writer = match writer {
             Ok(w) => w,
@@ -390,8 +401,14 @@ impl crate::solve::RowSink for CsvStream {
 
 impl Drop for CsvStream {
     fn drop(&mut self) {
-        // Unfinished, or the rename failed: the writer is stopped and the
-        // file must not stay.
+        // Unfinished, or the rename failed: the writer is stopped (what it
+        // has not written yet is dropped) and the file must not stay.
+        if self.writer.is_some() {
+            let mut q = self.shared.lock();
+            q.stopped = true;
+            q.waiting.clear();
+            self.shared.changed.notify_all();
+        }
         let _ = self.close();
         if self.tmp.exists() {
             let _ = std::fs::remove_file(&self.tmp);

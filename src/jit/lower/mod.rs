@@ -87,6 +87,10 @@ pub struct Program {
     /// The run-time checks inside user functions (asserts, while-loop
     /// limits), indexed by the status codes `FN_ASSERT` and `LOOP`.
     pub function_checks: Vec<FunctionCheck>,
+    /// The slots of the warm-start variables of each call site (by arena
+    /// call id) that existed when the layout was made; call sites that
+    /// lowering adds later (derivative calls) have none.
+    pub warm_sites: HashMap<u32, u32>,
 }
 
 /// A check inside a user function, for the message when it fails.
@@ -197,9 +201,9 @@ fn event_exprs(c: &Causal) -> EventExprs {
 }
 
 /// The buffer slot of the warm-start variables of each call site (by arena
-/// call id) whose function has some, from `l.warm` on, and each function's
-/// count; `l.n_warm` is set to their total.
-fn warm_start_slots(c: &Causal, l: &mut Layout) -> (Vec<u32>, HashMap<u32, u32>) {
+/// call id) whose function has some, from `l.warm` on; `l.n_warm` is set to
+/// their total.
+fn warm_start_slots(c: &Causal, l: &mut Layout) -> HashMap<u32, u32> {
     let fn_warm = fn_warm_counts(&c.functions.functions);
     let mut warm_sites = HashMap::default();
     l.n_warm = 0;
@@ -210,7 +214,7 @@ fn warm_start_slots(c: &Causal, l: &mut Layout) -> (Vec<u32>, HashMap<u32, u32>)
             l.n_warm += w;
         }
     }
-    (fn_warm, warm_sites)
+    warm_sites
 }
 
 /// Fills `p.residuals` (left empty by [`lower`]): `lhs - rhs` of every
@@ -218,8 +222,9 @@ fn warm_start_slots(c: &Causal, l: &mut Layout) -> (Vec<u32>, HashMap<u32, u32>)
 /// slots.
 pub fn lower_residuals(c: &mut Causal, p: &mut Program) {
     let ev = event_exprs(c);
+    debug_assert_eq!(ev.relations.len(), p.relations.len());
     let l = p.layout.clone();
-    let ctx = lowering_context(c, &l, ev.rel_index, ev.sample_index);
+    let ctx = lowering_context(c, &l, ev.rel_index, ev.sample_index, p.warm_sites.clone());
     let mut rs = Lowerer::new(&ctx, "residuals");
     for k in 0..c.equations.len() {
         let eq = c.equations[k].clone();
@@ -231,17 +236,17 @@ pub fn lower_residuals(c: &mut Causal, p: &mut Program) {
 }
 
 /// What the lowering of the model's entries shares: `l`, the model's
-/// layout (its warm-start slots as [`warm_start_slots`] assigns them), the
-/// event relations' and samples' indices, the functions' outputs.
+/// layout, the event relations' and samples' indices, the call sites'
+/// warm-start slots ([`warm_start_slots`], before lowering added any call
+/// site), the functions' outputs.
 fn lowering_context(
     c: &Causal,
     l: &Layout,
     rel_index: HashMap<ExprId, u32>,
     sample_index: HashMap<ExprId, u32>,
+    warm_sites: HashMap<u32, u32>,
 ) -> Shared {
-    let mut warm = l.clone();
-    let (fn_warm, warm_sites) = warm_start_slots(c, &mut warm);
-    debug_assert_eq!(&warm, l, "the layout of another model");
+    let fn_warm = fn_warm_counts(&c.functions.functions);
     Shared {
         layout: l.clone(),
         rel_index,
@@ -312,7 +317,7 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
     // Each call site of the model's code to a function with warm-start
     // variables keeps them in slots of its own.
     l.warm = l.assert + l.n_asserts;
-    warm_start_slots(c, &mut l);
+    let warm_sites = warm_start_slots(c, &mut l);
     l.len = l.warm + l.n_warm;
 
     // The derivatives of the blocks (Newton Jacobians, tangent code) may need
@@ -322,7 +327,7 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
     for (bi, b) in c.blocks.clone().iter().enumerate() {
         prepare_derivatives(c, b, bi as u32, with_tangent.then_some(&mut tangents))?;
     }
-    let ctx = lowering_context(c, &l, rel_index, sample_index);
+    let ctx = lowering_context(c, &l, rel_index, sample_index, warm_sites.clone());
 
     // parameters
     let mut p = Lowerer::with_live_relations(&ctx, "parameters");
@@ -533,6 +538,7 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
         relations,
         branches,
         function_checks,
+        warm_sites,
     })
 }
 
