@@ -32,7 +32,7 @@ pub const FREEZE: u32 = 5;
 pub const HEADER: u32 = 8;
 
 /// Where each kind of value lives in the model buffer.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct Layout {
     pub n_vars: u32,
     pub vars: u32,

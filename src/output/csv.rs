@@ -12,8 +12,11 @@ pub fn write(r: &Results, path: &Path) -> std::io::Result<()> {
     // ryu: the shortest text that reads back to the same f64, several times
     // faster than `{:?}` (a tenth of writing a large model's result).
     let mut text = ryu::Buffer::new();
+    let mut line = Vec::new();
     for (t, row) in r.times.iter().zip(&r.rows) {
-        row_line(&mut w, &mut text, *t, row)?;
+        line.clear();
+        row_text(&mut line, &mut text, *t, row);
+        w.write_all(&line)?;
     }
     w.flush()
 }
@@ -24,17 +27,6 @@ fn header(w: &mut impl Write, names: &[String]) -> std::io::Result<()> {
         write!(w, ",\"{}\"", n.replace('"', "\"\""))?;
     }
     writeln!(w)
-}
-
-fn row_line(
-    w: &mut impl Write,
-    text: &mut ryu::Buffer,
-    t: f64,
-    row: &[f64],
-) -> std::io::Result<()> {
-    let mut line = Vec::with_capacity(24 * (row.len() + 1));
-    row_text(&mut line, text, t, row);
-    w.write_all(&line)
 }
 
 /// Appends the CSV line of the row at `t` to `out`.
@@ -141,6 +133,13 @@ struct QueuedTexts {
     total: Option<u64>,
     /// The writer stopped (a write error, which its thread returns).
     stopped: bool,
+}
+
+/// What the run hands the writer: a text made already (the header) or
+/// rows to format.
+enum Queued {
+    Text(Vec<u8>),
+    Rows(Batch),
 }
 
 impl QueuedTexts {
@@ -308,7 +307,7 @@ impl CsvStream {
     /// Hands a text or a batch to the writer, waiting while the queue is
     /// full. An error means the writer stopped: its own error comes from
     /// [`Self::close`].
-    fn send(&mut self, item: Result<Vec<u8>, Batch>) -> std::io::Result<()> {
+    fn send(&mut self, item: Queued) -> std::io::Result<()> {
         let stopped = {
             let mut q = self.shared.lock();
             while !q.stopped && self.writer.is_some() && q.in_flight() >= IN_FLIGHT {
@@ -317,10 +316,10 @@ impl CsvStream {
             let stopped = q.stopped || self.writer.is_none() || q.total.is_some();
             if !stopped {
                 match item {
-                    Ok(bytes) => {
+                    Queued::Text(bytes) => {
                         q.formatted.insert(self.next, bytes);
                     }
-                    Err(batch) => q.waiting.push_back((self.next, batch)),
+                    Queued::Rows(batch) => q.waiting.push_back((self.next, batch)),
                 }
                 self.next += 1;
                 self.shared.changed.notify_all();
@@ -341,7 +340,7 @@ impl CsvStream {
             return Ok(());
         }
         let b = std::mem::take(&mut self.batch);
-        self.send(Err(b))
+        self.send(Queued::Rows(b))
     }
 
     /// Ends the writer: the batches still waiting are formatted here and
@@ -383,7 +382,7 @@ impl crate::solve::RowSink for CsvStream {
     fn begin(&mut self, names: &[String]) -> std::io::Result<()> {
         let mut text = Vec::new();
         header(&mut text, names)?;
-        self.send(Ok(text))
+        self.send(Queued::Text(text))
     }
 
     fn row(&mut self, t: f64, values: &[f64]) -> std::io::Result<()> {

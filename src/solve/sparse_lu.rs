@@ -340,7 +340,11 @@ impl PivotedLu {
                 // k..m in a row): one block update.
                 let e = sn_end[k] as usize;
                 let mut m = k + 1;
-                while m < e && p + (m - k) < ue - 1 && u_idx[p + (m - k)] as usize == m {
+                while e - k >= MIN_BLOCK
+                    && m < e
+                    && p + (m - k) < ue - 1
+                    && u_idx[p + (m - k)] as usize == m
+                {
                     m += 1;
                 }
                 if m - k >= MIN_BLOCK {
@@ -549,8 +553,9 @@ mod tests {
 
     /// The grid's Newton matrix is factored once with pivoting and then
     /// refactored on the kept pivots for other step sizes, each solve
-    /// exact to rounding; most of its columns are in supernodes (the
-    /// block updates of the refactorization and of the solve are used).
+    /// exact to rounding; some of its columns start blocks of a supernode
+    /// (the block updates of the refactorization and of the solve are
+    /// used).
     #[test]
     fn a_grid_is_refactored_on_its_first_pivots() {
         for side in [12, 30] {

@@ -14,8 +14,9 @@
 //!   of the active branches;
 //! - `initial_residuals`, `asserts`;
 //! - `residuals`: `lhs - rhs` of every equation, which no solver runs (tests
-//!   check consistent points with it): empty unless [`lower_residuals`]
-//!   fills it, which would cost a twentieth of compiling a large model.
+//!   check consistent points with it): it stores nothing unless
+//!   [`lower_residuals`] fills it, which would cost a twentieth of
+//!   compiling a large model.
 //!
 //! Event relations are frozen between events: in the normal mode they read
 //! their stored truth value; in event mode (`MODE = 1`) they are evaluated and
@@ -79,7 +80,7 @@ pub struct Program {
     pub actions: Func,
     pub initial_residuals: Func,
     pub asserts: Func,
-    /// Empty (no statements) unless [`lower_residuals`] has filled it.
+    /// Stores nothing unless [`lower_residuals`] has filled it.
     pub residuals: Func,
     pub user: Vec<Func>,
     pub relations: Vec<Relation>,
