@@ -13,6 +13,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
+use smallvec::SmallVec;
 
 /// The results of [`ExprArena::rewrite`] so far, by source node (a fast,
 /// non-cryptographic hash: rewrites of large models do millions of lookups).
@@ -277,8 +278,11 @@ pub struct CallSite {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ExprArena {
     nodes: Vec<Node>,
+    /// The ids of `nodes`, by the node's hash: the table holds 4 bytes a
+    /// node (the arena's hundreds of thousands of nodes keep it in cache)
+    /// and a node is compared, and rehashed, through `nodes`.
     #[serde(skip)]
-    index: FxHashMap<Node, ExprId>,
+    index: hashbrown::HashTable<ExprId>,
     pub calls: Vec<CallSite>,
     #[serde(skip)]
     call_index: FxHashMap<CallSite, u32>,
@@ -307,13 +311,21 @@ impl ExprArena {
 
     /// Interns a node as given (no simplification).
     pub fn intern(&mut self, n: Node) -> ExprId {
-        if let Some(&id) = self.index.get(&n) {
-            return id;
+        let nodes = &self.nodes;
+        let entry = self.index.entry(
+            hash_node(&n),
+            |&id| nodes[id as usize] == n,
+            |&id| hash_node(&nodes[id as usize]),
+        );
+        match entry {
+            hashbrown::hash_table::Entry::Occupied(o) => *o.get(),
+            hashbrown::hash_table::Entry::Vacant(v) => {
+                let id = self.nodes.len() as ExprId;
+                v.insert(id);
+                self.nodes.push(n);
+                id
+            }
         }
-        let id = self.nodes.len() as ExprId;
-        self.nodes.push(n);
-        self.index.insert(n, id);
-        id
     }
 
     pub fn call_site(&mut self, site: CallSite) -> u32 {
@@ -528,39 +540,19 @@ impl ExprArena {
         }
     }
 
-    /// The children of a node, in order.
-    pub fn children(&self, id: ExprId) -> Vec<ExprId> {
-        match self.node(id) {
-            Node::Const(_)
-            | Node::Var(_)
-            | Node::Der(_)
-            | Node::Pre(_)
-            | Node::Time
-            | Node::Initial
-            | Node::Terminal => vec![],
-            Node::Neg(a) | Node::Not(a) | Node::Call1(_, a) => vec![a],
-            Node::Add(a, b)
-            | Node::Sub(a, b)
-            | Node::Mul(a, b)
-            | Node::Div(a, b)
-            | Node::Pow(a, b)
-            | Node::And(a, b)
-            | Node::Or(a, b)
-            | Node::Call2(_, a, b)
-            | Node::Sample(a, b) => vec![a, b],
-            Node::Rel { lhs, rhs, .. } => vec![lhs, rhs],
-            Node::If(c, a, b) => vec![c, a, b],
-            Node::Call { call, .. } => self.calls[call as usize].args.clone(),
-            Node::Elem { index, .. } => vec![index],
-        }
+    /// The children of a node, in order (a call's: its arguments).
+    pub fn children(&self, id: ExprId) -> impl Iterator<Item = ExprId> + '_ {
+        let n = self.node(id);
+        let args: &[ExprId] = match n {
+            Node::Call { call, .. } => &self.calls[call as usize].args,
+            _ => &[],
+        };
+        node_children(n).chain(args.iter().copied())
     }
 
     /// Every node reachable from `roots`, each once, children before parents.
     pub fn reachable(&self, roots: &[ExprId]) -> Vec<ExprId> {
-        self.walk(roots, |id, stack| match self.node(id) {
-            Node::Call { call, .. } => stack.extend(self.calls[call as usize].args.iter().copied()),
-            n => stack.extend(node_children(n)),
-        })
+        self.walk(roots, |id, stack| stack.extend(self.children(id)))
     }
 
     /// As [`Self::reachable`], but a call's output leads only to the
@@ -598,9 +590,9 @@ impl ExprArena {
     fn walk(
         &self,
         roots: &[ExprId],
-        mut children: impl FnMut(ExprId, &mut Vec<ExprId>),
+        mut children: impl FnMut(ExprId, &mut WalkStack),
     ) -> Vec<ExprId> {
-        let mut stack: Vec<ExprId> = roots.to_vec();
+        let mut stack: WalkStack = roots.iter().copied().collect();
         let mut out = Vec::with_capacity(16);
         VISITS.with(|visits| match visits.try_borrow_mut() {
             Ok(mut visits) => {
@@ -644,10 +636,13 @@ impl ExprArena {
     pub fn any_node(&self, root: ExprId, mut pred: impl FnMut(Node) -> bool) -> bool {
         // Shared subexpressions are searched once: a scan of the few seen
         // ids first, a hash set once there are many (as in `reachable`).
+        // Most expressions are small: the first ids seen and the stack are
+        // kept inline, without allocating.
         const SCAN: usize = 24;
-        let mut seen: Vec<ExprId> = Vec::new();
+        let mut seen: SmallVec<[ExprId; SCAN]> = SmallVec::new();
         let mut seen_set: Option<FxHashSet<ExprId>> = None;
-        let mut stack: Vec<ExprId> = vec![root];
+        let mut stack: SmallVec<[ExprId; 16]> = SmallVec::new();
+        stack.push(root);
         while let Some(id) = stack.pop() {
             let new = match &mut seen_set {
                 Some(set) => set.insert(id),
@@ -670,12 +665,7 @@ impl ExprArena {
             if pred(n) {
                 return true;
             }
-            match n {
-                Node::Call { call, .. } => {
-                    stack.extend(self.calls[call as usize].args.iter().copied())
-                }
-                n => stack.extend(node_children(n)),
-            }
+            stack.extend(self.children(id));
         }
         false
     }
@@ -987,6 +977,14 @@ impl ExprArena {
 
 /// The children of a node other than a call (which keeps its arguments in
 /// the call table), without allocating.
+/// The pending nodes of a walk, inline while few.
+type WalkStack = SmallVec<[ExprId; 32]>;
+
+fn hash_node(n: &Node) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(n)
+}
+
 fn node_children(n: Node) -> impl Iterator<Item = ExprId> {
     let (a, b, c): (Option<ExprId>, Option<ExprId>, Option<ExprId>) = match n {
         Node::Neg(a) | Node::Not(a) | Node::Call1(_, a) => (Some(a), None, None),

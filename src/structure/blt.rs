@@ -117,7 +117,7 @@ pub fn sort(s: &mut Analysis) -> Result<Vec<Block>, Diagnostic> {
             .map(|(e, r)| {
                 r.iter()
                     .copied()
-                    .filter(|&c| quality.get(&(e, c)).copied().unwrap_or(1) > 0)
+                    .filter(|&c| quality.of(e, c) > 0)
                     .collect()
             })
             .collect(),
@@ -153,25 +153,41 @@ pub fn sort(s: &mut Analysis) -> Result<Vec<Block>, Diagnostic> {
             .iter()
             .map(|&e| cols[m.col_of[e].expect("matched")])
             .collect();
-        blocks.push(make_block(s, &eqs, &vars, &quality, &cols)?);
+        blocks.push(make_block(s, &eqs, &vars, &quality, &col_of)?);
     }
     Ok(blocks)
 }
 
 /// How well each (equation, unknown) pair can be solved: 2 for a constant
 /// nonzero coefficient, 1 for a coefficient that is nonzero at the start
-/// point (or a nonlinear occurrence), 0 for one that vanishes there.
+/// point (or a nonlinear occurrence), 0 for one that vanishes there. By
+/// equation, in the order of its incidence row (a row is short: a scan
+/// finds a pair); a pair not rated (the one unknown of its equation) is 1.
+struct Solvability {
+    rows: Vec<Vec<(usize, u8)>>,
+}
+
+impl Solvability {
+    fn of(&self, e: usize, c: usize) -> u8 {
+        self.rows[e].iter().find(|x| x.0 == c).map_or(1, |x| x.1)
+    }
+}
+
 fn solvability(
     s: &mut Analysis,
     inc: &Incidence,
     cols: &[VarId],
     start: &mut StartValues,
-) -> HashMap<(usize, usize), u8> {
-    let mut q = HashMap::default();
+) -> Solvability {
+    let mut q = Solvability {
+        rows: vec![Vec::new(); inc.rows.len()],
+    };
     for (e, row) in inc.rows.iter().enumerate() {
         if row.len() < 2 {
             continue;
         }
+        let rated = &mut q.rows[e];
+        rated.reserve_exact(row.len());
         let eq = s.equations[e].clone();
         let r = eq.residual(&mut s.arena);
         let in_calls = vars_in_call_arguments(&s.arena, r);
@@ -182,7 +198,7 @@ fn solvability(
             if (eq.lhs == var && !symbolic::mentions(&s.arena, eq.rhs, v))
                 || (eq.rhs == var && !symbolic::mentions(&s.arena, eq.lhs, v))
             {
-                q.insert((e, c), 2);
+                rated.push((c, 2));
                 continue;
             }
             // Through a function call the coefficient is the derivative
@@ -192,7 +208,7 @@ fn solvability(
             // hundred circles) is millions of loop iterations. Such an
             // occurrence is nonlinear: usable, as below.
             if in_calls.contains(&v) {
-                q.insert((e, c), 1);
+                rated.push((c, 1));
                 continue;
             }
             // Most equations are linear in each unknown along sums and
@@ -230,7 +246,7 @@ fn solvability(
                 // Not finite (or not computable) at the start point: usable.
                 Coefficient::Value(_) => 1,
             };
-            q.insert((e, c), quality);
+            rated.push((c, quality));
         }
     }
     q
@@ -448,8 +464,8 @@ fn make_block(
     s: &mut Analysis,
     eqs: &[usize],
     vars: &[VarId],
-    quality: &HashMap<(usize, usize), u8>,
-    cols: &[VarId],
+    quality: &Solvability,
+    col_of: &HashMap<VarId, usize>,
 ) -> Result<Block, Diagnostic> {
     if eqs.len() == 1 {
         let (e, v) = (eqs[0], vars[0]);
@@ -480,10 +496,7 @@ fn make_block(
             eq: e,
         });
     }
-    let col_of: HashMap<VarId, usize> = cols.iter().enumerate().map(|(i, &v)| (v, i)).collect();
-    tear(s, eqs, vars, &|e, v| {
-        quality.get(&(e, col_of[&v])).copied().unwrap_or(1)
-    })
+    tear(s, eqs, vars, &|e, v| quality.of(e, col_of[&v]))
 }
 
 /// Greedy tearing of one algebraic loop.
