@@ -303,6 +303,9 @@ impl Flattener<'_> {
             }
             return self.local_value(&l, &first.subscripts, ctx, name);
         }
+        if let Some(v) = self.element_ref(r, ctx)? {
+            return Ok(v);
+        }
         if let Some(nodes) = self.resolve_nodes(r, ctx)? {
             return self.nodes_value(nodes, r);
         }
@@ -315,6 +318,55 @@ impl Flattener<'_> {
             return Ok(v);
         }
         Err(self.unknown_name(r, ctx))
+    }
+
+    /// A reference to one variable of the context's instance, or one
+    /// element of an array of them, by indices known while flattening
+    /// (`T[i, j - 1]` in a for-equation, the usual reference of a large
+    /// model): the variable, without the node lists of [`Self::resolve_nodes`].
+    /// `None` for anything else (a constant, a component, a slice, an
+    /// index out of range), which the general path resolves or reports.
+    fn element_ref(&mut self, r: &ComponentRef, ctx: &Ctx) -> Result<Option<Value>, Diagnostic> {
+        let (Some(inst), false, [part]) = (ctx.scope.inst, r.global, r.parts.as_slice()) else {
+            return Ok(None);
+        };
+        let name = part.ident.name.as_str();
+        self.ensure_component(inst, name)?;
+        let Some(c) = self.instances[inst as usize].components.get(name) else {
+            return Ok(None);
+        };
+        let v = match &c.node {
+            CompNode::Var(v) if part.subscripts.is_empty() => *v,
+            CompNode::Array(dims, leaves) if part.subscripts.len() == dims.len() => {
+                let mut position = 0;
+                for (s, &size) in part.subscripts.iter().zip(dims) {
+                    let Subscript::Index(e) = s else {
+                        return Ok(None);
+                    };
+                    match self.simple_index(e, ctx) {
+                        Some(k) if k >= 1 && k as usize <= size => {
+                            position = position * size + (k as usize - 1)
+                        }
+                        _ => return Ok(None),
+                    }
+                }
+                match leaves[position] {
+                    CompNode::Var(v) => v,
+                    _ => return Ok(None),
+                }
+            }
+            _ => return Ok(None),
+        };
+        if self.vars[v as usize].variability == Variability::Constant {
+            return Ok(None);
+        }
+        if let Some(from) = ctx.scope.class {
+            self.check_visible_from(inst, name, from, part.ident.span)?;
+        }
+        Ok(Some(Value::scalar(
+            self.vars[v as usize].ty,
+            self.arena.var(v),
+        )))
     }
 
     /// `time` is a variable of models and blocks only: not of a function,
