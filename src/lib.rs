@@ -468,14 +468,11 @@ pub fn compile(lib: &mut Library, model: ClassId) -> Result<Compiled, Vec<Diagno
             peak_memory()
         );
     }
-    let mut program = jit::lower::lower(&mut causal).map_err(|m| vec![codegen_failed(m)])?;
-    let t3 = std::time::Instant::now();
-    jit::reroll::reroll_program(&mut program);
+    let program = jit::lower::lower_rerolled(&mut causal).map_err(|m| vec![codegen_failed(m)])?;
     if timing {
         eprintln!(
-            "lower {:.1} ms (of which rerolling {:.1} ms){}",
+            "lower {:.1} ms (rerolled){}",
             t2.elapsed().as_secs_f64() * 1e3,
-            t3.elapsed().as_secs_f64() * 1e3,
             peak_memory()
         );
     }

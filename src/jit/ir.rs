@@ -483,6 +483,53 @@ pub fn for_each_local(s: &Stmt, f: &mut impl FnMut(u32, bool)) {
     }
 }
 
+/// Renumbers every local of a statement `l -> l + by` (code appended after
+/// a function's own, with locals of its own).
+pub fn shift_locals(s: &mut Stmt, by: u32) {
+    fn expr(e: &mut IrExpr, by: u32) {
+        match e {
+            IrExpr::Const(_) | IrExpr::Load(_) | IrExpr::LoadStrided { .. } => {}
+            IrExpr::Local(l) => *l += by,
+            IrExpr::LoadElem { index: a, .. } | IrExpr::Un(_, a) => expr(a, by),
+            IrExpr::Bin(_, a, b) => {
+                expr(a, by);
+                expr(b, by);
+            }
+            IrExpr::Select(c, a, b) => {
+                expr(c, by);
+                expr(a, by);
+                expr(b, by);
+            }
+        }
+    }
+    match s {
+        Stmt::Store(_, e) | Stmt::StoreStrided { value: e, .. } => expr(e, by),
+        Stmt::StoreElem { index, value, .. } => {
+            expr(index, by);
+            expr(value, by);
+        }
+        Stmt::Set(l, e) => {
+            *l += by;
+            expr(e, by);
+        }
+        Stmt::If(c, a, b) => {
+            expr(c, by);
+            a.iter_mut().chain(b).for_each(|s| shift_locals(s, by));
+        }
+        Stmt::Loop(body) | Stmt::Repeat { body, .. } => {
+            body.iter_mut().for_each(|s| shift_locals(s, by))
+        }
+        Stmt::Break | Stmt::Return(_) => {}
+        Stmt::Call { args, outs, .. } => {
+            args.iter_mut().for_each(|e| expr(e, by));
+            outs.iter_mut().for_each(|l| *l += by);
+        }
+        Stmt::Solve { a, b, x, .. } => {
+            a.iter_mut().chain(b).chain(x).for_each(|l| *l += by);
+        }
+    }
+}
+
 fn locals_in_expr(e: &IrExpr, f: &mut impl FnMut(u32, bool)) {
     match e {
         IrExpr::Const(_) | IrExpr::Load(_) | IrExpr::LoadStrided { .. } => {}

@@ -28,15 +28,8 @@ const MIN_UNITS: usize = 4;
 /// The longest unit tried, in statements.
 const MAX_UNIT: usize = 8;
 
-/// Rolls the runs of every entry of a lowered program (user functions are
-/// small and keep their form).
-pub fn reroll_program(p: &mut super::lower::Program) {
-    for f in p.entries_mut() {
-        reroll(f);
-    }
-}
-
-/// Rolls the runs of `f`'s top-level body into repeats.
+/// Rolls the runs of `f`'s top-level body into repeats (the entries of a
+/// program; user functions are small and keep their form).
 pub fn reroll(f: &mut Func) {
     let body = std::mem::take(&mut f.body);
     f.body = reroll_body(body, f.n_locals as usize);

@@ -4,6 +4,13 @@
 
 use super::*;
 
+/// Makes a function body an entry: relations start unfrozen, and it
+/// returns success at its end.
+pub(super) fn entry_frame(f: &mut Func) {
+    f.body.insert(0, Stmt::Store(FREEZE, IrExpr::Const(0.0)));
+    f.body.push(Stmt::Return(status::OK));
+}
+
 impl<'s> Lowerer<'s> {
     pub(super) fn new(sh: &'s Shared, name: &str) -> Lowerer<'s> {
         Lowerer {
@@ -30,10 +37,15 @@ impl<'s> Lowerer<'s> {
         }
     }
 
-    pub(super) fn finish(mut self, l: &Layout) -> Func {
-        self.stmts
-            .insert(0, Stmt::Store(FREEZE, IrExpr::Const(0.0)));
-        self.stmts.push(Stmt::Return(status::OK));
+    pub(super) fn finish(self, l: &Layout) -> Func {
+        let mut f = self.into_part(l);
+        entry_frame(&mut f);
+        f
+    }
+
+    /// The statements lowered so far, without an entry's first statement
+    /// and return: one part of an entry, which [`entry_frame`] completes.
+    pub(super) fn into_part(self, l: &Layout) -> Func {
         Func {
             name: self.name,
             frame_size: l.len,

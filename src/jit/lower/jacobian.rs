@@ -1,32 +1,18 @@
 //! Jacobians as code: the derivatives each block needs are formed once
-//! (`prepare_derivatives`, through `symbolic::tangent`), then written as
+//! (`prepare_partials`, `prepare_tangent`, through `symbolic::tangent`), then written as
 //! IR: a block's Newton matrix (`block_jacobian`) and the tangent code, one
 //! column of df/dx per seed direction (`block_tangent`).
 
 use super::*;
 
-/// Forms (and caches, through the arena and the derivative-function table)
-/// every derivative that lowering `b` and its tangent will ask for; the
-/// tangent's directional derivatives go to `tangents` (`None`: no tangent
-/// code), where the tangent code finds them instead of differentiating the
-/// block's equations a second time.
-pub(super) fn prepare_derivatives(
-    c: &mut Causal,
-    b: &Block,
-    bi: u32,
-    tangents: Option<&mut TangentMemo>,
-) -> Result<(), String> {
+/// The partial derivatives of a block's Newton matrix (an implicit
+/// block's residual by its unknown, a torn block's parts), formed into the
+/// arena before lowering.
+pub(super) fn prepare_partials(c: &mut Causal, b: &Block) -> Result<(), String> {
     match b {
-        Block::Explicit { value, .. } => {
-            if let Some(t) = tangents {
-                directional(c, *value, &[], bi, t)?;
-            }
-        }
+        Block::Explicit { .. } => {}
         Block::Implicit { var, residual, .. } => {
             symbolic::partial(&mut c.arena, *residual, *var, &mut c.functions)?;
-            if let Some(t) = tangents {
-                directional(c, *residual, &[*var], bi, t)?;
-            }
         }
         Block::Torn {
             tear,
@@ -35,18 +21,42 @@ pub(super) fn prepare_derivatives(
             ..
         } => {
             torn_parts(c, tear, inner, residuals)?;
-            if let Some(t) = tangents {
-                let block: Vec<VarId> = tear
-                    .iter()
-                    .copied()
-                    .chain(inner.iter().map(|x| x.0))
-                    .collect();
-                for (_, e, _) in inner {
-                    directional(c, *e, &block, bi, t)?;
-                }
-                for (e, _) in residuals {
-                    directional(c, *e, &block, bi, t)?;
-                }
+        }
+    }
+    Ok(())
+}
+
+/// The directional derivatives of a block's equations for its tangent
+/// code (with the block's own unknowns held), remembered in `tangents`.
+pub(super) fn prepare_tangent(
+    c: &mut Causal,
+    b: &Block,
+    bi: u32,
+    tangents: &mut TangentMemo,
+) -> Result<(), String> {
+    match b {
+        Block::Explicit { value, .. } => {
+            directional(c, *value, &[], bi, tangents)?;
+        }
+        Block::Implicit { var, residual, .. } => {
+            directional(c, *residual, &[*var], bi, tangents)?;
+        }
+        Block::Torn {
+            tear,
+            inner,
+            residuals,
+            ..
+        } => {
+            let block: Vec<VarId> = tear
+                .iter()
+                .copied()
+                .chain(inner.iter().map(|x| x.0))
+                .collect();
+            for (_, e, _) in inner {
+                directional(c, *e, &block, bi, tangents)?;
+            }
+            for (e, _) in residuals {
+                directional(c, *e, &block, bi, tangents)?;
             }
         }
     }

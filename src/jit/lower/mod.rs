@@ -41,7 +41,7 @@ mod functions;
 mod jacobian;
 
 use functions::lower_functions;
-use jacobian::{prepare_derivatives, torn_parts};
+use jacobian::{prepare_partials, prepare_tangent, torn_parts};
 
 // The buffer's layout and fixed slots live with the rest of the compiled
 // model's interface.
@@ -143,7 +143,14 @@ impl Program {
 /// Lowers a causal model. Fails only if a derivative needed for a Jacobian
 /// cannot be formed (it names the equation).
 pub fn lower(c: &mut Causal) -> Result<Program, String> {
-    lower_entries(c, true)
+    lower_entries(c, true, false)
+}
+
+/// As [`lower`], with the runs of every entry rolled into loops
+/// ([`super::reroll`]), each entry as soon as it is lowered (the tangent's
+/// parts on the threads that lower them).
+pub fn lower_rerolled(c: &mut Causal) -> Result<Program, String> {
+    lower_entries(c, true, true)
 }
 
 /// As [`lower`] without the tangent code (the BDF's Jacobians), which
@@ -151,7 +158,7 @@ pub fn lower(c: &mut Causal) -> Result<Program, String> {
 /// the directional derivative of every block, about a tenth of checking
 /// the gearbox.
 pub fn lower_for_check(c: &mut Causal) -> Result<Program, String> {
-    lower_entries(c, false)
+    lower_entries(c, false, false)
 }
 
 /// The model's event relations and samples, in a stable order, and their
@@ -260,7 +267,7 @@ fn lowering_context(
     }
 }
 
-fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> {
+fn lower_entries(c: &mut Causal, with_tangent: bool, reroll: bool) -> Result<Program, String> {
     let n_vars = c.vars.len() as u32;
     let EventExprs {
         relations,
@@ -321,24 +328,189 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
     let warm_sites = warm_start_slots(c, &mut l);
     l.len = l.warm + l.n_warm;
 
-    // The derivatives of the blocks (Newton Jacobians, tangent code) may need
+    // The partial derivatives of the blocks' Newton matrices may need
     // derivative functions; make them all first, so that every function the
     // code will call is known before lowering starts.
-    let mut tangents = TangentMemo::default();
-    for (bi, b) in c.blocks.clone().iter().enumerate() {
-        prepare_derivatives(c, b, bi as u32, with_tangent.then_some(&mut tangents))?;
+    for b in c.blocks.clone().iter() {
+        prepare_partials(c, b)?;
     }
+    // The tangent code, the directional derivatives of every block (most of
+    // lowering a large model), is formed and lowered in two parts: the first
+    // blocks on a second thread, from a copy of the model, the others on
+    // this one after the other entries. Its derivatives are read by no
+    // other entry. A model with functions is not split (derivative
+    // functions made on two copies would clash): the second thread lowers
+    // all of its tangent code, and the copy's functions are the model's.
+    let tangent_blocks = if with_tangent {
+        c.blocks.clone()
+    } else {
+        Vec::new()
+    };
+    let split = if c.functions.functions.is_empty() {
+        tangent_blocks.len() * TANGENT_SHARE_NUM / TANGENT_SHARE_DEN
+    } else {
+        tangent_blocks.len()
+    };
+    let indices = (rel_index.clone(), sample_index.clone(), warm_sites.clone());
+    let tangent_model = with_tangent.then(|| c.clone());
+    let n_functions = c.functions.functions.len();
     let ctx = lowering_context(c, &l, rel_index, sample_index, warm_sites.clone());
+    std::thread::scope(|scope| {
+        let tangent_job = tangent_model.map(|mut tc| {
+            let (l, blocks, indices) = (&l, &tangent_blocks[..split], indices.clone());
+            scope.spawn(move || {
+                lower_tangent(&mut tc, blocks, 0, l, indices, reroll).map(|f| (f, tc.functions))
+            })
+        });
+        let rest = lower_but_tangent(c, &l, &ctx, &samples, &relations, reroll);
+        let own = match rest {
+            Ok(_) if split < tangent_blocks.len() => {
+                lower_tangent(c, &tangent_blocks[split..], split, &l, indices, reroll).map(Some)
+            }
+            _ => Ok(None),
+        };
+        let (mut tangent, functions) = match tangent_job {
+            Some(job) => match job.join() {
+                Ok(done) => {
+                    let (f, functions) = done?;
+                    (f, Some(functions))
+                }
+                Err(panic) => std::panic::resume_unwind(panic),
+            },
+            None => (Lowerer::new(&ctx, "tangent").into_part(&l), None),
+        };
+        let rest = rest?;
+        if let Some(part) = own? {
+            append_code(&mut tangent, part);
+        }
+        expr::entry_frame(&mut tangent);
+        if let Some(f) = functions.filter(|_| split == tangent_blocks.len()) {
+            // The other entries made no derivative function after the
+            // copy (the partials were formed before it): the copy's table
+            // extends the model's.
+            if c.functions.functions.len() != n_functions {
+                return Err("internal error: derivative functions were made on two threads".into());
+            }
+            c.functions = f;
+        }
+        // Derivative functions made for the tangent code are lowered last.
+        let (user, function_checks) = lower_functions(&c.functions);
+        Ok(Program {
+            layout: l.clone(),
+            parameters: rest.parameters,
+            starts: rest.starts,
+            ode: rest.ode,
+            tangent,
+            has_tangent: with_tangent,
+            zero_crossings: rest.zero_crossings,
+            conditions: rest.conditions,
+            actions: rest.actions,
+            initial_residuals: rest.initial_residuals,
+            asserts: rest.asserts,
+            residuals: rest.residuals,
+            user,
+            relations,
+            branches,
+            function_checks,
+            warm_sites,
+        })
+    })
+}
+
+/// The part of the tangent's blocks the second thread lowers (the other
+/// thread first lowers the other entries, about a third of the work on
+/// the grid and chain models).
+const TANGENT_SHARE_NUM: usize = 2;
+const TANGENT_SHARE_DEN: usize = 3;
+
+/// The tangent code of `blocks` (numbered from `first`), a part of the
+/// entry ([`expr::entry_frame`] completes it), with their directional
+/// derivatives formed into `c`'s arena.
+fn lower_tangent(
+    c: &mut Causal,
+    blocks: &[Block],
+    first: usize,
+    l: &Layout,
+    (rel_index, sample_index, warm_sites): EventIndices,
+    reroll: bool,
+) -> Result<Func, String> {
+    // Every directional derivative first, so that the derivative functions
+    // they call are known to the lowering context.
+    let mut tangents = TangentMemo::default();
+    for (k, b) in blocks.iter().enumerate() {
+        prepare_tangent(c, b, (first + k) as u32, &mut tangents)?;
+    }
+    let ctx = lowering_context(c, l, rel_index, sample_index, warm_sites);
+    let mut t = Lowerer::new(&ctx, "tangent");
+    for (k, b) in blocks.iter().enumerate() {
+        t.block_tangent(c, b, (first + k) as u32, &mut tangents)?;
+    }
+    let mut part = t.into_part(l);
+    if reroll {
+        super::reroll::reroll(&mut part);
+    }
+    Ok(part)
+}
+
+/// The indices of a lowering context: event relations and samples by
+/// expression, warm-start slots by call site.
+type EventIndices = (
+    HashMap<ExprId, u32>,
+    HashMap<ExprId, u32>,
+    HashMap<u32, u32>,
+);
+
+/// An entry's function, its runs rolled into loops if `reroll`.
+fn finish_entry(lowerer: Lowerer, l: &Layout, reroll: bool) -> Func {
+    let mut f = lowerer.finish(l);
+    if reroll {
+        super::reroll::reroll(&mut f);
+    }
+    f
+}
+
+/// Appends the statements of `part` to `f`, its locals after `f`'s.
+fn append_code(f: &mut Func, part: Func) {
+    let shift = f.n_locals;
+    f.body.extend(part.body.into_iter().map(|mut s| {
+        super::ir::shift_locals(&mut s, shift);
+        s
+    }));
+    f.n_locals += part.n_locals;
+}
+
+/// The entries other than the tangent.
+struct EntriesButTangent {
+    parameters: Func,
+    starts: Func,
+    ode: Func,
+    zero_crossings: Func,
+    conditions: Func,
+    actions: Func,
+    initial_residuals: Func,
+    asserts: Func,
+    residuals: Func,
+}
+
+fn lower_but_tangent(
+    c: &mut Causal,
+    l: &Layout,
+    ctx: &Shared,
+    samples: &[ExprId],
+    relations: &[Relation],
+    reroll: bool,
+) -> Result<EntriesButTangent, String> {
+    let n_vars = c.vars.len() as u32;
 
     // parameters
-    let mut p = Lowerer::with_live_relations(&ctx, "parameters");
+    let mut p = Lowerer::with_live_relations(ctx, "parameters");
     for v in parameter_order(c) {
         // A parameter without a binding takes its start value (MLS 4.4.4).
         let var = &c.vars[v as usize];
         let Some(b) = var.binding.or(var.start) else {
             continue;
         };
-        let mut inner = Lowerer::with_live_relations(&ctx, "");
+        let mut inner = Lowerer::with_live_relations(ctx, "");
         // The elements of an array parameter bound to a function's result
         // read its outputs: the call is made once, where its first output
         // is needed, outside the elements' override checks (its arguments
@@ -369,10 +541,10 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
                 .push(Stmt::Store(l.sample_param + 2 * k as u32 + 1, eb));
         }
     }
-    let parameters = p.finish(&l);
+    let parameters = finish_entry(p, l, reroll);
 
     // starts
-    let mut s = Lowerer::with_live_relations(&ctx, "starts");
+    let mut s = Lowerer::with_live_relations(ctx, "starts");
     for v in 0..n_vars {
         let var = &c.vars[v as usize];
         if var.is_parameter() || c.roles[v as usize] == Role::Alias {
@@ -383,29 +555,18 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
             s.stmts.push(Stmt::Store(l.var(v), e));
         }
     }
-    let starts = s.finish(&l);
+    let starts = finish_entry(s, l, reroll);
 
     // ode
-    let mut o = Lowerer::new(&ctx, "ode");
+    let mut o = Lowerer::new(ctx, "ode");
     let blocks = c.blocks.clone();
     for (bi, b) in blocks.iter().enumerate() {
         o.block(c, b, bi as u32)?;
     }
-    let ode = o.finish(&l);
-
-    // tangent
-    let mut t = Lowerer::new(&ctx, "tangent");
-    if with_tangent {
-        for (bi, b) in blocks.iter().enumerate() {
-            t.block_tangent(c, b, bi as u32, &mut tangents)?;
-        }
-    }
-    let tangent = t.finish(&l);
-    // Derivative functions made for the tangent code are lowered last.
-    let (user, function_checks) = lower_functions(&c.functions);
+    let ode = finish_entry(o, l, reroll);
 
     // zero crossings
-    let mut z = Lowerer::new(&ctx, "zero_crossings");
+    let mut z = Lowerer::new(ctx, "zero_crossings");
     for (k, r) in relations.iter().enumerate() {
         if !r.crossing {
             continue;
@@ -420,18 +581,18 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
             IrExpr::Bin(Op2::Sub, Box::new(a), Box::new(b)),
         ));
     }
-    let zero_crossings = z.finish(&l);
+    let zero_crossings = finish_entry(z, l, reroll);
 
     // when conditions and actions
-    let mut cd = Lowerer::new(&ctx, "conditions");
-    let mut act = Lowerer::new(&ctx, "actions");
+    let mut cd = Lowerer::new(ctx, "conditions");
+    let mut act = Lowerer::new(ctx, "actions");
     let mut bidx = 0u32;
     let whens = c.whens.clone();
     for w in &whens {
         for (cond, stmts) in &w.branches {
             let e = cd.expr(&c.arena, *cond);
             cd.stmts.push(Stmt::Store(l.cond + bidx, e));
-            let mut body = Lowerer::new(&ctx, "");
+            let mut body = Lowerer::new(ctx, "");
             body.n_locals = act.n_locals;
             // The branch's equations `v = e` are solved together (MLS
             // 8.3.5): one that reads another's variable (not its `pre`)
@@ -487,18 +648,18 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
             bidx += 1;
         }
     }
-    let conditions = cd.finish(&l);
-    let actions = act.finish(&l);
+    let conditions = finish_entry(cd, l, reroll);
+    let actions = finish_entry(act, l, reroll);
 
     // initial residuals, asserts, residuals
-    let mut ir = Lowerer::new(&ctx, "initial_residuals");
+    let mut ir = Lowerer::new(ctx, "initial_residuals");
     for (k, e) in c.initial_equations.iter().enumerate() {
         let r = c.arena.sub(e.lhs, e.rhs);
         let x = ir.expr(&c.arena, r);
         ir.stmts.push(Stmt::Store(l.init_res + k as u32, x));
     }
-    let initial_residuals = ir.finish(&l);
-    let mut asr = Lowerer::new(&ctx, "asserts");
+    let initial_residuals = finish_entry(ir, l, reroll);
+    let mut asr = Lowerer::new(ctx, "asserts");
     for (k, a) in c.asserts.iter().enumerate() {
         let slot = l.assert + k as u32;
         if a.initial {
@@ -519,27 +680,18 @@ fn lower_entries(c: &mut Causal, with_tangent: bool) -> Result<Program, String> 
             asr.stmts.push(Stmt::Store(slot, x));
         }
     }
-    let asserts = asr.finish(&l);
-    let residuals = Lowerer::new(&ctx, "residuals").finish(&l);
-
-    Ok(Program {
-        layout: l,
+    let asserts = finish_entry(asr, l, reroll);
+    let residuals = Lowerer::new(ctx, "residuals").finish(l);
+    Ok(EntriesButTangent {
         parameters,
         starts,
         ode,
-        tangent,
-        has_tangent: with_tangent,
         zero_crossings,
         conditions,
         actions,
         initial_residuals,
         asserts,
         residuals,
-        user,
-        relations,
-        branches,
-        function_checks,
-        warm_sites,
     })
 }
 
