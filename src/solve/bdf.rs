@@ -457,6 +457,19 @@ impl Bdf {
             dy[i] = c * f[i] - psi[i] - d[i];
         }
         self.lu.as_mut()?.solve(dy, &mut self.work);
+        if self.lu_c != c {
+            // Factored for another c (the sparse path's reuse): for a stiff
+            // component (I - c J)^-1 is about c_old / c times the factored
+            // (I - c_old J)^-1, for a slow one the same; the correction is
+            // scaled by 2 / (1 + c / c_old), between the two. It is IDA's
+            // 2 / (1 + cj / cj_old) (SUNDIALS IDA's mathematical
+            // description, the Newton iteration), cj = 1 / c, carried to
+            // this residual, which is IDA's times c. The P2 chain
+            // N = 1 000: Newton iterations 2 812 -> 2 294, factorizations
+            // 60 -> 42, steps 1 991 -> 1 919.
+            let s = 2.0 / (1.0 + c / self.lu_c);
+            dy.iter_mut().for_each(|x| *x *= s);
+        }
         if dy.iter().any(|x| !x.is_finite()) {
             return None;
         }
@@ -480,9 +493,9 @@ impl Bdf {
         let mut f = std::mem::take(&mut self.f);
         let mut dy = std::mem::take(&mut self.rhs);
         let mut dy_norm_old: Option<f64> = None;
-        // With a matrix factored for another c the corrections are not
-        // scaled (IDA's 2 / (1 + cj_ratio) cost iterations on the chain);
-        // the 25% limit and the refactor on a slow rate keep them converging.
+        // With a matrix factored for another c the corrections are scaled
+        // (`newton_correction`); the 25% limit and the refactor on a slow
+        // rate keep them converging.
         let mut k = 0;
         let result = loop {
             if k >= NEWTON_MAXITER {
