@@ -975,16 +975,17 @@ impl ExprArena {
     }
 }
 
-/// The children of a node other than a call (which keeps its arguments in
-/// the call table), without allocating.
 /// The pending nodes of a walk, inline while few.
 type WalkStack = SmallVec<[ExprId; 32]>;
 
+/// A node's hash in the arena's index.
 fn hash_node(n: &Node) -> u64 {
     use std::hash::{BuildHasher, BuildHasherDefault};
     BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(n)
 }
 
+/// The children of a node other than a call (which keeps its arguments in
+/// the call table), without allocating.
 fn node_children(n: Node) -> impl Iterator<Item = ExprId> {
     let (a, b, c): (Option<ExprId>, Option<ExprId>, Option<ExprId>) = match n {
         Node::Neg(a) | Node::Not(a) | Node::Call1(_, a) => (Some(a), None, None),

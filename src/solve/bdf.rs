@@ -20,7 +20,8 @@
 //! "SUNDIALS", ACM TOMS 31, 2005), so the Newton matrix I - c J
 //! (c = h / alpha_k) keeps its factors over long stretches. A sparse one is
 //! also kept while c stays within [`REFACTOR_RATIO`] of the c it was
-//! factored with, as IDA does; when the iteration then converges slowly
+//! factored with, as IDA does, its corrections scaled by 2 / (1 + c /
+//! c_old) as IDA scales them; when the iteration then converges slowly
 //! (the rate test fails), it is refactored at once and the iteration goes
 //! on from its last iterate. A Newton failure with a matrix of another c
 //! refactors it first, then re-evaluates the Jacobian, then shrinks the

@@ -161,15 +161,18 @@ pub fn sort(s: &mut Analysis) -> Result<Vec<Block>, Diagnostic> {
 /// How well each (equation, unknown) pair can be solved: 2 for a constant
 /// nonzero coefficient, 1 for a coefficient that is nonzero at the start
 /// point (or a nonlinear occurrence), 0 for one that vanishes there. By
-/// equation, in the order of its incidence row (a row is short: a scan
-/// finds a pair); a pair not rated (the one unknown of its equation) is 1.
+/// equation, sorted by unknown; a pair not rated (the one unknown of its
+/// equation, or a coefficient that could not be formed) is 1.
 struct Solvability {
     rows: Vec<Vec<(usize, u8)>>,
 }
 
 impl Solvability {
     fn of(&self, e: usize, c: usize) -> u8 {
-        self.rows[e].iter().find(|x| x.0 == c).map_or(1, |x| x.1)
+        let rated = &self.rows[e];
+        rated
+            .binary_search_by_key(&c, |x| x.0)
+            .map_or(1, |k| rated[k].1)
     }
 }
 
@@ -248,6 +251,7 @@ fn solvability(
             };
             rated.push((c, quality));
         }
+        rated.sort_unstable_by_key(|x| x.0);
     }
     q
 }

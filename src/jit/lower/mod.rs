@@ -110,33 +110,21 @@ pub struct FunctionCheck {
 
 pub use crate::flat::MAX_WHILE_ITERATIONS;
 
-/// The ten entries of a program in `entries()` order (the order of
-/// `frame::Entry::ALL`), borrowed shared or `mut`: one list for both.
-macro_rules! entry_list {
-    ($p:expr $(, $m:tt)?) => {
-        [
-            &$($m)? $p.parameters,
-            &$($m)? $p.starts,
-            &$($m)? $p.ode,
-            &$($m)? $p.tangent,
-            &$($m)? $p.zero_crossings,
-            &$($m)? $p.conditions,
-            &$($m)? $p.actions,
-            &$($m)? $p.initial_residuals,
-            &$($m)? $p.asserts,
-            &$($m)? $p.residuals,
-        ]
-    };
-}
-
 impl Program {
+    /// The ten entries, in the order of `frame::Entry::ALL`.
     pub fn entries(&self) -> [&Func; 10] {
-        entry_list!(self)
-    }
-
-    /// The entries, mutable, in the order of [`Program::entries`].
-    pub fn entries_mut(&mut self) -> [&mut Func; 10] {
-        entry_list!(self, mut)
+        [
+            &self.parameters,
+            &self.starts,
+            &self.ode,
+            &self.tangent,
+            &self.zero_crossings,
+            &self.conditions,
+            &self.actions,
+            &self.initial_residuals,
+            &self.asserts,
+            &self.residuals,
+        ]
     }
 }
 
@@ -356,12 +344,19 @@ fn lower_entries(c: &mut Causal, with_tangent: bool, reroll: bool) -> Result<Pro
     let n_functions = c.functions.functions.len();
     let ctx = lowering_context(c, &l, rel_index, sample_index, warm_sites.clone());
     std::thread::scope(|scope| {
-        let tangent_job = tangent_model.map(|mut tc| {
+        let tangent_job = match tangent_model.map(|mut tc| {
             let (l, blocks, indices) = (&l, &tangent_blocks[..split], indices.clone());
-            scope.spawn(move || {
-                lower_tangent(&mut tc, blocks, 0, l, indices, reroll).map(|f| (f, tc.functions))
-            })
-        });
+            std::thread::Builder::new()
+                .name("rmoc-tangent".into())
+                .stack_size(TANGENT_THREAD_STACK)
+                .spawn_scoped(scope, move || {
+                    lower_tangent(&mut tc, blocks, 0, l, indices, reroll).map(|f| (f, tc.functions))
+                })
+        }) {
+            Some(Err(e)) => return Err(format!("cannot start a thread to lower the tangent: {e}")),
+            Some(Ok(job)) => Some(job),
+            None => None,
+        };
         let rest = lower_but_tangent(c, &l, &ctx, &samples, &relations, reroll);
         let own = match rest {
             Ok(_) if split < tangent_blocks.len() => {
@@ -416,6 +411,12 @@ fn lower_entries(c: &mut Causal, with_tangent: bool, reroll: bool) -> Result<Pro
         })
     })
 }
+
+/// The stack of the thread that lowers the tangent: lowering recurses over
+/// an expression's depth (a sum of 20 000 terms), as much as on the thread
+/// that runs the pipeline (`main.rs`, the FMU's `on_big_stack`); the
+/// address space is reserved, the pages used are mapped.
+const TANGENT_THREAD_STACK: usize = 512 << 20;
 
 /// The part of the tangent's blocks the second thread lowers (the other
 /// thread first lowers the other entries, about a third of the work on
