@@ -195,3 +195,38 @@ fn a_closed_stdout_pipe_is_not_an_internal_failure() {
     assert!(out.status.success(), "status {:?}: {stderr}", out.status);
     assert!(stderr.is_empty(), "{stderr}");
 }
+
+/// A sum of 20 000 terms of an unknown: its tangent code is as deep, and
+/// is lowered on a thread of its own (`jit::lower`), which must have the
+/// pipeline's stack, not a default one (2 MiB overflowed: the process
+/// aborted). y = x (n + 1) / 2, so x(1) = exp(-(n + 1) / (2 n)).
+#[test]
+fn a_long_sum_of_an_unknown_simulates() {
+    let n = 20_000;
+    let src = format!(
+        "model Deep\n  parameter Integer n = {n};\n  Real x(start = 1, fixed = true);\n  Real y;\n\
+         equation\n  der(x) = -y / n;\n  y = sum(x * k / n for k in 1:n);\nend Deep;\n"
+    );
+    let dir = std::env::temp_dir().join(format!("rmoc-long-sum-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let (path, csv) = (dir.join("deep.rmo"), dir.join("deep.csv"));
+    std::fs::write(&path, &src).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_rmoc"))
+        .args(["simulate", "-q", "-o"])
+        .arg(&csv)
+        .arg(&path)
+        .output()
+        .expect("run rmoc");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&csv).expect("result");
+    let last = text.lines().last().expect("rows");
+    let x: f64 = last.split(',').nth(1).expect("x").parse().expect("number");
+    let exact = (-(n as f64 + 1.0) / (2.0 * n as f64)).exp();
+    assert!((x / exact - 1.0).abs() < 1e-5, "x(1) = {x}, exact {exact}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
