@@ -324,8 +324,10 @@ fn lower_entries(c: &mut Causal, with_tangent: bool, reroll: bool) -> Result<Pro
     }
     // The tangent code, the directional derivatives of every block (most of
     // lowering a large model), is formed and lowered in two parts: the first
-    // blocks on a second thread, from a copy of the model, the others on
-    // this one after the other entries. Its derivatives are read by no
+    // half of the blocks on a second thread, from a copy of the model, the
+    // others on this one after the other entries (the second thread's
+    // blocks cost it more, in memory it has not used yet: on the grid,
+    // halves end together where thirds left this thread waiting). Its derivatives are read by no
     // other entry. A model with functions is not split (derivative
     // functions made on two copies would clash): the second thread lowers
     // all of its tangent code, and the copy's functions are the model's.
@@ -335,7 +337,7 @@ fn lower_entries(c: &mut Causal, with_tangent: bool, reroll: bool) -> Result<Pro
         Vec::new()
     };
     let split = if c.functions.functions.is_empty() {
-        tangent_blocks.len() * TANGENT_SHARE_NUM / TANGENT_SHARE_DEN
+        tangent_blocks.len() / 2
     } else {
         tangent_blocks.len()
     };
@@ -417,12 +419,6 @@ fn lower_entries(c: &mut Causal, with_tangent: bool, reroll: bool) -> Result<Pro
 /// that runs the pipeline (`main.rs`, the FMU's `on_big_stack`); the
 /// address space is reserved, the pages used are mapped.
 const TANGENT_THREAD_STACK: usize = 512 << 20;
-
-/// The part of the tangent's blocks the second thread lowers (the other
-/// thread first lowers the other entries, about a third of the work on
-/// the grid and chain models).
-const TANGENT_SHARE_NUM: usize = 2;
-const TANGENT_SHARE_DEN: usize = 3;
 
 /// The tangent code of `blocks` (numbered from `first`), a part of the
 /// entry ([`expr::entry_frame`] completes it), with their directional
