@@ -327,10 +327,11 @@ fn lower_entries(c: &mut Causal, with_tangent: bool, reroll: bool) -> Result<Pro
     // half of the blocks on a second thread, from a copy of the model, the
     // others on this one after the other entries (the second thread's
     // blocks cost it more, in memory it has not used yet: on the grid,
-    // halves end together where thirds left this thread waiting). Its derivatives are read by no
-    // other entry. A model with functions is not split (derivative
-    // functions made on two copies would clash): the second thread lowers
-    // all of its tangent code, and the copy's functions are the model's.
+    // halves end together where thirds left this thread waiting). Its
+    // derivatives are read by no other entry. A model with functions is
+    // not split (derivative functions made on two copies would clash): the
+    // second thread lowers all of its tangent code, and the copy's
+    // functions are the model's.
     let tangent_blocks = if with_tangent {
         c.blocks.clone()
     } else {
@@ -341,18 +342,17 @@ fn lower_entries(c: &mut Causal, with_tangent: bool, reroll: bool) -> Result<Pro
     } else {
         tangent_blocks.len()
     };
-    let indices = (rel_index.clone(), sample_index.clone(), warm_sites.clone());
     let tangent_model = with_tangent.then(|| c.clone());
     let n_functions = c.functions.functions.len();
     let ctx = lowering_context(c, &l, rel_index, sample_index, warm_sites.clone());
     std::thread::scope(|scope| {
         let tangent_job = match tangent_model.map(|mut tc| {
-            let (l, blocks, indices) = (&l, &tangent_blocks[..split], indices.clone());
+            let (ctx, blocks) = (&ctx, &tangent_blocks[..split]);
             std::thread::Builder::new()
                 .name("rmoc-tangent".into())
                 .stack_size(TANGENT_THREAD_STACK)
                 .spawn_scoped(scope, move || {
-                    lower_tangent(&mut tc, blocks, 0, l, indices, reroll).map(|f| (f, tc.functions))
+                    lower_tangent(&mut tc, blocks, 0, ctx, reroll).map(|f| (f, tc.functions))
                 })
         }) {
             Some(Err(e)) => return Err(format!("cannot start a thread to lower the tangent: {e}")),
@@ -362,7 +362,7 @@ fn lower_entries(c: &mut Causal, with_tangent: bool, reroll: bool) -> Result<Pro
         let rest = lower_but_tangent(c, &l, &ctx, &samples, &relations, reroll);
         let own = match rest {
             Ok(_) if split < tangent_blocks.len() => {
-                lower_tangent(c, &tangent_blocks[split..], split, &l, indices, reroll).map(Some)
+                lower_tangent(c, &tangent_blocks[split..], split, &ctx, reroll).map(Some)
             }
             _ => Ok(None),
         };
@@ -422,13 +422,13 @@ const TANGENT_THREAD_STACK: usize = 512 << 20;
 
 /// The tangent code of `blocks` (numbered from `first`), a part of the
 /// entry ([`expr::entry_frame`] completes it), with their directional
-/// derivatives formed into `c`'s arena.
+/// derivatives formed into `c`'s arena; `base` is the other entries'
+/// context, whose layout and indices it shares.
 fn lower_tangent(
     c: &mut Causal,
     blocks: &[Block],
     first: usize,
-    l: &Layout,
-    (rel_index, sample_index, warm_sites): EventIndices,
+    base: &Shared,
     reroll: bool,
 ) -> Result<Func, String> {
     // Every directional derivative first, so that the derivative functions
@@ -437,7 +437,16 @@ fn lower_tangent(
     for (k, b) in blocks.iter().enumerate() {
         prepare_tangent(c, b, (first + k) as u32, &mut tangents)?;
     }
-    let ctx = lowering_context(c, l, rel_index, sample_index, warm_sites);
+    // A context of its own: the derivative functions made above have
+    // outputs and tangent arguments of their own.
+    let l = &base.layout;
+    let ctx = lowering_context(
+        c,
+        l,
+        base.rel_index.clone(),
+        base.sample_index.clone(),
+        base.warm_sites.clone(),
+    );
     let mut t = Lowerer::new(&ctx, "tangent");
     for (k, b) in blocks.iter().enumerate() {
         t.block_tangent(c, b, (first + k) as u32, &mut tangents)?;
@@ -448,14 +457,6 @@ fn lower_tangent(
     }
     Ok(part)
 }
-
-/// The indices of a lowering context: event relations and samples by
-/// expression, warm-start slots by call site.
-type EventIndices = (
-    HashMap<ExprId, u32>,
-    HashMap<ExprId, u32>,
-    HashMap<u32, u32>,
-);
 
 /// An entry's function, its runs rolled into loops if `reroll`.
 fn finish_entry(lowerer: Lowerer, l: &Layout, reroll: bool) -> Func {
