@@ -125,6 +125,42 @@ fn an_assert_in_an_initial_equation_is_checked() {
     assert!(holds.contains("exit Some(0)"), "{holds}");
 }
 
+/// A run that fails after its result began streaming leaves no file at
+/// the target: not its own partial rows, and not the last run's result,
+/// which would look like its own. CSV and MAT alike.
+#[test]
+fn a_failed_run_leaves_neither_its_rows_nor_the_last_runs_result() {
+    for ext in ["csv", "mat"] {
+        let out_dir =
+            std::env::temp_dir().join(format!("rmoc-runtime-earlier-{}-{ext}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out_dir);
+        std::fs::create_dir_all(&out_dir).expect("temp dir");
+        let result = out_dir.join(format!("result.{ext}"));
+        let run = |args: &[&str]| {
+            Command::new(env!("CARGO_BIN_EXE_rmoc"))
+                .current_dir(dir())
+                .args(["simulate", "sqrt_negative.rmo", "--quiet", "-o"])
+                .arg(&result)
+                .args(args)
+                .output()
+                .expect("run rmoc")
+        };
+        // Until t = 0.5 the model is fine; to its stop time, y = sqrt(x)
+        // becomes NaN at t = 1, after rows were streamed.
+        let first = run(&["--stop-time", "0.5"]);
+        assert_eq!(first.status.code(), Some(0), "{ext}: {first:?}");
+        assert!(result.exists(), "{ext}: the first run's result");
+        let failed = run(&[]);
+        assert_eq!(failed.status.code(), Some(1), "{ext}: {failed:?}");
+        assert!(
+            String::from_utf8_lossy(&failed.stderr).contains("`y` became NaN at t = 1"),
+            "{ext}: {failed:?}"
+        );
+        assert_eq!(leftovers(&out_dir), Vec::<String>::new(), "{ext}");
+        let _ = std::fs::remove_dir_all(&out_dir);
+    }
+}
+
 #[test]
 fn unknown_model_name() {
     insta::assert_snapshot!(check("assert_error.rmo", &["--model", "Nope"]));

@@ -236,27 +236,6 @@ impl WriterQueue {
     }
 }
 
-/// Removes `target` if it is a regular file that begins as a CSV result
-/// does (`"time"`): the result of an earlier run, which the new one will
-/// replace. Done by the writer while the run starts (replacing a large
-/// file at the end cost 7 ms of a 190 ms run, the file system freeing its
-/// blocks); anything else at the path is left to the rename.
-fn remove_earlier_result(target: &Path) {
-    use std::io::Read;
-    let is_file = std::fs::symlink_metadata(target).is_ok_and(|m| m.is_file());
-    if !is_file {
-        return;
-    }
-    let mut start = [0u8; 6];
-    let looks_like_ours = std::fs::File::open(target)
-        .and_then(|mut f| f.read_exact(&mut start))
-        .is_ok()
-        && &start == b"\"time\"";
-    if looks_like_ours {
-        let _ = std::fs::remove_file(target);
-    }
-}
-
 impl CsvStream {
     /// Opens the temporary file beside `target` (a regular file or a new
     /// one) and starts its writer; the run writes the header when it knows
@@ -280,7 +259,7 @@ impl CsvStream {
                     }
                 }
                 let _stop = StopOnExit(queue.clone());
-                remove_earlier_result(&earlier);
+                super::remove_earlier_result(&earlier);
                 queue.write_all(&mut file).and_then(|()| {
                     // On disk before the file is renamed into place: after
                     // a crash the target is whole or absent, never cut

@@ -151,11 +151,14 @@ pub struct MatStream {
 }
 
 impl MatStream {
+    /// Opens the raw temporary file beside `target`; an earlier result at
+    /// `target` is removed ([`super::remove_earlier_result`]).
     pub fn create(target: &Path) -> std::io::Result<MatStream> {
         let mut raw = super::temp_path(target).into_os_string();
         raw.push(".rows");
         let raw = std::path::PathBuf::from(raw);
         let rows = std::io::BufWriter::new(std::fs::File::create(&raw)?);
+        super::remove_earlier_result(target);
         Ok(MatStream {
             rows: Some(rows),
             raw,
