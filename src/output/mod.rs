@@ -50,14 +50,15 @@ pub fn read(path: &Path) -> std::io::Result<ResultTable> {
 }
 
 /// Removes `target` if it is a regular file that begins as a result of
-/// rmoc's does: a CSV file whose first column is `"time"`, or a MAT v4
-/// file whose first matrix is `Aclass` (the header's name length, 7, and
-/// the name). That is the result of an earlier run, which the new one
+/// rmoc's does (Dymola's and OpenModelica's begin alike): a CSV file whose
+/// first column is `"time"`, or a MAT v4 file whose first matrix is
+/// `Aclass` (the header's name length, 7, and the name). That is the result of an earlier run, which the new one
 /// will replace; removing it when a run starts writing means that a run
 /// that fails leaves no file there, not the last run's looking like its
 /// own. Anything else at the path is left to the rename at the end.
 /// The CSV writer calls it on its own thread (on ext4, freeing a large
-/// file's blocks cost 7 ms of a 190 ms run).
+/// file's blocks cost 7 ms of a 190 ms run); the MAT stream on the run's,
+/// where the rename over the old file at the end freed them before.
 pub(crate) fn remove_earlier_result(target: &Path) {
     use std::io::Read;
     const CSV: &[u8] = b"\"time\"";
@@ -73,8 +74,10 @@ pub(crate) fn remove_earlier_result(target: &Path) {
     if let Ok(mut f) = std::fs::File::open(target) {
         while read < start.len() {
             match f.read(&mut start[read..]) {
-                Ok(0) | Err(_) => break,
+                Ok(0) => break,
                 Ok(k) => read += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
             }
         }
     }
