@@ -329,6 +329,9 @@ impl Integrator for BdfIntegrator {
         })
     }
 
+    /// The `Bdf`'s own table, valid after a successful step (the
+    /// contract: the hybrid loop reads it only then; after a restart the
+    /// next read follows the next step). Before any step: a constant.
     fn dense(&self) -> &dyn DenseOutput {
         match &self.bdf {
             Some(b) => b,
@@ -337,11 +340,7 @@ impl Integrator for BdfIntegrator {
     }
 
     fn restart(&mut self, _run: &mut Run, _t: f64, _x: &mut Vec<f64>) -> Result<(), Diagnostic> {
-        // The last step's dense output outlives the integrator it came
-        // from (copied once an event, not every step).
-        if let Some(b) = self.bdf.take() {
-            b.dense_into(&mut self.dense);
-        }
+        self.bdf = None;
         Ok(())
     }
 }
