@@ -236,6 +236,12 @@ impl WriterQueue {
     }
 }
 
+/// Whether `start`, a file's first bytes, is how [`write`] begins: the
+/// quoted name of its first column, `"time"`.
+pub(super) fn begins_as_result(start: &[u8]) -> bool {
+    start.starts_with(b"\"time\"")
+}
+
 impl CsvStream {
     /// Opens the temporary file beside `target` (a regular file or a new
     /// one) and starts its writer; the run writes the header when it knows

@@ -29,6 +29,16 @@ fn header(
     w.write_all(&[0])
 }
 
+/// The bytes `begins_as_result` reads.
+pub(super) const SIGNATURE_LEN: usize = 27;
+
+/// Whether `start`, a file's first bytes, is how [`write`] begins: the
+/// `header` of the matrix `Aclass` (type, rows, columns and imaginary
+/// flag, then the name's length with its NUL, 7, and the name).
+pub(super) fn begins_as_result(start: &[u8]) -> bool {
+    start.len() >= SIGNATURE_LEN && &start[16..SIGNATURE_LEN] == b"\x07\0\0\0Aclass\0"
+}
+
 /// A char matrix of strings padded with NULs; `transposed` stores one string
 /// per column (binTrans).
 fn strings(

@@ -50,43 +50,30 @@ pub fn read(path: &Path) -> std::io::Result<ResultTable> {
 }
 
 /// Removes `target` if it is a regular file that begins as a result of
-/// rmoc's does (Dymola's and OpenModelica's begin alike): a CSV file whose
-/// first column is `"time"`, or a MAT v4 file whose first matrix is
-/// `Aclass` (the header's name length, 7, and the name). That is the result of an earlier run, which the new one
-/// will replace; removing it when a run starts writing means that a run
-/// that fails leaves no file there, not the last run's looking like its
-/// own. Anything else at the path is left to the rename at the end.
-/// The CSV writer calls it on its own thread (on ext4, freeing a large
-/// file's blocks cost 7 ms of a 190 ms run); the MAT stream on the run's,
-/// where the rename over the old file at the end freed them before.
+/// rmoc's does (Dymola's and OpenModelica's begin alike: `csv::
+/// begins_as_result`, `mat::begins_as_result`). That is the result of an
+/// earlier run, which the new one will replace; removing it when a run
+/// starts writing means that a run that fails leaves no file there, not
+/// the last run's looking like its own. Anything else at the path is left
+/// to the rename at the end. The CSV writer calls it on its own thread (on
+/// ext4, freeing a large file's blocks cost 7 ms of a 190 ms run); the MAT
+/// stream on the run's, where the rename over the old file at the end
+/// freed them before.
 pub(crate) fn remove_earlier_result(target: &Path) {
     use std::io::Read;
-    const CSV: &[u8] = b"\"time\"";
-    // Type, rows, columns and imaginary flag (16 bytes), then the name's
-    // length with its NUL, little endian, and the name.
-    const MAT_NAME: &[u8] = b"\x07\0\0\0Aclass\0";
     let is_file = std::fs::symlink_metadata(target).is_ok_and(|m| m.is_file());
     if !is_file {
         return;
     }
-    let mut start = [0u8; 27];
-    let mut read = 0;
-    if let Ok(mut f) = std::fs::File::open(target) {
-        while read < start.len() {
-            match f.read(&mut start[read..]) {
-                Ok(0) => break,
-                Ok(k) => read += k,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(_) => break,
-            }
-        }
-    }
-    let start = &start[..read];
-    let ours = if is_mat(target) {
-        start.len() == 27 && &start[16..] == MAT_NAME
-    } else {
-        start.starts_with(CSV)
-    };
+    let mut start = Vec::with_capacity(mat::SIGNATURE_LEN);
+    let read = std::fs::File::open(target)
+        .and_then(|f| f.take(mat::SIGNATURE_LEN as u64).read_to_end(&mut start));
+    let ours = read.is_ok()
+        && if is_mat(target) {
+            mat::begins_as_result(&start)
+        } else {
+            csv::begins_as_result(&start)
+        };
     if ours {
         let _ = std::fs::remove_file(target);
     }
