@@ -552,7 +552,10 @@ impl ExprArena {
 
     /// Every node reachable from `roots`, each once, children before parents.
     pub fn reachable(&self, roots: &[ExprId]) -> Vec<ExprId> {
-        self.walk(roots, |id, stack| stack.extend(self.children(id)))
+        self.walk(roots, |id, stack| match self.node(id) {
+            Node::Call { call, .. } => stack.extend_from_slice(&self.calls[call as usize].args),
+            n => push_node_children(n, stack),
+        })
     }
 
     /// As [`Self::reachable`], but a call's output leads only to the
@@ -577,7 +580,7 @@ impl ExprArena {
                     None => stack.extend(site.args.iter().copied()),
                 }
             }
-            n => stack.extend(node_children(n)),
+            n => push_node_children(n, stack),
         })
     }
 
@@ -986,9 +989,12 @@ fn hash_node(n: &Node) -> u64 {
 
 /// The children of a node other than a call (which keeps its arguments in
 /// the call table), without allocating.
-fn node_children(n: Node) -> impl Iterator<Item = ExprId> {
-    let (a, b, c): (Option<ExprId>, Option<ExprId>, Option<ExprId>) = match n {
-        Node::Neg(a) | Node::Not(a) | Node::Call1(_, a) => (Some(a), None, None),
+/// Calls `f` on each operand of `n`, in order (a call's arguments are in
+/// [`ExprArena::calls`], not here).
+#[inline]
+fn for_each_operand(n: Node, mut f: impl FnMut(ExprId)) {
+    match n {
+        Node::Neg(a) | Node::Not(a) | Node::Call1(_, a) | Node::Elem { index: a, .. } => f(a),
         Node::Add(a, b)
         | Node::Sub(a, b)
         | Node::Mul(a, b)
@@ -997,13 +1003,32 @@ fn node_children(n: Node) -> impl Iterator<Item = ExprId> {
         | Node::And(a, b)
         | Node::Or(a, b)
         | Node::Call2(_, a, b)
-        | Node::Sample(a, b) => (Some(a), Some(b), None),
-        Node::Rel { lhs, rhs, .. } => (Some(lhs), Some(rhs), None),
-        Node::If(c, a, b) => (Some(c), Some(a), Some(b)),
-        Node::Elem { index, .. } => (Some(index), None, None),
-        _ => (None, None, None),
-    };
-    a.into_iter().chain(b).chain(c)
+        | Node::Sample(a, b)
+        | Node::Rel { lhs: a, rhs: b, .. } => {
+            f(a);
+            f(b);
+        }
+        Node::If(c, a, b) => {
+            f(c);
+            f(a);
+            f(b);
+        }
+        _ => {}
+    }
+}
+
+fn node_children(n: Node) -> impl Iterator<Item = ExprId> {
+    let mut operands: SmallVec<[ExprId; 3]> = SmallVec::new();
+    for_each_operand(n, |c| operands.push(c));
+    operands.into_iter()
+}
+
+/// Pushes the operands of `n` onto a walk's stack one by one (a walk's
+/// inner loop: extending the stack from a chained iterator of options
+/// cost a third of every walk).
+#[inline]
+fn push_node_children(n: Node, stack: &mut WalkStack) {
+    for_each_operand(n, |c| stack.push(c));
 }
 
 /// `x^y`, the one definition shared by constant folding, the interpreter and
