@@ -1076,6 +1076,91 @@ mod tests {
         let m = a.neg(e);
         assert_eq!(a.display(m, &name), "-v0^2");
     }
+
+    /// Every kind of node leads a walk to exactly the operands it was built
+    /// from (a call to its site's arguments), through `reachable`,
+    /// `reachable_through`, `children` and `any_node`; `reachable_through`
+    /// follows only the arguments a call's output depends on.
+    #[test]
+    fn a_walk_reaches_the_operands_each_kind_of_node_was_built_from() {
+        let mut a = ExprArena::new();
+        let (x, y, z) = (a.var(0), a.var(1), a.var(2));
+        let site = a.call_site(CallSite {
+            func: 0,
+            args: vec![y, z],
+        });
+        let cases: Vec<(Node, Vec<ExprId>)> = vec![
+            (Node::Neg(x), vec![x]),
+            (Node::Not(x), vec![x]),
+            (Node::Call1(Fn1::Sin, x), vec![x]),
+            (
+                Node::Elem {
+                    base: 7,
+                    len: 3,
+                    index: x,
+                },
+                vec![x],
+            ),
+            (Node::Add(x, y), vec![x, y]),
+            (Node::Sub(y, x), vec![y, x]),
+            (Node::Mul(x, z), vec![x, z]),
+            (Node::Div(z, y), vec![z, y]),
+            (Node::Pow(x, y), vec![x, y]),
+            (Node::And(x, y), vec![x, y]),
+            (Node::Or(y, z), vec![y, z]),
+            (Node::Call2(Fn2::Atan2, z, x), vec![z, x]),
+            (Node::Sample(x, y), vec![x, y]),
+            (
+                Node::Rel {
+                    op: RelOp::Lt,
+                    lhs: y,
+                    rhs: z,
+                    event: true,
+                },
+                vec![y, z],
+            ),
+            (Node::If(x, y, z), vec![x, y, z]),
+            (
+                Node::Call {
+                    call: site,
+                    output: 0,
+                },
+                vec![y, z],
+            ),
+            (Node::Der(0), vec![]),
+            (Node::Pre(1), vec![]),
+            (Node::Time, vec![]),
+            (Node::Initial, vec![]),
+            (Node::Terminal, vec![]),
+        ];
+        let all = |_: u32| None;
+        for (n, operands) in cases {
+            let id = a.intern(n);
+            let mut reached = operands.clone();
+            reached.push(id);
+            reached.sort_unstable();
+            reached.dedup();
+            assert_eq!(a.reachable(&[id]), reached, "{n:?}");
+            assert_eq!(a.reachable_through(&[id], &all), reached, "{n:?}");
+            assert_eq!(a.children(id).collect::<Vec<_>>(), operands, "{n:?}");
+            for &o in &operands {
+                let target = a.node(o);
+                assert!(a.any_node(id, |m| m == target), "{n:?}: {target:?}");
+            }
+        }
+        // Nested: the walk goes all the way down, each node once.
+        let sum = a.intern(Node::Add(x, y));
+        let neg = a.intern(Node::Neg(sum));
+        let top = a.intern(Node::If(neg, sum, z));
+        assert_eq!(a.reachable(&[top]), vec![x, y, z, sum, neg, top]);
+        // Output 0 of the call reads its second argument only.
+        let call = a.intern(Node::Call {
+            call: site,
+            output: 0,
+        });
+        let second = |_: u32| Some(std::rc::Rc::new(vec![vec![1u32]]));
+        assert_eq!(a.reachable_through(&[call], &second), vec![z, call]);
+    }
 }
 
 /// The variables of each call site's arguments, for
