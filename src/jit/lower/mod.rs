@@ -163,7 +163,14 @@ fn event_exprs(c: &Causal) -> EventExprs {
     let mut rel_index: HashMap<ExprId, u32> = HashMap::default();
     let mut samples: Vec<ExprId> = Vec::new();
     let mut sample_index: HashMap<ExprId, u32> = HashMap::default();
-    let roots = model_roots(c);
+    // Most large models have no events: a scan of the arena (a few
+    // instructions a node) spares them the walk of the whole model.
+    let any = c
+        .arena
+        .nodes()
+        .iter()
+        .any(|n| matches!(n, Node::Rel { event: true, .. } | Node::Sample(..)));
+    let roots = if any { model_roots(c) } else { Vec::new() };
     for id in c.arena.reachable(&roots) {
         match c.arena.node(id) {
             Node::Rel {
